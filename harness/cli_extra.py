@@ -1,0 +1,1 @@
+"""Registers the commands that live in their own modules (one import each)."""

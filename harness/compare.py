@@ -1,0 +1,42 @@
+"""Compare two targets over a set of workloads, side by side, same seeds."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from harness.jobs import SimJob, run_jobs
+from harness.result import SCHEMA, versions
+
+
+def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
+            duration_s: float | None = None, rate_rps: float | None = None, workers: int | None = None,
+            on_done: Callable | None = None) -> dict[str, Any]:
+    """Runs every workload on both targets; returns a compare document.
+
+    `overrides` apply to both sides; give a side its own knobs with a spec
+    (`hardened:gpus=40`) or a TOML file.
+    """
+    label_b = b if b != a else f"{b} (B)"
+    jobs = [SimJob(t, w, seed, overrides or {}, duration_s, rate_rps) for w in workloads for t in (a, b)]
+    docs = run_jobs(jobs, workers, on_done)
+    scenarios: dict[str, dict[str, Any]] = {}
+    runs: dict[str, dict[str, Any]] = {}
+    for job, doc, side in zip(jobs, docs, [a, label_b] * len(workloads)):
+        scenarios.setdefault(job.workload, {})[side] = doc["summary"]
+        runs.setdefault(job.workload, {})[side] = doc
+    return {
+        "schema": SCHEMA,
+        "kind": "compare",
+        "a": a,
+        "b": label_b,
+        "seed": seed,
+        "mode": "sim",
+        "scenarios": scenarios,
+        "runs": runs,
+        "versions": versions(),
+    }
+
+
+def compare_summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """What `compare --json` prints: no time series."""
+    return {"a": doc["a"], "b": doc["b"], "scenarios": doc["scenarios"]}

@@ -1,0 +1,84 @@
+"""Result documents: one JSON file per run, written atomically.
+
+A result holds the summary (the keys scripts and CI rely on), the full target
+and workload config, the seed, versions and the time series, so any report
+can be rendered again from the file alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "harness.result/1"
+RUNS_DIR = Path("runs")
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in ("inference-harness", "numpy", "hdrhistogram", "aiohttp", "torch"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe: non-finite floats become None (JSON has no Infinity)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return _clean(obj.item())
+    return obj
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(_clean(doc), indent=1, sort_keys=False, allow_nan=False)
+
+
+def write_atomic(path: Path, doc: dict[str, Any]) -> Path:
+    """Write JSON to `path` via a temp file + rename: never a torn file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = dumps(doc)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def default_path(kind: str, label: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)[:80]
+    return RUNS_DIR / f"{stamp}-{kind}-{safe}.json"
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{p}: no such result file") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{p}: not a result file (invalid JSON: {exc})") from None
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("harness."):
+        raise ValueError(f"{p}: not a harness result file (no 'schema' key)")
+    return doc

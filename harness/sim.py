@@ -1,0 +1,192 @@
+"""Sim mode: one seeded run of a target under a workload, on virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any, Callable
+
+from harness.clock import run_virtual
+from harness.driver import Driver
+from harness.recorder import Recorder
+from harness.result import SCHEMA, versions
+from harness.transports import InProcessTransport
+from targets.client import ClientPolicy
+from targets.config import TargetConfig
+from targets.spec import flaws_present
+from targets.target import ServingTarget
+from workloads.arrivals import Schedule, build_schedule
+from workloads.model import FaultKind, WorkloadConfig
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+def _seeds(seed: int) -> tuple[int, int, int]:
+    """Independent streams for arrivals, the target and the clients."""
+    ss = random.Random(seed)
+    return seed, ss.randrange(2**31), ss.randrange(2**31)
+
+
+class SimRun:
+    """Holds a run's parts so an interrupted run can still be summarised."""
+
+    def __init__(self, target: TargetConfig, workload: WorkloadConfig, seed: int, progress: Progress | None = None) -> None:
+        self.config = target
+        self.workload = workload
+        self.seed = seed
+        self.progress = progress
+        _, self.target_seed, self.client_seed = _seeds(seed)
+        self.schedule: Schedule = build_schedule(workload, seed)
+        self.recorder = Recorder(
+            self.schedule.sched_s, self.schedule.tenant, self.schedule.tenants,
+            target.slo_s, workload.duration_s, workload.window_s,
+        )
+        self.target: ServingTarget | None = None
+        self.events: list[dict[str, Any]] = []
+        self.end_s = 0.0
+        self.partial = False
+        self.wall_s = 0.0
+
+    async def _main(self) -> None:
+        loop = asyncio.get_running_loop()
+        target = self.target = ServingTarget(self.config, random.Random(self.target_seed))
+        self._schedule_faults(loop, target)
+        self._sample(loop, target)
+        driver = Driver(
+            self.schedule, ClientPolicy.from_target(self.config), InProcessTransport(target),
+            self.recorder, random.Random(self.client_seed),
+        )
+        await driver.run(t0=0.0)
+        self.end_s = loop.time()
+
+    def _schedule_faults(self, loop: asyncio.AbstractEventLoop, target: ServingTarget) -> None:
+        for f in self.workload.faults:
+            if f.kind is FaultKind.GPU_DOWN:
+                def down(f=f) -> None:
+                    idx = target.kill_gpus(f.fraction)
+                    self.events.append({"t_s": loop.time(), "event": "gpu-down", "gpus": len(idx)})
+                    loop.call_later(f.duration_s, up, idx)
+
+                def up(idx: list[int]) -> None:
+                    target.revive_gpus(idx)
+                    self.events.append({"t_s": loop.time(), "event": "gpu-up", "gpus": len(idx)})
+                loop.call_at(f.at_s, down)
+            else:
+                def slow(f=f) -> None:
+                    target.set_slowdown(f.factor)
+                    self.events.append({"t_s": loop.time(), "event": "slowdown", "factor": f.factor})
+                    loop.call_later(f.duration_s, normal)
+
+                def normal() -> None:
+                    target.set_slowdown(1.0)
+                    self.events.append({"t_s": loop.time(), "event": "slowdown-end"})
+                loop.call_at(f.at_s, slow)
+
+    def _sample(self, loop: asyncio.AbstractEventLoop, target: ServingTarget) -> None:
+        w = self.workload.window_s
+        horizon = self.workload.duration_s + (self.config.client_retries + 1) * self.config.client_timeout_s * 4 + 10
+
+        def tick() -> None:
+            now = loop.time()
+            rec = self.recorder
+            rec.sample(now, target.queue_depth(), target.pool.busy_gpu_seconds(), target.pool.alive_gpus())
+            if self.progress is not None:
+                self.progress({"t_s": now, "duration_s": self.workload.duration_s, "finished": rec.finished,
+                               "attempts": rec.attempts, "queue_depth": target.queue_depth(),
+                               "unique": len(self.schedule)})
+            if now + w <= horizon:
+                loop.call_at(now + w, tick)
+
+        loop.call_at(w, tick)
+
+    def run(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            run_virtual(self._main())
+        except KeyboardInterrupt:
+            self.partial = True
+        self.wall_s = time.perf_counter() - started
+        return self.document()
+
+    # -- the result ------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        rec, cfg, target = self.recorder, self.config, self.target
+        core = rec.summary_core()
+        core["requests"]["lost"] = target.stats.lost if target else 0
+        pool = target.pool if target else None
+        span = max(self.end_s, self.workload.duration_s)
+        gpus = cfg.fleet_gpus
+        busy = pool.busy_gpu_seconds() if pool else 0.0
+        st = target.stats if target else None
+        sizes = pool.stats.batch_sizes if pool else []
+        wasted = {
+            "duplicate": st.wasted_duplicate_s if st else 0.0,
+            "abandoned": st.wasted_abandoned_s if st else 0.0,
+            "padding": st.wasted_padding_s if st else 0.0,
+        }
+        cache = target.cache.stats if target and target.cache else None
+        summary = {
+            "target": cfg.name,
+            "workload": self.workload.name,
+            "mode": "sim",
+            "seed": self.seed,
+            "slo_s": cfg.slo_s,
+            "duration_s": self.workload.duration_s,
+            **core,
+            "gpu": {
+                "count": gpus,
+                "utilization": busy / (gpus * span) if span else 0.0,
+                "batch_fill": (sum(sizes) / len(sizes) / cfg.batch_size) if sizes else 0.0,
+                "batches": len(sizes),
+                "wasted_gpu_s": sum(wasted.values()),
+                "wasted_breakdown_s": wasted,
+                "redispatched": pool.stats.redispatched if pool else 0,
+            },
+            "cache": {
+                "mode": cfg.cache.value,
+                "lookups": cache.lookups if cache else 0,
+                "hits": cache.hits if cache else 0,
+                "hit_rate": cache.hit_rate if cache else None,
+                "bypassed": cache.bypassed if cache else 0,
+            },
+            "server": {
+                "shed_tenant": st.shed_tenant if st else 0,
+                "shed_overload": st.shed_overload if st else 0,
+                "expired_dropped": st.expired if st else 0,
+                "dedupe_coalesced": target.dedupe.stats.coalesced if target and target.dedupe else 0,
+                "dedupe_replayed": target.dedupe.stats.replayed if target and target.dedupe else 0,
+            },
+            "recovery": self.recorder.recovery(self.workload.disturbance_end_s(), self._series()),
+            "flaws": flaws_present(cfg),
+            "end_s": self.end_s,
+            "wall_s": self.wall_s,
+            "partial": self.partial,
+        }
+        return summary
+
+    def _series(self) -> dict[str, Any]:
+        if getattr(self, "_ts", None) is None:
+            self._ts = self.recorder.timeseries()
+        return self._ts
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "kind": "run",
+            "summary": self.summary(),
+            "target_config": self.config.model_dump(mode="json"),
+            "workload_config": self.workload.model_dump(mode="json"),
+            "seed": self.seed,
+            "mode": "sim",
+            "versions": versions(),
+            "phases": [{"kind": k, "start_s": a, "end_s": b} for k, a, b in self.workload.phase_bounds()],
+            "faults": [f.model_dump(mode="json") for f in self.workload.faults],
+            "events": self.events,
+            "timeseries": self._series(),
+        }
+
+
+def run_sim(target: TargetConfig, workload: WorkloadConfig, seed: int = 1, progress: Progress | None = None) -> dict[str, Any]:
+    """One seeded sim run; returns the result document (not yet written)."""
+    return SimRun(target, workload, seed, progress).run()

@@ -1,0 +1,36 @@
+"""Transports: how a client's attempt reaches a target.
+
+`InProcessTransport` calls the target object directly (sim mode): no sockets,
+so it runs on the virtual clock. The HTTP transport (live mode) implements the
+same `send(attempt, timeout_s, on_done)` contract over aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+from targets.delayline import DelayLine
+from targets.protocol import TIMEOUT_RESPONSE, Attempt, Response
+
+
+class InProcessTransport:
+    def __init__(self, target) -> None:
+        self.target = target
+        self.loop = asyncio.get_running_loop()
+        self._timeouts: dict[float, DelayLine] = {}
+
+    def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
+        attempt.on_answer = on_done
+        line = self._timeouts.get(timeout_s)
+        if line is None:
+            line = self._timeouts[timeout_s] = DelayLine(timeout_s, self.loop)
+        line.push(_expire, attempt)
+        self.target.submit(attempt)
+
+
+def _expire(attempt: Attempt) -> None:
+    # The client gives up; the target may still work on it (nothing tells it).
+    on_done = attempt.on_answer
+    if attempt.give_up():
+        on_done(TIMEOUT_RESPONSE)

@@ -1,0 +1,70 @@
+"""Admission control and per-tenant limits: pure policies over state and `now`.
+
+`TokenBucket` caps a tenant's rate. `predicted_latency_s` estimates how long a
+request admitted now would take, from the work queued ahead of it and the
+capacity serving that queue; `admit` sheds a request whose predicted latency
+exceeds its budget (the SLO, or less if its deadline is nearer), so queues
+stay bounded by time rather than by count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TokenBucket:
+    """`rate` tokens per second, at most `capacity` banked; starts full."""
+
+    __slots__ = ("rate", "capacity", "tokens", "updated_s")
+
+    def __init__(self, rate: float, capacity: float, now: float = 0.0) -> None:
+        if rate <= 0 or capacity < 1:
+            raise ValueError("a token bucket needs rate > 0 and capacity >= 1")
+        self.rate = rate
+        self.capacity = capacity
+        self.tokens = capacity
+        self.updated_s = now
+
+    def _refill(self, now: float) -> None:
+        if now > self.updated_s:
+            self.tokens = min(self.capacity, self.tokens + (now - self.updated_s) * self.rate)
+            self.updated_s = now
+
+    def try_take(self, now: float, n: float = 1.0) -> bool:
+        self._refill(now)
+        if self.tokens >= n:
+            self.tokens -= n
+            return True
+        return False
+
+    def wait_s(self, now: float, n: float = 1.0) -> float:
+        """Seconds until `n` tokens are available."""
+        self._refill(now)
+        return max(0.0, (n - self.tokens) / self.rate)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    admit: bool
+    predicted_s: float
+    retry_after_s: float = 0.0
+
+
+def predicted_latency_s(ahead: int, capacity_rps: float, batch_s: float, fill_wait_s: float) -> float:
+    """Latency of a request joining behind `ahead` others.
+
+    Queue drain time at the serving capacity, plus waiting for its batch to
+    form (`fill_wait_s`, zero once a full batch is queued), plus its own
+    batch's compute time.
+    """
+    if capacity_rps <= 0:
+        return float("inf")
+    return ahead / capacity_rps + fill_wait_s + batch_s
+
+
+def admit(predicted_s: float, budget_s: float) -> Verdict:
+    """Admit iff the predicted latency fits the budget; else say when to retry."""
+    if predicted_s <= budget_s:
+        return Verdict(True, predicted_s)
+    retry = min(1.0, max(0.05, predicted_s - budget_s))
+    return Verdict(False, predicted_s, retry)

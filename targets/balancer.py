@@ -1,0 +1,84 @@
+"""Load balancers: which API server gets a request.
+
+The doc's layer-4 balancer assigns *connections*, round robin, when they open;
+every request on a keep-alive connection then goes to the same server, however
+busy it is. Layer-7 policies choose per request from the servers' loads.
+Policies are pure: loads and randomness are passed in.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from targets.config import Routing
+
+
+class L4RoundRobin:
+    """Connection -> server, assigned round robin at first use, then sticky."""
+
+    def __init__(self, servers: int) -> None:
+        self.servers = servers
+        self._next = 0
+        self._assigned: dict[tuple[str, int], int] = {}
+
+    def route(self, tenant: str, conn: int, loads: Sequence[int] | None = None) -> int:
+        key = (tenant, conn)
+        server = self._assigned.get(key)
+        if server is None:
+            server = self._assigned[key] = self._next
+            self._next = (self._next + 1) % self.servers
+        return server
+
+    def connections_per_server(self) -> list[int]:
+        out = [0] * self.servers
+        for s in self._assigned.values():
+            out[s] += 1
+        return out
+
+
+class LeastLoaded:
+    """Per request: the server with the least outstanding work; ties rotate."""
+
+    needs_loads = True
+
+    def __init__(self, servers: int) -> None:
+        self.servers = servers
+        self._tie = 0
+
+    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int:
+        n = self.servers
+        start = self._tie
+        self._tie = (self._tie + 1) % n
+        best, best_load = start, loads[start]
+        for k in range(1, n):
+            i = (start + k) % n
+            if loads[i] < best_load:
+                best, best_load = i, loads[i]
+        return best
+
+
+class PowerOfTwo:
+    """Per request: the less loaded of two servers drawn at random."""
+
+    needs_loads = True
+
+    def __init__(self, servers: int, rng: random.Random) -> None:
+        self.servers = servers
+        self.rng = rng
+
+    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int:
+        if self.servers == 1:
+            return 0
+        a, b = self.rng.sample(range(self.servers), 2)
+        return a if loads[a] <= loads[b] else b
+
+
+def create_balancer(kind: Routing, servers: int, rng: random.Random):
+    if kind is Routing.L4_ROUND_ROBIN:
+        return L4RoundRobin(servers)
+    if kind is Routing.LEAST_LOADED:
+        return LeastLoaded(servers)
+    if kind is Routing.POWER_OF_TWO:
+        return PowerOfTwo(servers, rng)
+    raise ValueError(f"unknown routing '{kind}': valid are {', '.join(r.value for r in Routing)}")

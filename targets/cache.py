@@ -1,0 +1,98 @@
+"""The response cache in front of the API servers (doc item 3).
+
+`exact` keys on the payload's bytes, so two serialisations of one input
+(field order, whitespace, a client timestamp) miss each other, and it ignores
+the model version, so it serves stale answers after a deploy. `normalized`
+keys on the normalised input and the model version. `auto` is normalised and
+switches itself off (bypassing the hop) while its measured hit rate is below
+what pays for the hop, re-probing a small sample of requests to notice when
+traffic becomes cacheable.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+from targets.config import CacheMode
+from targets.protocol import Attempt
+
+
+@dataclass
+class CacheStats:
+    lookups: int = 0
+    hits: int = 0
+    bypassed: int = 0
+    evictions: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.lookups if self.lookups else 0.0
+
+
+class ResponseCache:
+    """An LRU of outputs. `min_hit_rate` is the break-even for `auto`."""
+
+    WINDOW = 2000        # lookups the auto mode judges its hit rate over
+    PROBE_EVERY = 50     # while bypassed, 1 request in this many still looks up
+
+    def __init__(self, mode: CacheMode, entries: int, model_version: str, min_hit_rate: float) -> None:
+        if mode is CacheMode.OFF:
+            raise ValueError("no ResponseCache for mode 'off'")
+        self.mode = mode
+        self.entries = entries
+        self.model_version = model_version
+        self.min_hit_rate = min_hit_rate
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._recent: deque[bool] = deque(maxlen=self.WINDOW)
+        self._recent_hits = 0
+        self._bypassing = False
+        self._since_probe = 0
+        self.stats = CacheStats()
+
+    def key(self, a: Attempt) -> Hashable:
+        if self.mode is CacheMode.EXACT:
+            return (a.content, a.variant)
+        return (a.content, self.model_version)
+
+    def should_lookup(self) -> bool:
+        """False when `auto` has judged the cache not worth its hop."""
+        if not self._bypassing:
+            return True
+        self._since_probe += 1
+        if self._since_probe >= self.PROBE_EVERY:
+            self._since_probe = 0
+            return True
+        self.stats.bypassed += 1
+        return False
+
+    def get(self, a: Attempt) -> tuple[bool, Any]:
+        key = self.key(a)
+        self.stats.lookups += 1
+        hit = key in self._data
+        if hit:
+            self.stats.hits += 1
+            self._data.move_to_end(key)
+        if self.mode is CacheMode.AUTO:
+            self._observe(hit)
+        return hit, (self._data[key] if hit else None)
+
+    def put(self, a: Attempt, output: Any) -> None:
+        # Filled even while bypassed (off the request path), so the probes can
+        # notice when traffic becomes cacheable.
+        key = self.key(a)
+        self._data[key] = output
+        self._data.move_to_end(key)
+        if len(self._data) > self.entries:
+            self._data.popitem(last=False)
+            self.stats.evictions += 1
+
+    def _observe(self, hit: bool) -> None:
+        if len(self._recent) == self._recent.maxlen:
+            self._recent_hits -= self._recent[0]
+        self._recent.append(hit)
+        self._recent_hits += hit
+        if len(self._recent) >= self.WINDOW:
+            rate = self._recent_hits / len(self._recent)
+            self._bypassing = rate < self.min_hit_rate

@@ -1,0 +1,175 @@
+"""The client policy: what callers of the API do (doc item 4 is about them).
+
+Naive clients retry at once on timeout, with no request ID, no backoff and no
+limit but the retry count. Hardened clients send a request ID and a deadline,
+back off exponentially with full jitter (AWS Architecture Blog, "Exponential
+Backoff And Jitter", 2015), honour Retry-After, and spend at most a budget of
+retries relative to their first attempts (gRPC's retry throttling idea), so a
+slow server is not buried under its own clients' retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from targets.config import Backoff, TargetConfig
+from targets.protocol import Attempt, Response, Status
+
+
+@dataclass(frozen=True)
+class ClientPolicy:
+    timeout_s: float
+    retries: int
+    backoff: Backoff
+    backoff_base_s: float
+    backoff_cap_s: float
+    request_ids: bool
+    retry_budget: float | None
+    honour_retry_after: bool
+    propagate_deadline: bool
+
+    @classmethod
+    def from_target(cls, c: TargetConfig) -> "ClientPolicy":
+        return cls(
+            timeout_s=c.client_timeout_s,
+            retries=c.client_retries,
+            backoff=c.client_backoff,
+            backoff_base_s=c.backoff_base_s,
+            backoff_cap_s=c.backoff_cap_s,
+            request_ids=c.request_ids,
+            retry_budget=c.retry_budget,
+            honour_retry_after=c.honour_retry_after,
+            propagate_deadline=c.propagate_deadline,
+        )
+
+    def delay_s(self, retry_no: int, response: Response, rng: random.Random) -> float:
+        """Pause before retry number `retry_no` (1-based) after `response`."""
+        delay = 0.0
+        if self.backoff is Backoff.EXPONENTIAL:
+            delay = rng.uniform(0.0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (retry_no - 1)))
+        if self.honour_retry_after and response.retry_after_s:
+            delay = max(delay, response.retry_after_s)
+        return delay
+
+    def retryable(self, response: Response) -> bool:
+        """Naive clients retry on timeout and errors (and so on a shed too)."""
+        return response.status is not Status.OK and response.status is not Status.BAD_REQUEST
+
+
+class RetryBudget:
+    """Retries allowed while retries <= ratio * first attempts + `floor`."""
+
+    def __init__(self, ratio: float, floor: int = 10) -> None:
+        self.ratio = ratio
+        self.floor = floor
+        self.first = 0
+        self.retries = 0
+
+    def record_first(self) -> None:
+        self.first += 1
+
+    def try_spend(self) -> bool:
+        if self.retries < self.ratio * self.first + self.floor:
+            self.retries += 1
+            return True
+        return False
+
+
+class Transport(Protocol):
+    """The one seam between clients and targets.
+
+    `send` delivers `attempt` and arranges for `on_done(response)` to be called
+    exactly once: with the target's Response, or with Status.TIMEOUT if none
+    came within `timeout_s`. Callback rather than coroutine, so that a
+    simulation needs no task per request (see targets.protocol).
+    """
+
+    def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None: ...
+
+
+class Sink(Protocol):
+    def attempt(self, status: Status, sent_s: float, latency_s: float) -> None: ...
+    def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None: ...
+
+
+class Client:
+    """Runs requests to their final answers under a ClientPolicy.
+
+    `on_finished()` is called once per request when it has its final answer.
+    """
+
+    def __init__(self, policy: ClientPolicy, transport: Transport, sink: Sink, rng: random.Random,
+                 on_finished: Callable[[], None] | None = None) -> None:
+        self.policy = policy
+        self.transport = transport
+        self.sink = sink
+        self.rng = rng
+        self.on_finished = on_finished
+        self.budgets: dict[str, RetryBudget] = {}
+        self.loop = asyncio.get_running_loop()
+
+    def start(self, index: int, tenant: str, conn: int, content: int, variant: int, size: int, payload: Any = None) -> None:
+        budget = None
+        if self.policy.retry_budget is not None:
+            budget = self.budgets.get(tenant)
+            if budget is None:
+                budget = self.budgets[tenant] = RetryBudget(self.policy.retry_budget)
+            budget.record_first()
+        _Request(self, index, tenant, conn, content, variant, size, payload, budget).send()
+
+
+class _Request:
+    """One user request's life: attempts, pauses and the final answer."""
+
+    __slots__ = ("c", "index", "tenant", "conn", "content", "variant", "size", "payload",
+                 "budget", "rid", "tries", "sent")
+
+    def __init__(self, c: Client, index: int, tenant: str, conn: int, content: int, variant: int,
+                 size: int, payload: Any, budget: RetryBudget | None) -> None:
+        self.c = c
+        self.index = index
+        self.tenant = tenant
+        self.conn = conn
+        self.content = content
+        self.variant = variant
+        self.size = size
+        self.payload = payload
+        self.budget = budget
+        self.rid = f"{tenant}-{index}" if c.policy.request_ids else None
+        self.tries = 0
+        self.sent = 0.0
+
+    def send(self) -> None:
+        c, p = self.c, self.c.policy
+        sent = self.sent = c.loop.time()
+        a = Attempt(
+            uid=self.index, tenant=self.tenant, conn=self.conn, content=self.content,
+            variant=self.variant, size=self.size, sent_s=sent, attempt_no=self.tries,
+            request_id=self.rid, deadline_s=sent + p.timeout_s if p.propagate_deadline else None,
+            payload=self.payload,
+        )
+        c.transport.send(a, p.timeout_s, self.on_response)
+
+    def on_response(self, response: Response) -> None:
+        c, p = self.c, self.c.policy
+        now = c.loop.time()
+        self.tries += 1
+        c.sink.attempt(response.status, self.sent, now - self.sent)
+        if (
+            response.status is Status.OK
+            or self.tries > p.retries
+            or not p.retryable(response)
+            or (self.budget is not None and not self.budget.try_spend())
+        ):
+            c.sink.finish(self.index, response.status, now, self.tries)
+            if c.on_finished is not None:
+                c.on_finished()
+            return
+        delay = p.delay_s(self.tries, response, c.rng)
+        if delay > 0:
+            c.loop.call_later(delay, self.send)
+        else:
+            self.send()

@@ -1,0 +1,44 @@
+"""A delay line: run callbacks a constant delay after they were pushed.
+
+With one delay for everything (a client timeout, a cache hop), expiries come
+in push order, so one FIFO and one armed timer replace a heap entry per item.
+That keeps the event loop's timer heap small, which is most of the cost of a
+large simulation. Works on any asyncio loop (virtual or wall clock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any, Callable
+
+
+class DelayLine:
+    def __init__(self, delay_s: float, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        if delay_s < 0:
+            raise ValueError("delay_s must be >= 0")
+        self.delay_s = delay_s
+        self.loop = loop or asyncio.get_running_loop()
+        self._items: deque[tuple[float, Callable[..., Any], Any]] = deque()
+        self._armed = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def push(self, callback: Callable[[Any], Any], arg: Any) -> None:
+        """Call `callback(arg)` after `delay_s` (cancel by making it a no-op)."""
+        self._items.append((self.loop.time() + self.delay_s, callback, arg))
+        if not self._armed:
+            self._armed = True
+            self.loop.call_at(self._items[0][0], self._fire)
+
+    def _fire(self) -> None:
+        items = self._items
+        horizon = self.loop.time() + 1e-9
+        while items and items[0][0] <= horizon:
+            _, callback, arg = items.popleft()
+            callback(arg)
+        if items:
+            self.loop.call_at(items[0][0], self._fire)
+        else:
+            self._armed = False

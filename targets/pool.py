@@ -1,0 +1,208 @@
+"""GPU workers and the pool that runs batches on them.
+
+A worker runs one batch at a time through its executor (a cost model in sim,
+a torch model in live mode). Batches pushed while every GPU is busy wait in a
+FIFO backlog. Pull-mode batchers register as listeners and are called each
+time a GPU frees up.
+
+Failures: `kill(k)` takes k workers down at once, cancelling their batches in
+flight. Without failure handling (the doc) those requests are simply lost:
+nobody answers them and their clients find out by timing out. With it, the
+batch timeout (`batch_timeout_factor` x the expected batch time) detects the
+death and the batch is re-dispatched, once per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Protocol
+
+from targets.protocol import Attempt
+
+
+class Executor(Protocol):
+    def expected_s(self, batch: list[Attempt]) -> float: ...
+    async def run_batch(self, batch: list[Attempt]) -> list | None: ...
+
+
+class WorkerDied(RuntimeError):
+    """The worker's GPU died with the batch in flight."""
+
+
+@dataclass
+class PoolStats:
+    batches: int = 0
+    items: int = 0
+    busy_s: float = 0.0          # GPU-seconds of completed batches
+    lost_attempts: int = 0       # in flight on a dead GPU, never answered
+    redispatched: int = 0
+    killed_batches: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
+
+
+class Worker:
+    __slots__ = ("index", "alive", "task", "batch", "started_s")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.alive = True
+        self.task: asyncio.Task | None = None
+        self.batch: list[Attempt] | None = None
+        self.started_s = 0.0
+
+
+class GpuPool:
+    """`on_done(batch, outputs, seconds)` is called for every completed batch;
+    `redispatch(batch)` (when failure handling is on) puts a dead worker's
+    batch back at the front of its queue."""
+
+    def __init__(
+        self,
+        gpus: int,
+        executor_for: Callable[[int], Executor],
+        on_done: Callable[[list[Attempt], list | None, float], None],
+        failure_handling: bool = False,
+        batch_timeout_factor: float = 2.0,
+        redispatch: Callable[[list[Attempt]], None] | None = None,
+        on_lost: Callable[[Attempt], None] | None = None,
+    ) -> None:
+        self.workers = [Worker(i) for i in range(gpus)]
+        self.executors = [executor_for(i) for i in range(gpus)]
+        self._free: deque[Worker] = deque(self.workers)
+        self._alive = gpus
+        self._backlog: deque[list[Attempt]] = deque()
+        self._backlog_items = 0
+        self._listeners: list[Callable[[], None]] = []
+        self._on_done = on_done
+        self._on_lost = on_lost
+        self.failure_handling = failure_handling
+        self.batch_timeout_factor = batch_timeout_factor
+        self._redispatch = redispatch
+        self.stats = PoolStats()
+        self._loop = asyncio.get_running_loop()
+        self._next_listener = 0
+
+    # -- state -----------------------------------------------------------------
+    def free_gpus(self) -> int:
+        return len(self._free)
+
+    def alive_gpus(self) -> int:
+        return self._alive
+
+    def backlog_batches(self) -> int:
+        return len(self._backlog)
+
+    def backlog_items(self) -> int:
+        return self._backlog_items
+
+    def busy_gpu_seconds(self) -> float:
+        """GPU-seconds busy so far, running batches included."""
+        now = self._loop.time()
+        running = sum(now - w.started_s for w in self.workers if w.batch is not None)
+        return self.stats.busy_s + running
+
+    def busy_gpus(self) -> int:
+        return sum(1 for w in self.workers if w.batch is not None)
+
+    def add_listener(self, fn: Callable[[], None]) -> None:
+        self._listeners.append(fn)
+
+    def expected_s(self, batch: list[Attempt]) -> float:
+        return self.executors[0].expected_s(batch)
+
+    # -- running batches ------------------------------------------------------------
+    def submit(self, batch: list[Attempt]) -> None:
+        """Run `batch` on a free GPU now, or park it in the FIFO backlog."""
+        if self._free:
+            self._start(self._free.popleft(), batch)
+        else:
+            self._backlog.append(batch)
+            self._backlog_items += len(batch)
+
+    def _start(self, worker: Worker, batch: list[Attempt]) -> None:
+        worker.batch = batch
+        worker.started_s = self._loop.time()
+        worker.task = self._loop.create_task(self._run(worker, batch))
+
+    async def _run(self, worker: Worker, batch: list[Attempt]) -> None:
+        outputs = await self.executors[worker.index].run_batch(batch)
+        seconds = self._loop.time() - worker.started_s
+        stats = self.stats
+        stats.batches += 1
+        stats.items += len(batch)
+        stats.busy_s += seconds
+        stats.batch_sizes.append(len(batch))
+        worker.batch, worker.task = None, None
+        self._on_done(batch, outputs, seconds)
+        self._release(worker)
+
+    def _release(self, worker: Worker) -> None:
+        if not worker.alive:
+            return
+        if self._backlog:
+            batch = self._backlog.popleft()
+            self._backlog_items -= len(batch)
+            self._start(worker, batch)
+            return
+        self._free.append(worker)
+        # Offer the free GPU to pull-mode batchers, rotating who asks first.
+        n = len(self._listeners)
+        for i in range(n):
+            if not self._free:
+                break
+            self._listeners[(self._next_listener + i) % n]()
+        if n:
+            self._next_listener = (self._next_listener + 1) % n
+
+    # -- failures ---------------------------------------------------------------------
+    def kill(self, count: int) -> list[int]:
+        """Take `count` live workers down now (lowest indices first); returns them."""
+        victims = [w for w in self.workers if w.alive][:count]
+        for w in victims:
+            w.alive = False
+            self._alive -= 1
+            if w in self._free:
+                self._free.remove(w)
+            if w.batch is not None and w.task is not None:
+                w.task.cancel()
+                batch, w.batch, w.task = w.batch, None, None
+                self.stats.killed_batches += 1
+                self.stats.busy_s += self._loop.time() - w.started_s
+                self._orphan(batch)
+        return [w.index for w in victims]
+
+    def _orphan(self, batch: list[Attempt]) -> None:
+        if not self.failure_handling or self._redispatch is None:
+            for a in batch:
+                self.stats.lost_attempts += 1
+                if self._on_lost:
+                    self._on_lost(a)
+            return
+        # The batch timeout notices the death; each request gets one more try.
+        retry = [a for a in batch if not a.redispatched]
+        for a in batch:
+            if a.redispatched:
+                self.stats.lost_attempts += 1
+                if self._on_lost:
+                    self._on_lost(a)
+        for a in retry:
+            a.redispatched = True
+        if retry:
+            delay = self.batch_timeout_factor * self.expected_s(retry)
+            self.stats.redispatched += len(retry)
+            self._loop.call_later(delay, self._redispatch, retry)
+
+    def revive(self, indices: list[int] | None = None) -> None:
+        """Bring dead workers (all, or `indices`) back into service."""
+        for w in self.workers:
+            if not w.alive and (indices is None or w.index in indices):
+                w.alive = True
+                self._alive += 1
+                self._release(w)
+
+    def cancel_all(self) -> None:
+        for w in self.workers:
+            if w.task is not None:
+                w.task.cancel()

@@ -1,0 +1,126 @@
+"""The plain types that cross the seam between clients and targets.
+
+An `Attempt` is one try of one user request; the user's request is identified
+for accounting by `uid`, which the target's policies must never read (the
+design doc's requests carry no identifier: only `request_id`, when the client
+sends one, may be used for dedupe). A target answers every attempt it keeps
+with a `Response` through `attempt.answer`; an attempt it loses (a dead GPU)
+is never answered, and the client finds out only by timing out.
+
+Answers are delivered by callback rather than through an asyncio Future: a
+simulation makes hundreds of thousands of attempts per second, and a Future
+plus its scheduled done-callback roughly doubles what each one costs.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any, Callable
+
+
+class Status(IntEnum):
+    """HTTP-like status of an attempt; TIMEOUT is the client's own verdict."""
+
+    TIMEOUT = 0
+    OK = 200
+    BAD_REQUEST = 400
+    TOO_MANY = 429
+    ERROR = 500
+    UNAVAILABLE = 503
+
+    @property
+    def shed(self) -> bool:
+        return self in (Status.TOO_MANY, Status.UNAVAILABLE)
+
+
+class Response:
+    __slots__ = ("status", "retry_after_s", "cached", "output", "reason")
+
+    def __init__(
+        self,
+        status: Status,
+        retry_after_s: float | None = None,
+        cached: bool = False,
+        output: Any = None,
+        reason: str = "",
+    ) -> None:
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.cached = cached
+        self.output = output
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Response({self.status.name}, retry_after_s={self.retry_after_s}, cached={self.cached})"
+
+
+OK_RESPONSE = Response(Status.OK)
+TIMEOUT_RESPONSE = Response(Status.TIMEOUT, reason="client timeout")
+
+
+class Attempt:
+    """One try of one request, as the target sees it.
+
+    Times are loop seconds. `deadline_s` is absolute and set only when the
+    client propagates deadlines. `on_answer(response)` is called at most once;
+    `done` is set once answered or given up on; `abandoned` once the client
+    gave up (timed out), which a target may not see (there is no cancel in
+    the doc's protocol) but the harness uses to count wasted GPU work.
+    """
+
+    __slots__ = (
+        "uid", "request_id", "tenant", "conn", "content", "variant", "size",
+        "deadline_s", "sent_s", "enqueued_s", "attempt_no", "on_answer", "done", "abandoned",
+        "redispatched",
+        "payload", "server",
+    )
+
+    def __init__(
+        self,
+        uid: int,
+        tenant: str,
+        conn: int,
+        content: int,
+        variant: int,
+        size: int,
+        sent_s: float,
+        attempt_no: int,
+        on_answer: Callable[[Response], None] | None = None,
+        request_id: str | None = None,
+        deadline_s: float | None = None,
+        payload: Any = None,
+    ) -> None:
+        self.uid = uid
+        self.request_id = request_id
+        self.tenant = tenant
+        self.conn = conn
+        self.content = content
+        self.variant = variant
+        self.size = size
+        self.deadline_s = deadline_s
+        self.sent_s = sent_s
+        self.enqueued_s = sent_s
+        self.attempt_no = attempt_no
+        self.on_answer = on_answer
+        self.done = False
+        self.abandoned = False
+        self.redispatched = False
+        self.payload = payload
+        self.server = -1
+
+    def answer(self, response: Response) -> None:
+        """Deliver `response` unless the attempt was already answered or abandoned."""
+        if not self.done:
+            self.done = True
+            self.on_answer(response)
+
+    def give_up(self) -> bool:
+        """The client stops waiting (timeout). True if it was still waiting."""
+        if self.done:
+            return False
+        self.done = True
+        self.abandoned = True
+        return True
+
+    def __repr__(self) -> str:
+        return f"Attempt(uid={self.uid}, try={self.attempt_no}, tenant={self.tenant!r})"

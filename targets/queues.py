@@ -1,0 +1,239 @@
+"""Request queues: FIFO, deficit-round-robin fair across tenants, and length
+buckets. Pure data structures: no clock, no asyncio. Times are passed in.
+
+Every queue supports the same small contract used by the batcher:
+`push`, `push_front` (re-dispatch), `__len__`, `oldest_s()` (enqueue time of
+the request that has waited longest, or None), `pop(n)` (up to n requests, in
+the queue's service order) and `drop_if(pred)` (remove and return matching).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from typing import Callable, Iterable, Iterator, Protocol, TypeVar
+
+from targets.protocol import Attempt
+
+A = TypeVar("A")
+
+
+class Queue(Protocol):
+    def push(self, item: Attempt) -> None: ...
+    def push_front(self, item: Attempt) -> None: ...
+    def __len__(self) -> int: ...
+    def oldest_s(self) -> float | None: ...
+    def pop(self, n: int) -> list[Attempt]: ...
+    def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]: ...
+    def tenant_len(self, tenant: str) -> int: ...
+
+
+class FifoQueue:
+    """First in, first out; `oldest_s` is the head's enqueue time."""
+
+    def __init__(self) -> None:
+        self._items: deque[Attempt] = deque()
+
+    def push(self, item: Attempt) -> None:
+        self._items.append(item)
+
+    def push_front(self, item: Attempt) -> None:
+        self._items.appendleft(item)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Attempt]:
+        return iter(self._items)
+
+    def oldest_s(self) -> float | None:
+        return self._items[0].enqueued_s if self._items else None
+
+    def pop(self, n: int) -> list[Attempt]:
+        items = self._items
+        k = min(n, len(items))
+        return [items.popleft() for _ in range(k)]
+
+    def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
+        kept, dropped = deque(), []
+        for item in self._items:
+            (dropped if pred(item) else kept).append(item)
+        self._items = kept
+        return dropped
+
+    def tenant_len(self, tenant: str) -> int:
+        return sum(1 for a in self._items if a.tenant == tenant)
+
+
+class FairQueue:
+    """Deficit round robin across tenants (Shreedhar and Varghese, 1995).
+
+    Each backlogged tenant gains `quantum` credit per round and is served while
+    its head request's cost (input length) fits its credit, so over any run of
+    rounds every backlogged tenant gets service within one max-cost of every
+    other's, whatever its arrival rate. FIFO within a tenant.
+    """
+
+    def __init__(self, quantum: int = 64) -> None:
+        if quantum < 1:
+            raise ValueError("quantum must be >= 1")
+        self.quantum = quantum
+        self._queues: OrderedDict[str, deque[Attempt]] = OrderedDict()
+        self._deficit: dict[str, int] = {}
+        self._len = 0
+
+    def push(self, item: Attempt) -> None:
+        q = self._queues.get(item.tenant)
+        if q is None:
+            q = self._queues[item.tenant] = deque()
+            self._deficit[item.tenant] = 0
+        q.append(item)
+        self._len += 1
+
+    def push_front(self, item: Attempt) -> None:
+        self.push(item)
+        q = self._queues[item.tenant]
+        q.rotate(1)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Attempt]:
+        for q in self._queues.values():
+            yield from q
+
+    def oldest_s(self) -> float | None:
+        heads = [q[0].enqueued_s for q in self._queues.values() if q]
+        return min(heads) if heads else None
+
+    def tenant_len(self, tenant: str) -> int:
+        q = self._queues.get(tenant)
+        return len(q) if q else 0
+
+    def active_tenants(self) -> int:
+        return sum(1 for q in self._queues.values() if q)
+
+    def pop(self, n: int) -> list[Attempt]:
+        out: list[Attempt] = []
+        while len(out) < n and self._len:
+            tenant, q = next(iter(self._queues.items()))
+            if not q:
+                del self._queues[tenant]
+                del self._deficit[tenant]
+                continue
+            credit = self._deficit[tenant]
+            if credit < max(1, q[0].size):
+                credit += self.quantum
+            while q and len(out) < n and max(1, q[0].size) <= credit:
+                item = q.popleft()
+                credit -= max(1, item.size)
+                out.append(item)
+                self._len -= 1
+            if not q:
+                # An idle tenant keeps no credit (DRR's rule), so bursts cannot bank service.
+                del self._queues[tenant]
+                del self._deficit[tenant]
+            elif len(out) >= n and max(1, q[0].size) <= credit:
+                # Batch is full mid-turn: keep the turn, so the tenant resumes here.
+                self._deficit[tenant] = credit
+            else:
+                self._deficit[tenant] = credit
+                self._queues.move_to_end(tenant)
+        return out
+
+    def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
+        dropped: list[Attempt] = []
+        for tenant, q in self._queues.items():
+            kept = deque()
+            for item in q:
+                (dropped if pred(item) else kept).append(item)
+            self._queues[tenant] = kept
+        self._len -= len(dropped)
+        return dropped
+
+
+def length_bucket(size: int, reference: int) -> int:
+    """Bucket index of an input length: powers of two around the reference
+    length (..., ref/2, ref, 2*ref, ...), so padding within a bucket is < 2x."""
+    b, edge = 0, reference
+    while size > edge:
+        edge *= 2
+        b += 1
+    return b
+
+
+class BucketedQueue:
+    """One sub-queue per length bucket; the batcher forms each batch from one."""
+
+    def __init__(self, factory: Callable[[], FifoQueue | FairQueue], reference_length: int) -> None:
+        self._factory = factory
+        self.reference = reference_length
+        self.buckets: dict[int, FifoQueue | FairQueue] = {}
+        self._len = 0
+        self._tenants: dict[str, int] = {}
+
+    def _count(self, items: Iterable[Attempt], sign: int) -> None:
+        t = self._tenants
+        for a in items:
+            left = t.get(a.tenant, 0) + sign
+            if left:
+                t[a.tenant] = left
+            else:
+                t.pop(a.tenant, None)
+
+    def active_tenants(self) -> int:
+        return len(self._tenants)
+
+    def _bucket(self, item: Attempt) -> FifoQueue | FairQueue:
+        key = length_bucket(item.size, self.reference)
+        q = self.buckets.get(key)
+        if q is None:
+            q = self.buckets[key] = self._factory()
+        return q
+
+    def push(self, item: Attempt) -> None:
+        self._bucket(item).push(item)
+        self._len += 1
+        self._count((item,), 1)
+
+    def push_front(self, item: Attempt) -> None:
+        self._bucket(item).push_front(item)
+        self._len += 1
+        self._count((item,), 1)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Attempt]:
+        for q in self.buckets.values():
+            yield from q
+
+    def oldest_s(self) -> float | None:
+        heads = [q.oldest_s() for q in self.buckets.values() if len(q)]
+        return min(heads) if heads else None
+
+    def sub_queues(self) -> Iterable[FifoQueue | FairQueue]:
+        """Non-empty buckets, the one whose head has waited longest first."""
+        live = [q for q in self.buckets.values() if len(q)]
+        return sorted(live, key=lambda q: q.oldest_s())
+
+    def pop(self, n: int) -> list[Attempt]:
+        for q in self.sub_queues():
+            return self.pop_from(q, n)
+        return []
+
+    def pop_from(self, q: FifoQueue | FairQueue, n: int) -> list[Attempt]:
+        out = q.pop(n)
+        self._len -= len(out)
+        self._count(out, -1)
+        return out
+
+    def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
+        dropped: list[Attempt] = []
+        for q in self.buckets.values():
+            dropped.extend(q.drop_if(pred))
+        self._len -= len(dropped)
+        self._count(dropped, -1)
+        return dropped
+
+    def tenant_len(self, tenant: str) -> int:
+        return self._tenants.get(tenant, 0)

@@ -1,0 +1,228 @@
+"""A reference serving target, composed from the components by its config.
+
+Request path: cache (in front of the servers) -> balancer -> API server
+[dedupe, tenant limit, admission] -> queue (the server's own, or the shared
+one) -> batcher -> GPU pool -> answer (dedupe waiters, cache fill).
+
+The target is transport-free: `submit(attempt)` answers through the
+attempt's future, so the same object serves the in-process transport (sim)
+and the aiohttp front doors (live).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from targets.admission import TokenBucket, admit, predicted_latency_s
+from targets.balancer import create_balancer
+from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
+from targets.cache import ResponseCache
+from targets.config import Batching, CacheMode, TargetConfig, Topology
+from targets.dedupe import Deduper
+from targets.delayline import DelayLine
+from targets.executors import ModeledExecutor, cost_function
+from targets.pool import Executor, GpuPool
+from targets.protocol import Attempt, Response, Status
+from targets.queues import BucketedQueue, FairQueue, FifoQueue
+
+
+@dataclass
+class TargetStats:
+    received: int = 0
+    shed_tenant: int = 0        # 429: over the tenant's limit
+    shed_overload: int = 0      # 503: predicted wait over budget
+    expired: int = 0            # dropped before dispatch: deadline passed
+    lost: int = 0               # in flight on a dead GPU, never answered
+    wasted_duplicate_s: float = 0.0
+    wasted_abandoned_s: float = 0.0
+    wasted_padding_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ServingTarget:
+    def __init__(
+        self,
+        config: TargetConfig,
+        rng: random.Random,
+        executor_for: Callable[[int], Executor] | None = None,
+    ) -> None:
+        self.config = config
+        self.loop = asyncio.get_running_loop()
+        self.cost = cost_function(config)
+        self.stats = TargetStats()
+        self.gpus = config.fleet_gpus
+        self.batch_s = self.cost(config.batch_size, config.reference_length)
+        modeled = ModeledExecutor(self.cost)
+        self.modeled = modeled if executor_for is None else None
+        self.pool = GpuPool(
+            self.gpus,
+            executor_for or (lambda i: modeled),
+            on_done=self._batch_done,
+            failure_handling=config.failure_handling,
+            batch_timeout_factor=config.batch_timeout_factor,
+            redispatch=self._redispatch,
+            on_lost=self._lost,
+        )
+        n = config.api_servers
+        self.balancer = create_balancer(config.routing, n, rng)
+        self.inflight = [0] * n
+        policy = BatchPolicy(config.batching, config.batch_size, config.effective_max_wait_s)
+        expired = self._expired if config.propagate_deadline else None
+        shared = config.topology is Topology.SHARED
+        self.batchers = [
+            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped)
+            for _ in range(1 if shared else n)
+        ]
+        self.cache: ResponseCache | None = None
+        if config.cache is not CacheMode.OFF:
+            break_even = max(0.01, config.cache_hop_s / self.batch_s)
+            self.cache = ResponseCache(config.cache, config.cache_entries, config.model_version, break_even)
+            self._cache_hop = DelayLine(config.cache_hop_s, self.loop)
+        self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
+        self._buckets: dict[str, TokenBucket] = {}
+        self._computed: set[int] = set()
+
+    # -- construction helpers ------------------------------------------------------
+    def _new_queue(self):
+        c = self.config
+        make = (lambda: FairQueue(quantum=c.reference_length)) if c.tenant_limits else FifoQueue
+        return BucketedQueue(make, c.reference_length) if c.length_bucketing else make()
+
+    def _batcher_for(self, server: int) -> Batcher:
+        return self.batchers[0] if len(self.batchers) == 1 else self.batchers[server]
+
+    # -- observation -----------------------------------------------------------------
+    def queue_depth(self) -> int:
+        return sum(len(b.queue) for b in self.batchers) + self.pool.backlog_items()
+
+    def set_slowdown(self, factor: float) -> None:
+        for ex in {id(e): e for e in self.pool.executors}.values():
+            if hasattr(ex, "slowdown"):
+                ex.slowdown = factor
+
+    def kill_gpus(self, fraction: float) -> list[int]:
+        return self.pool.kill(max(1, round(self.pool.alive_gpus() * fraction)))
+
+    def revive_gpus(self, indices: list[int] | None = None) -> None:
+        self.pool.revive(indices)
+
+    # -- the request path ------------------------------------------------------------------
+    def submit(self, a: Attempt) -> None:
+        """Accept an attempt at the front of the fleet (cache, then balancer)."""
+        self.stats.received += 1
+        cache = self.cache
+        if cache is not None and cache.should_lookup():
+            self._cache_hop.push(self._after_cache, a)
+        else:
+            self._route(a)
+
+    def _after_cache(self, a: Attempt) -> None:
+        hit, output = self.cache.get(a)
+        if hit:
+            a.answer(Response(Status.OK, cached=True, output=output))
+        else:
+            self._route(a)
+
+    def _route(self, a: Attempt) -> None:
+        b = self.balancer
+        server = b.route(a.tenant, a.conn, self.inflight if getattr(b, "needs_loads", False) else None)
+        self.submit_to(server, a)
+
+    def submit_to(self, server: int, a: Attempt) -> None:
+        """An API server's handling of one attempt (after cache and balancer)."""
+        now = self.loop.time()
+        a.server = server
+        dedupe = self.dedupe
+        if dedupe is not None and not dedupe.offer(a, now):
+            return
+        c = self.config
+        if c.tenant_limits:
+            bucket = self._buckets.get(a.tenant)
+            if bucket is None:
+                rate = c.tenant_limit_share * c.peak_qps
+                bucket = self._buckets[a.tenant] = TokenBucket(rate, max(1.0, rate * c.tenant_burst_s), now)
+            if not bucket.try_take(now):
+                self.stats.shed_tenant += 1
+                self._reply(a, Response(Status.TOO_MANY, retry_after_s=max(0.05, bucket.wait_s(now)), reason="tenant over its limit"))
+                return
+        batcher = self._batcher_for(server)
+        if c.admission:
+            predicted = self._predicted_s(batcher, a)
+            budget = c.slo_s if a.deadline_s is None else min(c.slo_s, a.deadline_s - now)
+            verdict = admit(predicted, budget)
+            if not verdict.admit:
+                self.stats.shed_overload += 1
+                self._reply(a, Response(Status.UNAVAILABLE, retry_after_s=verdict.retry_after_s, reason="overloaded"))
+                return
+        self.inflight[server] += 1
+        batcher.enqueue(a)
+
+    def _predicted_s(self, batcher: Batcher, a: Attempt) -> float:
+        c = self.config
+        q = batcher.queue
+        ahead = len(q)
+        if c.tenant_limits:
+            # Fair queueing serves this tenant once per round: its wait is its
+            # own backlog times the number of tenants sharing the rounds.
+            ahead = min(ahead, (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants()))
+        gpus = self.pool.alive_gpus() / len(self.batchers)
+        ahead += self.pool.backlog_items() / len(self.batchers)
+        capacity = gpus * c.batch_size / self.batch_s
+        fill = 0.0 if ahead + 1 >= c.batch_size or c.batching is Batching.GREEDY else c.effective_max_wait_s
+        own_batch_s = self.cost(c.batch_size, a.size)
+        return predicted_latency_s(int(ahead), capacity, own_batch_s, fill)
+
+    def _expired(self, a: Attempt, now: float) -> bool:
+        return a.deadline_s is not None and now + self.batch_s > a.deadline_s
+
+    def _dropped(self, a: Attempt) -> None:
+        self.stats.expired += 1
+        self.inflight[a.server] -= 1
+        self._reply(a, DEADLINE_EXCEEDED)
+
+    def _reply(self, a: Attempt, response: Response) -> None:
+        if self.dedupe is not None:
+            for w in self.dedupe.finish(a, response, self.loop.time()):
+                w.answer(response)
+        else:
+            a.answer(response)
+
+    # -- completion -------------------------------------------------------------------------
+    def _batch_done(self, batch: list[Attempt], outputs: list | None, seconds: float) -> None:
+        share = seconds / len(batch)
+        stats, computed, dedupe, cache = self.stats, self._computed, self.dedupe, self.cache
+        longest = max(a.size for a in batch)
+        if longest > self.config.reference_length:
+            tokens = sum(max(a.size, self.config.reference_length) for a in batch)
+            stats.wasted_padding_s += seconds * (1 - tokens / (len(batch) * longest))
+        for i, a in enumerate(batch):
+            self.inflight[a.server] -= 1
+            if a.uid in computed:
+                stats.wasted_duplicate_s += share
+            elif a.done and not (dedupe and any(not w.done for w in dedupe.waiters(a))):
+                stats.wasted_abandoned_s += share
+            computed.add(a.uid)
+            output = outputs[i] if outputs is not None else None
+            response = Response(Status.OK, output=output)
+            if cache is not None:
+                cache.put(a, output)
+            self._reply(a, response)
+
+    def _redispatch(self, batch: list[Attempt]) -> None:
+        by_batcher: dict[int, list[Attempt]] = {}
+        for a in batch:
+            by_batcher.setdefault(0 if len(self.batchers) == 1 else a.server, []).append(a)
+        for idx, items in by_batcher.items():
+            self.batchers[idx].requeue_front(items)
+
+    def _lost(self, a: Attempt) -> None:
+        self.stats.lost += 1
+        self.inflight[a.server] -= 1
+        if self.dedupe is not None:
+            # The server never learns the answer; forget the ID so a retry runs.
+            self.dedupe.finish(a, Response(Status.ERROR, reason="lost"), self.loop.time())

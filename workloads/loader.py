@@ -1,0 +1,98 @@
+"""Find and load scenario files; bad files get errors naming file, key, problem."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Type, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from workloads.model import WorkloadConfig
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+SUITE_DIR = Path(__file__).parent / "suites"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A config file (or value) is malformed; the message names file, key, problem."""
+
+
+def _key(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def validate(model: Type[M], data: dict[str, Any], source: str) -> M:
+    """Validate `data` as `model`, turning pydantic's errors into a ConfigError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            # Drop discriminator tags (e.g. 'constant') from the path.
+            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"constant", "ramp", "spike", "sinusoid"}))
+            lines.append(f"{source}: key '{_key(loc)}': {err['msg']}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def scenario_names() -> list[str]:
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+
+
+def resolve_scenario_path(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        return path
+    candidate = SCENARIO_DIR / f"{name_or_path}.toml"
+    if not candidate.exists():
+        raise ConfigError(
+            f"unknown workload '{name_or_path}': valid names are {', '.join(scenario_names())}, "
+            "or give a path to a .toml file"
+        )
+    return candidate
+
+
+def load_workload(name_or_path: str) -> WorkloadConfig:
+    """A workload by built-in name (`steady`) or by TOML path."""
+    path = resolve_scenario_path(name_or_path)
+    data = read_toml(path)
+    data.setdefault("name", path.stem)
+    return validate(WorkloadConfig, data, str(path))
+
+
+def suite_names() -> list[str]:
+    return sorted(p.stem for p in SUITE_DIR.glob("*.toml"))
+
+
+def load_suite(name_or_path: str) -> list[str]:
+    """Scenario names of a suite (`bad-day`) or of a suite TOML file."""
+    path = Path(name_or_path)
+    if not (path.suffix == ".toml" or path.exists()):
+        path = SUITE_DIR / f"{name_or_path}.toml"
+        if not path.exists():
+            raise ConfigError(f"unknown suite '{name_or_path}': valid names are {', '.join(suite_names())}")
+    data = read_toml(path)
+    scenarios = data.get("scenarios")
+    if not isinstance(scenarios, list) or not all(isinstance(s, str) for s in scenarios) or not scenarios:
+        raise ConfigError(f"{path}: key 'scenarios': must be a non-empty list of workload names")
+    for s in scenarios:
+        resolve_scenario_path(s)
+    return scenarios
