@@ -10,11 +10,10 @@ from typing import Any, Callable
 from harness.clock import run_virtual
 from harness.driver import Driver
 from harness.recorder import Recorder
-from harness.result import SCHEMA, versions
+from harness.summary import build_document
 from harness.transports import InProcessTransport
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
-from targets.spec import flaws_present
 from targets.target import ServingTarget
 from workloads.arrivals import Schedule, build_schedule
 from workloads.model import FaultKind, WorkloadConfig
@@ -109,82 +108,11 @@ class SimRun:
         self.wall_s = time.perf_counter() - started
         return self.document()
 
-    # -- the result ------------------------------------------------------------------
-    def summary(self) -> dict[str, Any]:
-        rec, cfg, target = self.recorder, self.config, self.target
-        core = rec.summary_core()
-        core["requests"]["lost"] = target.stats.lost if target else 0
-        pool = target.pool if target else None
-        span = max(self.end_s, self.workload.duration_s)
-        gpus = cfg.fleet_gpus
-        busy = pool.busy_gpu_seconds() if pool else 0.0
-        st = target.stats if target else None
-        sizes = pool.stats.batch_sizes if pool else []
-        wasted = {
-            "duplicate": st.wasted_duplicate_s if st else 0.0,
-            "abandoned": st.wasted_abandoned_s if st else 0.0,
-            "padding": st.wasted_padding_s if st else 0.0,
-        }
-        cache = target.cache.stats if target and target.cache else None
-        summary = {
-            "target": cfg.name,
-            "workload": self.workload.name,
-            "mode": "sim",
-            "seed": self.seed,
-            "slo_s": cfg.slo_s,
-            "duration_s": self.workload.duration_s,
-            **core,
-            "gpu": {
-                "count": gpus,
-                "utilization": busy / (gpus * span) if span else 0.0,
-                "batch_fill": (sum(sizes) / len(sizes) / cfg.batch_size) if sizes else 0.0,
-                "batches": len(sizes),
-                "wasted_gpu_s": sum(wasted.values()),
-                "wasted_breakdown_s": wasted,
-                "redispatched": pool.stats.redispatched if pool else 0,
-            },
-            "cache": {
-                "mode": cfg.cache.value,
-                "lookups": cache.lookups if cache else 0,
-                "hits": cache.hits if cache else 0,
-                "hit_rate": cache.hit_rate if cache else None,
-                "bypassed": cache.bypassed if cache else 0,
-            },
-            "server": {
-                "shed_tenant": st.shed_tenant if st else 0,
-                "shed_overload": st.shed_overload if st else 0,
-                "expired_dropped": st.expired if st else 0,
-                "dedupe_coalesced": target.dedupe.stats.coalesced if target and target.dedupe else 0,
-                "dedupe_replayed": target.dedupe.stats.replayed if target and target.dedupe else 0,
-            },
-            "recovery": self.recorder.recovery(self.workload.disturbance_end_s(), self._series()),
-            "flaws": flaws_present(cfg),
-            "end_s": self.end_s,
-            "wall_s": self.wall_s,
-            "partial": self.partial,
-        }
-        return summary
-
-    def _series(self) -> dict[str, Any]:
-        if getattr(self, "_ts", None) is None:
-            self._ts = self.recorder.timeseries()
-        return self._ts
-
     def document(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "kind": "run",
-            "summary": self.summary(),
-            "target_config": self.config.model_dump(mode="json"),
-            "workload_config": self.workload.model_dump(mode="json"),
-            "seed": self.seed,
-            "mode": "sim",
-            "versions": versions(),
-            "phases": [{"kind": k, "start_s": a, "end_s": b} for k, a, b in self.workload.phase_bounds()],
-            "faults": [f.model_dump(mode="json") for f in self.workload.faults],
-            "events": self.events,
-            "timeseries": self._series(),
-        }
+        return build_document(
+            self.recorder, self.config, self.workload, self.target, self.seed, "sim",
+            self.end_s, self.wall_s, self.partial, self.events,
+        )
 
 
 def run_sim(target: TargetConfig, workload: WorkloadConfig, seed: int = 1, progress: Progress | None = None) -> dict[str, Any]:

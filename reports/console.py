@@ -71,6 +71,10 @@ def render_run(s: dict[str, Any], console: Console) -> None:
         console.print(tt)
 
 
+def render_run_doc(doc: dict[str, Any], console: Console) -> None:
+    render_run(doc["summary"], console)
+
+
 def _better(a: float | None, b: float | None, higher_is_better: bool) -> int:
     """-1 if a is better, 1 if b, 0 if tied. None means 'never' (worst)."""
     if a is None and b is None:
