@@ -44,7 +44,7 @@ QUIET = typer.Option(False, "--quiet", "-q", help="No progress display.")
 
 
 def fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -68,18 +68,25 @@ def run(
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
+    scale: Optional[float] = typer.Option(None, "--scale", help="live: shrink rates and fleet together (default: ~320 req/s peak)."),
+    model: str = typer.Option("mlp", "--model", help="live: torch model of the GPU workers (mlp, cnn, transformer)."),
+    device: str = typer.Option("auto", "--device", help="live: auto, cpu or cuda."),
+    template: Optional[Path] = typer.Option(None, "--template", help="live, URL target: JSON body template ({{input}}, ...)."),
+    allow_remote: bool = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback."),
 ) -> None:
     """Run one target under one workload and write its result file."""
     try:
         job = SimJob(target, workload, seed, parse_overrides(set_ or []), duration, rate)
-        resolve_target(target, job.overrides)
+        if not (mode == "live" and "://" in target):  # a URL target has no knobs to resolve
+            resolve_target(target, job.overrides)
         load_workload(workload)
     except ConfigError as exc:
         fail(str(exc))
     if mode != "sim":
         from harness.cli_live import run_live  # live mode lives in its own module
 
-        doc = run_live(job, mode, quiet or as_json)
+        doc = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
+                       template=template, allow_remote=allow_remote)
     else:
         from harness.progress import sim_progress
 
@@ -118,6 +125,8 @@ def compare(
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
+    mode: str = typer.Option("sim", "--mode", help="sim (virtual time) or live (real servers, one run at a time)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="live: shrink rates and fleet together."),
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals)."""
     try:
@@ -129,10 +138,15 @@ def compare(
             load_workload(w)
     except ConfigError as exc:
         fail(str(exc))
-    from harness.progress import job_progress
+    if mode != "sim":
+        from harness.cli_live import compare_live
 
-    with job_progress(2 * len(names), enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
-        doc = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick)
+        doc = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json)
+    else:
+        from harness.progress import job_progress
+
+        with job_progress(2 * len(names), enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
+            doc = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick)
     path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), doc)
     if as_json:
         sys.stdout.write(json.dumps(results._clean(compare_summary(doc)), indent=1) + "\n")

@@ -144,16 +144,24 @@ def run_virtual(main: Coroutine[Any, Any, T], start_s: float = 0.0) -> T:
     loop = VirtualTimeLoop(start_s)
     try:
         asyncio.set_event_loop(loop)
-        result = loop.run_until_complete(main)
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        return result
+        return loop.run_until_complete(main)
     finally:
+        _cancel_pending(loop)
         asyncio.set_event_loop(None)
         loop.close()
+
+
+def _cancel_pending(loop: VirtualTimeLoop) -> None:
+    """Cancel what is left (a run stops at its horizon, or failed) and let the
+    cancellations run, so nothing touches the loop after it is closed."""
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        try:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        except SimulationError:
+            pass
 
 
 __all__ = [

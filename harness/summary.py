@@ -92,4 +92,5 @@ def build_document(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, t
         "faults": [f.model_dump(mode="json") for f in workload.faults],
         "events": events,
         "timeseries": series,
+        "latency_cdf": rec.latency_cdf(),
     }

@@ -91,6 +91,7 @@ class TargetConfig(BaseModel):
     propagate_deadline: bool = False
     # -- item 5: admission and tenants -------------------------------------------
     admission: bool = False
+    admission_target: float = Field(0.9, gt=0, le=1, description="admit if predicted latency <= this x budget")
     tenant_limits: bool = False
     tenant_limit_share: float = Field(0.7, gt=0, le=1, description="a tenant's cap, share of peak_qps")
     tenant_burst_s: float = Field(0.2, gt=0, description="token bucket depth, seconds of the cap")

@@ -6,8 +6,10 @@ FIFO backlog. Pull-mode batchers register as listeners and are called each
 time a GPU frees up.
 
 Failures: `kill(k)` takes k workers down at once, cancelling their batches in
-flight. Without failure handling (the doc) those requests are simply lost:
-nobody answers them and their clients find out by timing out. With it, the
+flight; an executor whose `run_batch` raises `WorkerDied` (a live worker that
+died by itself) is taken down the same way. Without failure handling (the
+doc) those requests are simply lost: nobody answers them and their clients
+find out by timing out. With it, the
 batch timeout (`batch_timeout_factor` x the expected batch time) detects the
 death and the batch is re-dispatched, once per request.
 """
@@ -127,7 +129,11 @@ class GpuPool:
         worker.task = self._loop.create_task(self._run(worker, batch))
 
     async def _run(self, worker: Worker, batch: list[Attempt]) -> None:
-        outputs = await self.executors[worker.index].run_batch(batch)
+        try:
+            outputs = await self.executors[worker.index].run_batch(batch)
+        except WorkerDied:
+            self._died(worker, batch)
+            return
         seconds = self._loop.time() - worker.started_s
         stats = self.stats
         stats.batches += 1
@@ -172,6 +178,21 @@ class GpuPool:
                 self.stats.busy_s += self._loop.time() - w.started_s
                 self._orphan(batch)
         return [w.index for w in victims]
+
+    def _died(self, worker: Worker, batch: list[Attempt]) -> None:
+        """The executor reported its own death mid-batch (live mode: a real
+        worker fails rather than being cancelled). Handled exactly as kill():
+        the worker is down until revive(); the batch is lost, or re-dispatched
+        once with failure handling."""
+        if worker.batch is not batch:
+            return  # kill() already took this worker down and orphaned the batch
+        if worker.alive:
+            worker.alive = False
+            self._alive -= 1
+        worker.batch, worker.task = None, None
+        self.stats.killed_batches += 1
+        self.stats.busy_s += self._loop.time() - worker.started_s
+        self._orphan(batch)
 
     def _orphan(self, batch: list[Attempt]) -> None:
         if not self.failure_handling or self._redispatch is None:

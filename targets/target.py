@@ -85,6 +85,9 @@ class ServingTarget:
             self._cache_hop = DelayLine(config.cache_hop_s, self.loop)
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
         self._buckets: dict[str, TokenBucket] = {}
+        # Measured/expected batch time, smoothed: admission must see a slowdown
+        # (throttling, a bad node) in the service rate it predicts from.
+        self.slowness = 1.0
         self._computed: set[int] = set()
 
     # -- construction helpers ------------------------------------------------------
@@ -112,9 +115,15 @@ class ServingTarget:
         self.pool.revive(indices)
 
     # -- the request path ------------------------------------------------------------------
-    def submit(self, a: Attempt) -> None:
-        """Accept an attempt at the front of the fleet (cache, then balancer)."""
+    def submit(self, a: Attempt, server: int | None = None) -> None:
+        """Accept an attempt at the front of the fleet (cache, then balancer).
+
+        `server`: the API server a real layer-4 balancer already chose (live
+        mode); None lets the target's own balancer choose.
+        """
         self.stats.received += 1
+        if server is not None:
+            a.server = server
         cache = self.cache
         if cache is not None and cache.should_lookup():
             self._cache_hop.push(self._after_cache, a)
@@ -129,6 +138,9 @@ class ServingTarget:
             self._route(a)
 
     def _route(self, a: Attempt) -> None:
+        if a.server >= 0:
+            self.submit_to(a.server, a)
+            return
         b = self.balancer
         server = b.route(a.tenant, a.conn, self.inflight if getattr(b, "needs_loads", False) else None)
         self.submit_to(server, a)
@@ -154,7 +166,7 @@ class ServingTarget:
         if c.admission:
             predicted = self._predicted_s(batcher, a)
             budget = c.slo_s if a.deadline_s is None else min(c.slo_s, a.deadline_s - now)
-            verdict = admit(predicted, budget)
+            verdict = admit(predicted, budget * c.admission_target)
             if not verdict.admit:
                 self.stats.shed_overload += 1
                 self._reply(a, Response(Status.UNAVAILABLE, retry_after_s=verdict.retry_after_s, reason="overloaded"))
@@ -172,9 +184,10 @@ class ServingTarget:
             ahead = min(ahead, (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants()))
         gpus = self.pool.alive_gpus() / len(self.batchers)
         ahead += self.pool.backlog_items() / len(self.batchers)
-        capacity = gpus * c.batch_size / self.batch_s
+        batch_s = self.batch_s * self.slowness
+        capacity = gpus * c.batch_size / batch_s
         fill = 0.0 if ahead + 1 >= c.batch_size or c.batching is Batching.GREEDY else c.effective_max_wait_s
-        own_batch_s = self.cost(c.batch_size, a.size)
+        own_batch_s = self.cost(c.batch_size, a.size) * self.slowness
         return predicted_latency_s(int(ahead), capacity, own_batch_s, fill)
 
     def _expired(self, a: Attempt, now: float) -> bool:
@@ -195,6 +208,9 @@ class ServingTarget:
     # -- completion -------------------------------------------------------------------------
     def _batch_done(self, batch: list[Attempt], outputs: list | None, seconds: float) -> None:
         share = seconds / len(batch)
+        nominal = self.cost(len(batch), max(a.size for a in batch))
+        if nominal > 0:
+            self.slowness += 0.2 * (seconds / nominal - self.slowness)
         stats, computed, dedupe, cache = self.stats, self._computed, self.dedupe, self.cache
         longest = max(a.size for a in batch)
         if longest > self.config.reference_length:

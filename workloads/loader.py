@@ -35,11 +35,18 @@ def validate(model: Type[M], data: dict[str, Any], source: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
+        tags = {"constant", "ramp", "spike", "sinusoid"}
+        errors = [
             # Drop discriminator tags (e.g. 'constant') from the path.
-            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"constant", "ramp", "spike", "sinusoid"}))
-            lines.append(f"{source}: key '{_key(loc)}': {err['msg']}")
+            (tuple(p for p in err["loc"] if not (isinstance(p, str) and p in tags)), err["msg"])
+            for err in exc.errors()
+        ]
+        lines = []
+        for loc, msg in errors:
+            # A container error that only echoes an error inside it adds noise.
+            if any(len(other) > len(loc) and other[: len(loc)] == loc for other, _ in errors):
+                continue
+            lines.append(f"{source}: key '{_key(loc)}': {msg}")
         raise ConfigError("\n".join(lines)) from None
 
 

@@ -237,11 +237,12 @@ class WorkloadConfig(_Frozen):
             upd = {k: v * rate_factor for k, v in p.model_dump().items() if k.endswith("_rps")}
             phases.append(p.model_copy(update=upd))
         if duration_s is not None and duration_s != self.duration_s:
-            if len(phases) == 1:
+            simple = (len(phases) == 1 and phases[0].kind == "constant" and not self.faults
+                      and not any(t.bursts for t in self.tenants))
+            if simple:
                 phases = [phases[0].model_copy(update={"duration_s": duration_s})]
             else:
-                # Several phases: the whole script keeps its shape, so faults
-                # and bursts move with the phases they belong to.
+                # The script keeps its shape: phases, faults and bursts stretch together.
                 k = duration_s / self.duration_s
                 phases = [_stretch(p, k) for p in phases]
                 faults = tuple(

@@ -1,0 +1,328 @@
+"""Flaw ranking: the ablation both ways, measured over a suite of scenarios.
+
+For every flaw F in `targets.flaws.FLAWS`, on every scenario W, with one seed
+(so both sides of a comparison see the very same arrivals):
+
+- cost side: ``GOOD+F`` (hardened with F alone put back) against ``GOOD``;
+- gain side: ``FLAWED-F`` (naive with F alone fixed) against ``FLAWED``.
+
+Per (flaw, scenario) the rank document records (`per_scenario`):
+
+- ``goodput_loss``: goodput ratio of GOOD minus that of GOOD+F (0..1, signed:
+  negative means putting the flaw back helped there);
+- ``p99_increase_s``: p99 of GOOD+F minus p99 of GOOD, seconds. ``None`` when
+  the flaw made the 1% tail never answered while GOOD answered it (ranks
+  above any finite increase); 0.0 when neither answered its 1% tail (goodput
+  carries that scenario) or when the flaw turned a never-answered tail into an
+  answered one (not an increase);
+- ``wasted_gpu_s``: wasted GPU-seconds (duplicates, abandoned work, padding)
+  of GOOD+F minus those of GOOD, over the (compressed) run;
+- ``gain_goodput`` and ``gain_p99_s``: the same differences on the gain side
+  (FLAWED-F better than FLAWED is positive; ``None`` p99 = the fix made a
+  never-answered tail answered).
+
+A flaw's `cost` is its worst case over the scenarios: the largest goodput
+loss, the largest p99 increase (None beats any number), the largest extra
+waste, and the scenario of the highest severity (goodput loss in steps of
+TIE = half a point, then p99 increase). Its `gain` is the same on the gain
+side.
+
+Score (the ranking, documented in the document's `score` key): flaws sort by
+worst goodput loss in steps of TIE, then worst p99 increase (never answered
+first), then the fix's goodput gain from the naive side, then extra waste.
+
+Durations: 20 targets x 11 scenarios at the scenarios' full lengths (up to
+600,000 requests a run) take most of an hour on 2 cores, so each scenario is
+*compressed* (phases, faults and bursts together, see `compress`) to about
+`request_budget` expected requests, never below `min_duration_s`, then scaled
+by `duration_scale`. The plan used is in the document (`durations`).
+
+Interactions: see `harness.interactions`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from harness.jobs import run_jobs
+from harness.result import SCHEMA, versions
+from harness.sim import run_sim
+from targets.config import TargetConfig
+from targets.flaws import FLAWS, Flaw
+from targets.spec import flaws_present, resolve_target
+from workloads.loader import load_suite, load_workload
+from workloads.model import WorkloadConfig, _stretch
+
+TIE = 0.005            # goodput differences under half a point are ties (noise)
+REQUEST_BUDGET = 30_000  # expected unique requests per compressed run (see module doc)
+MIN_DURATION_S = 6.0   # shorter runs cannot show a 1 s timeout turning into a retry storm
+
+OnDone = Callable[[int, Any, dict[str, Any]], None]
+
+
+# -- workloads: compression -------------------------------------------------------
+
+def compress(wl: WorkloadConfig, duration_s: float | None) -> WorkloadConfig:
+    """The whole scenario script squeezed into `duration_s` seconds.
+
+    Phases, faults and tenant bursts all scale by the same factor, so a
+    slowdown from 10 s to 20 s of a 40 s run stays the second quarter of the
+    run, followed by its recovery. (WorkloadConfig.scaled *cuts* a
+    single-phase script instead, which would drop the recovery.) Rates are
+    unchanged: the fleet's per-GPU and per-server load stays the design's.
+    """
+    if duration_s is None or duration_s >= wl.duration_s - 1e-9:
+        return wl
+    k = duration_s / wl.duration_s
+    phases = tuple(_stretch(p, k) for p in wl.phases)
+    faults = tuple(f.model_copy(update={"at_s": f.at_s * k, "duration_s": f.duration_s * k}) for f in wl.faults)
+    tenants = tuple(
+        t.model_copy(update={"bursts": tuple(
+            b.model_copy(update={"start_s": b.start_s * k, "end_s": b.end_s * k}) for b in t.bursts)})
+        for t in wl.tenants
+    )
+    return wl.model_copy(update={"phases": phases, "faults": faults, "tenants": tenants})
+
+
+def expected_requests(wl: WorkloadConfig) -> float:
+    """Expected unique requests: the integral of the phases' rate (bursts aside)."""
+    t = np.linspace(0.0, wl.duration_s, 4001)
+    return float(np.trapezoid(wl.rate(t), t)) if hasattr(np, "trapezoid") else float(np.trapz(wl.rate(t), t))
+
+
+def plan_durations(names: list[str], duration_scale: float = 1.0, request_budget: float | None = REQUEST_BUDGET,
+                   min_duration_s: float = MIN_DURATION_S) -> dict[str, dict[str, float]]:
+    """{scenario: {"full_s", "run_s", "expected_requests"}}: the compressed length of each run.
+
+    run_s = min(full, max(min_duration_s, request_budget / mean rate)) x
+    duration_scale; request_budget None keeps full lengths (times the scale).
+    """
+    plan = {}
+    for name in names:
+        wl = load_workload(name)
+        full = wl.duration_s
+        run = full
+        if request_budget:
+            mean_rps = max(expected_requests(wl) / full, 1e-9)
+            run = min(full, max(min_duration_s, request_budget / mean_rps))
+        run = min(max(run * duration_scale, 0.5), full)
+        plan[name] = {"full_s": full, "run_s": run, "expected_requests": expected_requests(compress(wl, run))}
+    return plan
+
+
+# -- jobs -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class VariantJob:
+    """One run of a fully resolved target (knobs) under a compressed scenario.
+
+    Carries plain data only, so it pickles to a worker process cheaply; the
+    `target` label and `workload` name are what progress displays show.
+    """
+
+    target: str
+    knobs: dict[str, Any]
+    workload: str
+    seed: int = 1
+    duration_s: float | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def run(self) -> dict[str, Any]:
+        config = TargetConfig.model_validate({**self.knobs, "name": self.target})
+        return run_sim(config, compress(load_workload(self.workload), self.duration_s), seed=self.seed)
+
+
+def knobs_of(spec: str) -> tuple[str, dict[str, Any]]:
+    """(label, knobs) of a target spec or TOML design; the label is its name."""
+    cfg = resolve_target(spec)
+    return cfg.name, cfg.model_dump(mode="json")
+
+
+def variant(knobs: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    return {**knobs, **{k: (v.value if hasattr(v, "value") else v) for k, v in changes.items()}}
+
+
+def run_summaries(jobs: list[VariantJob], workers: int | None, on_done: OnDone | None) -> dict[tuple[str, str], dict]:
+    """{(target label, scenario): summary} for every job, run in worker processes."""
+    docs = run_jobs(jobs, workers, on_done)  # type: ignore[arg-type]  (duck-typed like SimJob)
+    return {(j.target, j.workload): d["summary"] for j, d in zip(jobs, docs)}
+
+
+# -- measures -----------------------------------------------------------------------------
+
+def p99(s: dict[str, Any]) -> float | None:
+    return s["latency_s"]["p99"]
+
+
+def tail_increase(base: float | None, other: float | None) -> float | None:
+    """How much later `other`'s p99 is than `base`'s (see module doc for None)."""
+    if other is None:
+        return None if base is not None else 0.0
+    if base is None:
+        return 0.0
+    return other - base
+
+
+def inf(x: float | None) -> float:
+    """p99 figures for sorting: None ('never') is infinitely late."""
+    return math.inf if x is None else x
+
+
+def severity(loss: float, tail: float | None) -> tuple[float, float]:
+    """Sort key of a harm: goodput loss in TIE steps, then the tail."""
+    return (math.floor(max(loss, 0.0) / TIE + 1e-9), inf(tail))
+
+
+def measure(flaw_scenarios: dict[str, list[str]], good: str, flawed: str,
+            s: dict[tuple[str, str], dict]) -> dict[str, dict[str, dict[str, Any]]]:
+    """per_scenario entries for each flaw from the summaries `s`."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for fid, scen in flaw_scenarios.items():
+        rows = {}
+        for w in scen:
+            g, gf = s[(good, w)], s[(f"{good}+{fid}", w)]
+            n, nf = s[(flawed, w)], s.get((f"{flawed}-{fid}", w), s[(flawed, w)])
+            rows[w] = {
+                "goodput_loss": (g["goodput_ratio"] or 0.0) - (gf["goodput_ratio"] or 0.0),
+                "p99_increase_s": tail_increase(p99(g), p99(gf)),
+                "wasted_gpu_s": gf["gpu"]["wasted_gpu_s"] - g["gpu"]["wasted_gpu_s"],
+                "gain_goodput": (nf["goodput_ratio"] or 0.0) - (n["goodput_ratio"] or 0.0),
+                "gain_p99_s": tail_increase(p99(nf), p99(n)),
+                "goodput": {good: g["goodput_ratio"], f"{good}+{fid}": gf["goodput_ratio"],
+                            flawed: n["goodput_ratio"], f"{flawed}-{fid}": nf["goodput_ratio"]},
+                "p99_s": {good: p99(g), f"{good}+{fid}": p99(gf), flawed: p99(n), f"{flawed}-{fid}": p99(nf)},
+                "amplification": {good: g["amplification"], f"{good}+{fid}": gf["amplification"],
+                                  flawed: n["amplification"], f"{flawed}-{fid}": nf["amplification"]},
+            }
+        out[fid] = rows
+    return out
+
+
+def worst(rows: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(cost, gain) of one flaw: its worst case over the scenarios measured."""
+    ws = list(rows)
+    cost_w = max(ws, key=lambda w: severity(rows[w]["goodput_loss"], rows[w]["p99_increase_s"]))
+    gain_w = max(ws, key=lambda w: severity(rows[w]["gain_goodput"], rows[w]["gain_p99_s"]))
+    tails = [rows[w]["p99_increase_s"] for w in ws]
+    gtails = [rows[w]["gain_p99_s"] for w in ws]
+    cost = {
+        "goodput_loss": max(0.0, max(rows[w]["goodput_loss"] for w in ws)),
+        "p99_increase_s": None if None in tails else max(tails),
+        "wasted_gpu_s": max(rows[w]["wasted_gpu_s"] for w in ws),
+        "scenario": cost_w,
+        "p99_scenario": max(ws, key=lambda w: inf(rows[w]["p99_increase_s"])),
+    }
+    gain = {
+        "goodput_gain": max(0.0, max(rows[w]["gain_goodput"] for w in ws)),
+        "p99_decrease_s": None if None in gtails else max(gtails),
+        "scenario": gain_w,
+    }
+    return cost, gain
+
+
+def score_key(f: dict[str, Any]) -> tuple:
+    """Ascending sort key: the most harmful flaw first (see module doc)."""
+    c, g = f["cost"], f["gain"]
+    return (-severity(c["goodput_loss"], None)[0], -inf(c["p99_increase_s"]),
+            -math.floor(g["goodput_gain"] / TIE + 1e-9), -c["wasted_gpu_s"])
+
+
+SCORE_TEXT = ("worst goodput loss when put back into the good design (in steps of 0.5 points), then worst "
+              "p99 increase (never answered first), then the goodput its fix gains alone in the flawed design, "
+              "then extra wasted GPU-seconds")
+
+
+# -- the ablation --------------------------------------------------------------------------
+
+def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed: str = "naive", seed: int = 1,
+           workers: int | None = None, plan: dict[str, dict[str, float]] | None = None,
+           on_done: OnDone | None = None, interactions: bool = True, suite: str | list[str] = "") -> dict[str, Any]:
+    """Runs the ablation for `{flaw id: [scenarios]}` and returns a rank document.
+
+    `good` and `flawed` are target specs or design TOML paths. On the gain
+    side only flaws present in `flawed` are fixed; for the others the gain is
+    0 by construction (noted in the flaw's `gain.note`).
+    """
+    started = time.perf_counter()
+    scen = sorted({w for ws in flaw_scenarios.values() for w in ws}, key=_suite_order(suite))
+    plan = plan or plan_durations(scen)
+    good_label, good_knobs = knobs_of(good)
+    flawed_label, flawed_knobs = knobs_of(flawed)
+    if flawed_label == good_label:
+        flawed_label += " (flawed)"
+    present = set(flaws_present(TargetConfig.model_validate(flawed_knobs)))
+    by_id = {f.id: f for f in FLAWS}
+    jobs = [VariantJob(good_label, good_knobs, w, seed, plan[w]["run_s"]) for w in scen]
+    jobs += [VariantJob(flawed_label, flawed_knobs, w, seed, plan[w]["run_s"]) for w in scen]
+    for fid, ws in flaw_scenarios.items():
+        f = by_id[fid]
+        jobs += [VariantJob(f"{good_label}+{fid}", variant(good_knobs, f.present), w, seed, plan[w]["run_s"]) for w in ws]
+        if fid in present:
+            jobs += [VariantJob(f"{flawed_label}-{fid}", variant(flawed_knobs, f.fixed), w, seed, plan[w]["run_s"])
+                     for w in ws]
+    summaries = run_summaries(jobs, workers, on_done)
+    per = measure(flaw_scenarios, good_label, flawed_label, summaries)
+    slo = TargetConfig.model_validate(good_knobs).slo_s
+    flaws = []
+    for fid, rows in per.items():
+        f = by_id[fid]
+        cost, gain = worst(rows)
+        if fid not in present:
+            gain["note"] = f"already fixed in {flawed_label}: nothing to gain"
+        flaws.append({"id": fid, "doc_item": f.doc_item, "failure": f.failure, "fix": f.fix,
+                      "exposed_by": list(f.exposed_by), "cost": cost, "gain": gain,
+                      "per_scenario": rows, "interaction": None})
+    flaws.sort(key=score_key)
+    for i, f in enumerate(flaws, 1):
+        f["rank"] = i
+    doc = {
+        "schema": SCHEMA, "kind": "rank", "seed": seed, "suite": scen, "slo_s": slo,
+        "good": good_label, "flawed": flawed_label, "good_spec": good, "flawed_spec": flawed,
+        "flaws": flaws, "top": [f["id"] for f in flaws[:3]],
+        "baselines": {"hardened" if good == "hardened" else good_label: {w: summaries[(good_label, w)] for w in scen},
+                      "naive" if flawed == "naive" else flawed_label: {w: summaries[(flawed_label, w)] for w in scen}},
+        "durations": plan, "score": SCORE_TEXT, "runs": len(jobs),
+        "flaws_in_flawed": sorted(present), "versions": versions(),
+    }
+    if interactions:
+        from harness.interactions import find_interactions
+
+        find_interactions(doc, good_knobs, flawed_knobs, summaries, workers, on_done)
+    doc["wall_s"] = time.perf_counter() - started
+    return doc
+
+
+def _suite_order(suite: str | list[str]) -> Callable[[str], tuple[int, str]]:
+    try:
+        order = list(suite) if isinstance(suite, list) else (load_suite(suite) if suite else [])
+    except Exception:
+        order = []
+    return lambda w: (order.index(w) if w in order else len(order), w)
+
+
+def rank(suite: str | list[str] = "bad-day", seed: int = 1, workers: int | None = None, duration_scale: float = 1.0,
+         request_budget: float | None = REQUEST_BUDGET, flaws: list[str] | None = None,
+         good: str = "hardened", flawed: str = "naive", on_done: OnDone | None = None,
+         interactions: bool = True) -> dict[str, Any]:
+    """The rank document: every flaw (or `flaws`) measured on every scenario of the suite."""
+    names = list(suite) if isinstance(suite, list) else load_suite(suite)
+    ids = flaws or [f.id for f in FLAWS]
+    plan = plan_durations(names, duration_scale, request_budget)
+    doc = ablate({fid: list(names) for fid in ids}, good, flawed, seed, workers, plan, on_done, interactions,
+                 suite=names)
+    doc["suite_name"] = suite if isinstance(suite, str) else "custom"
+    return doc
+
+
+def job_count(n_flaws: int, n_scenarios: int) -> int:
+    """Runs a full rank needs before interaction probes: 2 x (flaws + 1) x scenarios."""
+    return 2 * (n_flaws + 1) * n_scenarios
+
+
+def flaw(fid: str) -> Flaw:
+    return {f.id: f for f in FLAWS}[fid]

@@ -1,0 +1,86 @@
+"""`harness capacity`: Part 2, the doc's formula beside the simulated realtime and offline fleets.
+
+Parses options, calls ``harness.capacity.plan_capacity``, writes the result file and
+renders it; no arithmetic lives here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+import typer
+
+from harness import result as results
+from harness.cli import JSON, OUT, QUIET, SEED, app, err, fail, out
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]:
+    """A bar over sim points; the total grows as the fleet searches ask for more."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    cols = (TextColumn("[bold]capacity"), BarColumn(), TextColumn("{task.completed}/{task.total} sim points  {task.fields[last]}"),
+            TimeElapsedColumn())
+    with Progress(*cols, console=err, transient=True) as bar:
+        task = bar.add_task("capacity", total=None, last="")
+
+        def update(done: int, total: int, key: str) -> None:
+            bar.update(task, completed=done, total=total, last=key)
+
+        yield update
+
+
+@app.command()
+def capacity(
+    qps: float = typer.Option(10_000, "--qps", help="Peak load to size for (requests/s)."),
+    batch_size: int = typer.Option(32, "--batch-size", "-B", help="B, the model's maximum batch."),
+    batch_time: float = typer.Option(0.1, "--batch-time", help="t(B): seconds per full batch (ignored with a cost table)."),
+    slo_p99: float = typer.Option(0.3, "--slo-p99", help="Latency target: p99 in seconds."),
+    cost_model: str = typer.Option("constant", "--cost-model", help="constant (the doc), affine (t0 + k b) or table."),
+    cost_table: Optional[Path] = typer.Option(None, "--cost-table", help="Cost table JSON from `harness profile` (with --cost-model table)."),
+    headroom: float = typer.Option(1.25, "--headroom", help="Size the headroom fleet for this multiple of peak."),
+    quick: bool = typer.Option(False, "--quick", help="About a quarter of the simulation: shorter runs, fewer points."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core)."),
+    seed: int = SEED,
+    as_json: bool = JSON,
+    out_path: Optional[Path] = OUT,
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write an HTML report with the plots here."),
+    quiet: bool = QUIET,
+) -> None:
+    """Size the fleet: the formula (qps x t / B) beside the realtime fleet (simulated, with
+    headroom and N+1), the measured sources of lost throughput, and offline efficiency."""
+    from harness.capacity import plan_capacity
+
+    if cost_table is not None and not cost_table.is_file():
+        fail(f"--cost-table {cost_table}: no such file")
+    if cost_model == "table" and cost_table is None:
+        fail("--cost-model table needs --cost-table FILE (from `harness profile`)")
+    try:
+        with _progress(not (quiet or as_json) and err.is_terminal) as tick:
+            doc = plan_capacity(qps, batch_size, batch_time, slo_p99, cost_model, seed=seed, quick=quick,
+                                workers=jobs, cost_table=None if cost_table is None else str(cost_table),
+                                headroom_factor=headroom, progress=tick)
+    except ValueError as exc:
+        fail(str(exc))
+    path = results.write_atomic(out_path or results.default_path("capacity", f"{qps:g}qps-B{batch_size}"), doc)
+    if html is not None:
+        from reports.html import write_html
+
+        write_html([doc], html)
+    if as_json:
+        slim = {k: v for k, v in doc.items() if k != "versions"}
+        sys.stdout.write(json.dumps(results._clean(slim), indent=1) + "\n")
+        return
+    from reports.capacity_console import render_capacity
+
+    render_capacity(doc, out)
+    out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
+    if html is not None:
+        out.print(f"html: {html}", highlight=False)

@@ -1,0 +1,214 @@
+"""Live-mode commands: `run --mode live`, `compare --mode live`, `serve` and `profile`.
+
+Only parsing, printing and calling the library (harness.live, harness.live_host,
+harness.profile) live here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Any, List, Optional
+from urllib.parse import urlsplit
+
+import typer
+from rich.table import Table
+
+from harness.cli import app, err, fail, out
+from harness.jobs import SimJob
+from harness.result import SCHEMA, versions
+from workloads.loader import ConfigError, load_workload
+
+
+def _parse_url(text: str, allow_remote: bool) -> tuple[str, int, str]:
+    from harness.live import is_loopback
+
+    u = urlsplit(text)
+    if u.scheme != "http" or not u.hostname:
+        fail(f"target URL '{text}': only http://HOST:PORT/PATH is supported")
+    if not allow_remote and not is_loopback(u.hostname):
+        fail(f"target URL '{text}' is outside loopback; pass --allow-remote to load-test another host")
+    path = (u.path or "/") + (f"?{u.query}" if u.query else "")
+    return u.hostname, u.port or 80, path
+
+
+def _live_run(target: str, workload: str, seed: int, overrides: dict[str, Any], duration_s: float | None,
+              rate_rps: float | None, scale: float | None, model: str, device: str, pad_to_s: float | None,
+              template: Path | None, allow_remote: bool, quiet: bool, scale_from: Any = None) -> dict[str, Any]:
+    from harness.http_transport import Payloads
+    from harness.live import LiveRun, default_scale, fmt_lag, scale_for_live, snap_scale
+    from harness.live_host import HostSpec
+    from harness.progress import sim_progress
+    from targets.spec import resolve_target
+
+    try:
+        wl = load_workload(workload)
+        if duration_s:
+            wl = wl.scaled(1.0, duration_s)
+        asked = scale or (rate_rps / wl.peak_rps if rate_rps and wl.peak_rps else default_scale(wl))
+        payloads = Payloads(model, template.read_text() if template else None, seed)
+        if "://" in target:
+            url = _parse_url(target, allow_remote)
+            cfg = resolve_target("naive", {**overrides, "name": target})
+            wl = wl.scaled(asked)
+            plan = f"live: {target} at scale {asked:.4g}: {wl.peak_rps:,.0f} req/s peak"
+            run = LiveRun(cfg, wl, seed, None, url=url, payloads=payloads)
+        else:
+            design = resolve_target(target, overrides)
+            eff = snap_scale(scale_from or design, asked)
+            cfg, info = scale_for_live(design, eff)
+            from dataclasses import replace
+
+            info = replace(info, requested=asked)
+            wl = wl.scaled(eff)
+            spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
+                            tenants=[t.name for t in wl.tenants], seed=seed)
+            pad = spec.effective_pad_s(cfg)
+            plan = (f"live: {target} on {wl.name} at scale {eff:.4g} (asked {asked:.4g}): {wl.peak_rps:,.0f} req/s "
+                    f"peak, {cfg.api_servers} API server(s), {cfg.fleet_gpus} GPU worker(s) running {model}"
+                    f"{f' padded to {pad * 1000:.0f} ms' if pad else ''}; {info.per_gpu_rps_live:,.0f} req/s per "
+                    f"GPU (design {info.per_gpu_rps_design:,.0f}), {info.per_server_rps_live:,.0f} per API "
+                    f"server (design {info.per_server_rps_design:,.0f})")
+            run = LiveRun(cfg, wl, seed, spec, scaling=info, payloads=payloads)
+    except (ConfigError, ValueError, OSError) as exc:
+        fail(str(exc))
+    if not quiet:
+        err.print(plan, highlight=False)
+    with sim_progress(enabled=not quiet and err.is_terminal, console=err) as progress:
+        run.progress = progress
+        try:
+            doc = run.run()
+        except RuntimeError as exc:
+            fail(str(exc), code=1)
+    if not quiet:
+        err.print(fmt_lag(doc["summary"]["live"]), highlight=False)
+        if doc["summary"]["partial"]:
+            err.print("[bold red]interrupted[/]: the result covers the part that ran", highlight=False)
+    return doc
+
+
+def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None, model: str = "mlp",
+             device: str = "auto", pad_to_s: float | None = None, template: Path | None = None,
+             allow_remote: bool = False) -> dict[str, Any]:
+    """`harness run --mode live`: one live run; returns its result document."""
+    if mode != "live":
+        fail(f"unknown mode '{mode}': valid are sim, live")
+    return _live_run(job.target, job.workload, job.seed, job.overrides, job.duration_s, job.rate_rps, scale,
+                     model, device, pad_to_s, template, allow_remote, quiet)
+
+
+def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
+                 duration_s: float | None, rate_rps: float | None, scale: float | None, mode: str,
+                 quiet: bool, model: str = "mlp", device: str = "auto") -> dict[str, Any]:
+    """`harness compare --mode live`: each workload on A then B, one at a time
+    (both need the machine), at one scale snapped from A; the sim's document shape."""
+    from targets.spec import resolve_target
+
+    if mode != "live":
+        fail(f"unknown mode '{mode}': valid are sim, live")
+    try:
+        base = resolve_target(a, overrides)
+    except ConfigError as exc:
+        fail(str(exc))
+    label_b = b if b != a else f"{b} (B)"
+    scenarios: dict[str, dict[str, Any]] = {}
+    runs: dict[str, dict[str, Any]] = {}
+    for w in workloads:
+        for target, side in ((a, a), (b, label_b)):
+            doc = _live_run(target, w, seed, overrides, duration_s, rate_rps, scale, model, device, None, None,
+                            False, quiet, scale_from=base)
+            scenarios.setdefault(w, {})[side] = doc["summary"]
+            runs.setdefault(w, {})[side] = doc
+            if doc["summary"]["partial"]:
+                break
+        if any(s["partial"] for s in scenarios[w].values()):
+            break
+    return {"schema": SCHEMA, "kind": "compare", "a": a, "b": label_b, "seed": seed, "mode": "live",
+            "scenarios": scenarios, "runs": runs, "versions": versions()}
+
+
+@app.command()
+def serve(
+    target: str = typer.Argument(..., help="Target spec (naive, hardened, ...) or TOML file."),
+    port: int = typer.Option(8000, "--port", help="Port of the layer-4 proxy, the target's front door (0: any free)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address the proxy binds (API servers stay on loopback)."),
+    model: str = typer.Option("mlp", "--model", help="Torch model the GPU workers run: mlp, cnn or transformer."),
+    device: str = typer.Option("auto", "--device", help="auto (cuda when present), cpu or cuda."),
+    pad_to_s: Optional[float] = typer.Option(None, "--pad-to-s", help="Pad each forward pass to this many s (default: the design's batch time; 0: off)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Shrink the fleet (default: one GPU's worth at the design's per-GPU rate)."),
+    tenant: Optional[List[str]] = typer.Option(None, "--tenant", help="Accept only these tenants (repeatable; default: any)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable)."),
+) -> None:
+    """Start a target for real (proxy, API servers, GPU workers) until Ctrl-C."""
+    from harness.live import DEFAULT_PEAK_RPS, scale_for_live, snap_scale
+    from harness.live_host import HostSpec, TargetHost
+    from targets.spec import parse_overrides, resolve_target
+
+    try:
+        design = resolve_target(target, parse_overrides(set_ or []))
+    except ConfigError as exc:
+        fail(str(exc))
+    cfg, info = scale_for_live(design, snap_scale(design, scale or DEFAULT_PEAK_RPS / design.peak_qps))
+    spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
+                    proxy_host=host, proxy_port=port, tenants=list(tenant) if tenant else None)
+
+    async def main() -> None:
+        th = TargetHost(spec)
+        try:
+            ready = await th.start()
+        except (OSError, ValueError, RuntimeError) as exc:
+            await th.stop()
+            fail(str(exc), code=1)
+        pad = ready["pad_to_s"]
+        out.print(f"serving {target} at http://{host}:{ready['proxy_port']}/predict  (also /healthz, /metrics)\n"
+                  f"  scale {info.effective:.4g}: {cfg.api_servers} API server(s) on ports {ready['api_ports']}, "
+                  f"{ready['gpus']} GPU worker(s): {model} on {ready['device']}"
+                  f"{f', padded to {pad * 1000:.0f} ms' if pad else ''}\n"
+                  '  POST {"tenant": "t0", "request_id": "r1", "deadline_ms": 1000, "input": [...]}; Ctrl-C stops',
+                  highlight=False)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await th.stop()
+        out.print("stopped", highlight=False)
+
+    from harness.http_transport import new_loop
+
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        runner.run(main())
+
+
+@app.command()
+def profile(
+    model: str = typer.Argument(..., help="mlp, cnn or transformer."),
+    device: str = typer.Option("auto", "--device", help="auto (cuda when present), cpu or cuda."),
+    out_path: Optional[Path] = typer.Option(None, "--out", help="Cost table file (default: runs/costs-MODEL-DEVICE.json)."),
+    batch_sizes: str = typer.Option("1,2,4,8,16,32,64", "--batch-sizes", help="Comma-separated batch sizes."),
+    lengths: Optional[str] = typer.Option(None, "--lengths", help="Comma-separated input lengths (sequence models)."),
+    repeats: int = typer.Option(5, "--repeats", help="Timed batches per point (the median is kept)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's)."),
+) -> None:
+    """Measure batch time against batch size on this machine; write a cost table for sim."""
+    from harness.profile import profile_model
+
+    try:
+        sizes = tuple(int(x) for x in batch_sizes.split(",") if x)
+        lens = tuple(int(x) for x in lengths.split(",") if x) if lengths else None
+        table = profile_model(model, device, sizes, lens, repeats, threads=threads)
+    except (ValueError, RuntimeError) as exc:
+        fail(str(exc))
+    path = out_path or Path("runs") / f"costs-{model}-{table.device.split(' ')[0].replace(':', '')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_json(path)
+    t = Table(title=f"{model} on {table.device} (torch {table.torch}, {table.threads} threads)", header_style="bold")
+    for col in ("batch", "length", "batch ms", "req/s"):
+        t.add_column(col, justify="right")
+    for p in table.points:
+        t.add_row(str(p.batch), "-" if p.length is None else str(p.length), f"{p.seconds * 1000:.2f}",
+                  f"{p.batch / p.seconds:,.0f}" if p.seconds else "-")
+    out.print(t)
+    out.print(f"cost table: {path}\nuse in sim: harness run naive --set cost_model=table --set cost_table={path}",
+              highlight=False)

@@ -1,0 +1,372 @@
+"""The HTTP transport: the driver's attempts as real requests on keep-alive connections.
+
+Implements the `Transport` contract of targets.client (`send(attempt,
+timeout_s, on_done)`, `on_done` called exactly once) over HTTP/1.1. It is a
+lean client on asyncio protocols with the httptools parser rather than
+aiohttp's client, which costs about twice the CPU per request (see
+benchmarks/driver_vs_locust.py); the servers it drives are aiohttp.
+
+Connections: each tenant has its own pool of keep-alive connections, so the
+layer-4 balancer pins that tenant's connections, not its requests. HTTP/1.1
+carries one request at a time per connection, so when all of a tenant's
+connections are busy an attempt opens another one (open loop: it never waits
+for earlier requests), up to `max_connections` in all; beyond that it waits
+for the first free one, and the wait counts in its latency. On timeout the
+client closes that connection (HTTP/1.1 has no other way to cancel), as
+common HTTP clients do; the server is not told and keeps working.
+
+Send lag: for every first attempt, the time its bytes were written minus its
+scheduled start (time.monotonic, the loops' own clock), so a run whose driver
+fell behind says so instead of under-reporting latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import httptools
+import numpy as np
+from hdrh.histogram import HdrHistogram
+
+from targets.delayline import DelayLine
+from targets.protocol import TIMEOUT_RESPONSE, Attempt, Response, Status
+
+_STATUS = {200: Status.OK, 400: Status.BAD_REQUEST, 413: Status.BAD_REQUEST, 415: Status.BAD_REQUEST,
+           422: Status.BAD_REQUEST, 429: Status.TOO_MANY, 503: Status.UNAVAILABLE}
+_PLAIN = {code: Response(status) for code, status in _STATUS.items()}
+_ERROR = Response(Status.ERROR, reason="unexpected HTTP status")
+_HEAD = (b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+         b"X-Harness-Uid: %d\r\nX-Harness-Attempt: %d\r\n\r\n")
+_PLACEHOLDER = re.compile(r"\{\{(tenant|request_id|deadline_ms|input|content|size)\}\}")
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """The driver's event loop: uvloop where available, with a precise clock.
+
+    uvloop's own `time()` has millisecond resolution and its timers fire up to
+    a millisecond early, which makes an open-loop scheduler spin; this one
+    reads time.monotonic() and rounds timer delays up to whole milliseconds.
+    """
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        return asyncio.new_event_loop()
+
+    class _PreciseLoop(uvloop.Loop):  # type: ignore[misc,name-defined]
+        def time(self) -> float:
+            return time.monotonic()
+
+        def call_at(self, when: float, callback: Callable[..., Any], *args: Any, context: Any = None):
+            delay = when - time.monotonic()
+            return self.call_later(math.ceil(delay * 1000.0) / 1000.0 if delay > 0 else 0.0,
+                                   callback, *args, context=context)
+
+    return _PreciseLoop()
+
+
+class Payloads:
+    """Request bodies for POST /predict, built from byte pieces: no JSON encoding per request.
+
+    `model` (mlp, cnn, transformer) picks the input: a fixed random vector whose
+    first number is the request's content id (so equal content, equal input),
+    or `size` token ids that start with the content id's base-1000 digits.
+    `variant` v puts v spaces into the body: the same input, other bytes, which
+    an exact-payload cache cannot see through. `template` (JSON text with
+    {{tenant}}, {{request_id}}, {{deadline_ms}}, {{input}}, {{content}},
+    {{size}}) replaces the built-in body for servers that take another JSON.
+    """
+
+    def __init__(self, model: str = "mlp", template: str | None = None, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.model = model
+        if model in ("mlp", "cnn"):
+            n = 512 if model == "mlp" else 3 * 32 * 32
+            self._tail = ("," + ",".join(f"{v:.3f}" for v in rng.standard_normal(n - 1)) + "]").encode()
+        elif model == "transformer":
+            self._tokens = rng.integers(0, 1000, 128).tolist()
+            self._token_tails: dict[int, bytes] = {}
+        else:
+            raise ValueError(f"unknown model '{model}' for payloads: valid are mlp, cnn, transformer")
+        self._pieces: list[str | bytes] | None = None
+        if template is not None:
+            self._pieces = [p.encode() if i % 2 == 0 else p for i, p in enumerate(_PLACEHOLDER.split(template))]
+            import json
+
+            sample = self.body("t0", 1, 3, None, 1000)
+            try:
+                json.loads(sample)
+            except ValueError as exc:
+                raise ValueError(f"request template does not give valid JSON once filled in: {exc}") from None
+
+    def input(self, content: int, size: int) -> bytes:
+        if self.model != "transformer":
+            return b"[%d" % content + self._tail
+        size = max(1, min(128, size))
+        digits = [content // 1_000_000 % 1000, content // 1000 % 1000, content % 1000][-size:]
+        tail = self._token_tails.get(size)
+        if tail is None:
+            rest = self._tokens[: max(0, size - 3)]
+            tail = self._token_tails[size] = "".join(f",{t}" for t in rest).encode() + b"]"
+        return b"[" + ",".join(str(d) for d in digits).encode() + tail
+
+    def body(self, tenant: str, content: int, size: int, request_id: str | None, deadline_ms: int | None,
+             variant: int = 0) -> bytes:
+        if self._pieces is not None:
+            values = {"tenant": tenant.encode(), "request_id": (request_id or "").encode(),
+                      "deadline_ms": b"null" if deadline_ms is None else b"%d" % deadline_ms,
+                      "input": self.input(content, size), "content": b"%d" % content, "size": b"%d" % size}
+            return b"".join(p if isinstance(p, bytes) else values[p] for p in self._pieces)
+        parts = [b"{", b" " * variant, b'"tenant":"', tenant.encode(), b'"']
+        if request_id is not None:
+            parts += [b',"request_id":"', request_id.encode(), b'"']
+        if deadline_ms is not None:
+            parts.append(b',"deadline_ms":%d' % deadline_ms)
+        parts += [b',"input":', self.input(content, size), b"}"]
+        return b"".join(parts)
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection carrying one request at a time."""
+
+    def __init__(self, owner: "HttpTransport", pool: "_Pool") -> None:
+        self.owner = owner
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.pending: Attempt | None = None
+        self.retry_after_s: float | None = None
+        self.dead = False
+
+    # -- asyncio.Protocol --------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self._fail("malformed HTTP response")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail("connection closed by the server")
+
+    # -- httptools callbacks --------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        self.retry_after_s = None
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) in (11, 16):  # cheap filter before lower-casing
+            key = name.lower()
+            try:
+                if key == b"x-retry-after-ms":
+                    self.retry_after_s = int(value) / 1000.0
+                elif key == b"retry-after" and self.retry_after_s is None:
+                    self.retry_after_s = float(value)
+            except ValueError:
+                pass
+
+    def on_message_complete(self) -> None:
+        a = self.pending
+        if a is None:
+            return
+        self.pending = None
+        self.owner._inflight.pop(a, None)
+        code = self.parser.get_status_code()
+        if self.retry_after_s is not None and code in (429, 503):
+            response = Response(_STATUS[code], retry_after_s=self.retry_after_s)
+        else:
+            response = _PLAIN.get(code, _ERROR)
+        if self.parser.should_keep_alive():
+            self.pool.release(self)  # before answering: an immediate retry may reuse it
+        else:
+            self.close()
+        a.answer(response)
+
+    # -- use -------------------------------------------------------------------------------
+    def send(self, a: Attempt) -> None:
+        owner = self.owner
+        self.pending = a
+        owner._inflight[a] = self
+        deadline_ms = None
+        if a.deadline_s is not None:
+            deadline_ms = max(1, int((a.deadline_s - time.monotonic()) * 1000))
+        body = owner.payloads.body(a.tenant, a.content, a.size, a.request_id, deadline_ms, a.variant)
+        if a.attempt_no == 0 and owner._sched is not None:
+            owner._lag(time.monotonic() - owner._t0 - owner._sched[a.uid])
+        self.transport.write(owner._head % (len(body), a.uid, a.attempt_no) + body)  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        if not self.dead:
+            self.dead = True
+            self.pool.open -= 1
+            self.owner.open_now -= 1
+            if self.transport is not None:
+                self.transport.abort()
+
+    def _fail(self, reason: str) -> None:
+        a = self.pending
+        self.pending = None
+        self.close()
+        if a is not None:
+            self.owner._inflight.pop(a, None)
+            a.answer(Response(Status.ERROR, reason=reason))
+
+
+@dataclass
+class _Pool:
+    """One tenant's connections: idle ones (FIFO, so traffic spreads over all of
+    them as the sim's round robin does) and attempts waiting for one."""
+
+    tenant: str
+    idle: deque = field(default_factory=deque)
+    waiting: deque = field(default_factory=deque)
+    open: int = 0
+    connecting: int = 0
+    opened: int = 0
+
+    def release(self, conn: _Conn) -> None:
+        waiting = self.waiting
+        while waiting:
+            a = waiting.popleft()
+            if not a.done:
+                conn.send(a)
+                return
+        self.idle.append(conn)
+
+
+class HttpTransport:
+    """Open-loop HTTP transport to http://host:port/path (see the module docstring)."""
+
+    def __init__(self, host: str, port: int, path: str = "/predict", payloads: Payloads | None = None,
+                 max_connections: int = 4000) -> None:
+        self.host = host
+        self.port = port
+        self.path = path
+        self.payloads = payloads or Payloads()
+        self.max_connections = max_connections
+        self.loop = asyncio.get_running_loop()
+        self._head = _HEAD.replace(b"POST %s", b"POST " + path.encode()).replace(
+            b"Host: %s", b"Host: " + f"{host}:{port}".encode())
+        self._pools: dict[str, _Pool] = {}
+        self._inflight: dict[Attempt, _Conn] = {}
+        self._timeouts: dict[float, DelayLine] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._t0 = 0.0
+        self._sched: list[float] | None = None
+        self.open_now = 0
+        self.max_open = 0
+        self.connect_failures = 0
+        self.waited = 0
+        self.lag_hist = HdrHistogram(1, 3_600_000_000, 3)
+        self.late_10ms = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def open(self, connections: dict[str, int]) -> None:
+        """Open `connections[tenant]` keep-alive connections per tenant before the run."""
+        tasks = [self._connect(self._pool(t)) for t, n in connections.items() for _ in range(n)]
+        await asyncio.gather(*tasks)
+
+    def begin(self, t0: float, sched_s: list[float]) -> None:
+        """Scheduled starts (loop seconds t0 + sched_s[uid]) that send lag is measured against."""
+        self._t0, self._sched = t0, sched_s
+
+    def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for pool in self._pools.values():
+            for conn in list(pool.idle):
+                conn.close()
+            pool.idle.clear()
+        for conn in list(self._inflight.values()):
+            conn.pending = None
+            conn.close()
+        self._inflight.clear()
+
+    # -- Transport -----------------------------------------------------------------------------
+    def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
+        attempt.on_answer = on_done
+        line = self._timeouts.get(timeout_s)
+        if line is None:
+            line = self._timeouts[timeout_s] = DelayLine(timeout_s, self.loop)
+        line.push(self._expire, attempt)
+        pool = self._pools.get(attempt.tenant) or self._pool(attempt.tenant)
+        idle = pool.idle
+        while idle:
+            conn = idle.popleft()
+            if not conn.dead:
+                conn.send(attempt)
+                return
+        self.waited += 1
+        pool.waiting.append(attempt)
+        if pool.connecting < len(pool.waiting) and self.open_now + self._connecting() < self.max_connections:
+            task = self.loop.create_task(self._connect(pool))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _expire(self, a: Attempt) -> None:
+        on_done = a.on_answer
+        if a.give_up():
+            conn = self._inflight.pop(a, None)
+            if conn is not None:
+                conn.pending = None
+                conn.close()  # HTTP/1.1 cannot cancel a request but by closing its connection
+            on_done(TIMEOUT_RESPONSE)
+
+    # -- connections -----------------------------------------------------------------------------
+    def _pool(self, tenant: str) -> _Pool:
+        pool = self._pools.get(tenant)
+        if pool is None:
+            pool = self._pools[tenant] = _Pool(tenant)
+        return pool
+
+    def _connecting(self) -> int:
+        return sum(p.connecting for p in self._pools.values())
+
+    async def _connect(self, pool: _Pool) -> None:
+        pool.connecting += 1
+        try:
+            _, conn = await self.loop.create_connection(lambda: _Conn(self, pool), self.host, self.port)
+        except OSError as exc:
+            pool.connecting -= 1
+            self.connect_failures += 1
+            while pool.waiting:  # fail one waiting attempt per failed connection
+                a = pool.waiting.popleft()
+                if not a.done:
+                    a.answer(Response(Status.ERROR, reason=f"connect failed: {exc}"))
+                    break
+            return
+        pool.connecting -= 1
+        pool.open += 1
+        pool.opened += 1
+        self.open_now += 1
+        self.max_open = max(self.max_open, self.open_now)
+        pool.release(conn)
+
+    # -- send lag -------------------------------------------------------------------------------
+    def _lag(self, lag_s: float) -> None:
+        self.lag_hist.record_value(max(1, int(lag_s * 1e6)))
+        if lag_s > 0.010:
+            self.late_10ms += 1
+
+    def stats(self) -> dict[str, Any]:
+        """Send lag of first attempts (s) and connection counts."""
+        h = self.lag_hist
+        n = h.get_total_count()
+        lag = {k: (h.get_value_at_percentile(q) / 1e6 if n else None)
+               for k, q in (("p50", 50.0), ("p99", 99.0), ("p999", 99.9))}
+        lag["max"] = h.get_max_value() / 1e6 if n else None
+        return {
+            "send_lag_s": lag,
+            "sends_measured": n,
+            "late_over_10ms": self.late_10ms,
+            "connections_opened": {t: p.opened for t, p in self._pools.items()},
+            "max_open_connections": self.max_open,
+            "connect_failures": self.connect_failures,
+            "waited_for_connection": self.waited,
+        }

@@ -1,0 +1,355 @@
+"""Live mode: one run of a real target on the wall clock, driven over HTTP.
+
+A run starts a target host in a child process (harness.live_host: a layer-4
+proxy, N aiohttp API servers, GPU workers on real torch models, the same
+ServingTarget as sim), drives the workload at it with the same Driver, Client
+and Recorder as sim through the HTTP transport, injects the workload's faults
+on schedule, stops the host and builds the same result document as sim
+(harness.summary.build_document, mode "live") plus a `live` block: the
+driver's send lag, connections, the scale and the host's figures.
+
+Scale: a 2-core machine cannot carry 10,000 QPS, so `scale_for_live` shrinks
+the rates and the fleet together. The scale is snapped so the fleet keeps a
+whole number of GPUs at the design's per-GPU rate (naive: 0.02 becomes 1/32,
+one GPU at 312.5 req/s as each of the doc's 32 GPUs carries); a target with
+another sizing rule (hardened's 80% and N+1) applies its rule at the scaled
+peak. API servers round to at least one, so their per-server rate can only
+match at larger scales; the result's `live.scale` block reports both.
+
+Teardown is certain: Ctrl-C or SIGTERM ends the drive early, the host's
+figures are still collected, and the document is marked partial; the host
+process is always stopped (terminated, then killed) before `run` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Callable
+
+from harness.driver import Driver
+from harness.http_transport import HttpTransport, Payloads, new_loop
+from harness.live_host import HostSpec
+from harness.recorder import Recorder
+from harness.summary import build_document
+from targets.cache import CacheStats
+from targets.client import ClientPolicy
+from targets.config import TargetConfig
+from targets.dedupe import DedupeStats
+from targets.pool import PoolStats
+from targets.target import TargetStats
+from workloads.arrivals import build_schedule
+from workloads.model import FaultKind, WorkloadConfig
+
+Progress = Callable[[dict[str, Any]], None]
+DEFAULT_PEAK_RPS = 312.5   # a default live run's peak: one naive GPU's worth
+LAG_WARN_S = 0.010         # a p99 send lag above this means the driver fell behind
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """How a design was shrunk for a live run (rates in requests/s)."""
+
+    requested: float
+    effective: float
+    gpus: int
+    api_servers: int
+    design_gpus: int
+    design_api_servers: int
+    per_gpu_rps_design: float
+    per_gpu_rps_live: float
+    per_server_rps_design: float
+    per_server_rps_live: float
+
+
+def snap_scale(cfg: TargetConfig, scale: float) -> float:
+    """The scale nearest `scale` that gives `cfg`'s fleet a whole number of GPUs
+    (at least one), each carrying the design's per-GPU rate: k / fleet_gpus."""
+    if not scale > 0:
+        raise ValueError(f"scale must be > 0, got {scale}")
+    fleet = cfg.fleet_gpus
+    return max(1, round(scale * fleet)) / fleet
+
+
+def scale_for_live(cfg: TargetConfig, scale: float) -> tuple[TargetConfig, Scaling]:
+    """`cfg` shrunk by `scale` (already snapped): peak_qps and the fleet together.
+
+    GPUs follow the config's own sizing rule at the scaled peak (so hardened
+    keeps its headroom and N+1), or `gpus` x scale when the config fixes them.
+    """
+    knobs = cfg.model_dump()
+    knobs["peak_qps"] = cfg.peak_qps * scale
+    knobs["api_servers"] = max(1, round(cfg.api_servers * scale))
+    if cfg.gpus is not None:
+        knobs["gpus"] = max(1, round(cfg.gpus * scale))
+    small = TargetConfig.model_validate(knobs)
+    info = Scaling(
+        requested=scale, effective=scale, gpus=small.fleet_gpus, api_servers=small.api_servers,
+        design_gpus=cfg.fleet_gpus, design_api_servers=cfg.api_servers,
+        per_gpu_rps_design=cfg.peak_qps / cfg.fleet_gpus, per_gpu_rps_live=small.peak_qps / small.fleet_gpus,
+        per_server_rps_design=cfg.peak_qps / cfg.api_servers,
+        per_server_rps_live=small.peak_qps / small.api_servers,
+    )
+    return small, info
+
+
+class HostProcess:
+    """A target host in a child process, spoken to over its stdin/stdout (JSON lines)."""
+
+    def __init__(self, spec: HostSpec) -> None:
+        self.spec = spec
+        self.proc: subprocess.Popen | None = None
+        self.ready: dict[str, Any] = {}
+        self._reader: asyncio.StreamReader | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self, timeout_s: float = 120.0) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        # A new session: a terminal's Ctrl-C reaches only the parent, which stops the host.
+        self.proc = subprocess.Popen([sys.executable, "-m", "harness.live_host"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, start_new_session=True)
+        self._reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), self.proc.stdout)
+        self._write({k: v for k, v in asdict(self.spec).items()})
+        line = await asyncio.wait_for(self._reader.readline(), timeout_s)
+        self.ready = json.loads(line) if line else {"ready": False, "error": "host exited during start"}
+        if not self.ready.get("ready"):
+            self.kill()
+            raise RuntimeError(f"live target host failed to start: {self.ready.get('error')}")
+        return self.ready
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+        self.proc.stdin.flush()
+
+    async def request(self, op: str, timeout_s: float = 10.0, **kw: Any) -> dict[str, Any]:
+        async with self._lock:
+            self._write({"op": op, **kw})
+            line = await asyncio.wait_for(self._reader.readline(), timeout_s)  # type: ignore[union-attr]
+        if not line:
+            raise RuntimeError("live target host has exited")
+        return json.loads(line)
+
+    async def stop(self, timeout_s: float = 5.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            await self.request("stop", timeout_s=2.0)
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        except (RuntimeError, OSError, asyncio.TimeoutError, ValueError):
+            pass
+        deadline = time.monotonic() + timeout_s
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        self.kill()
+
+    def kill(self) -> None:
+        """Synchronous and certain: terminate, then kill, and reap."""
+        p = self.proc
+        if p is None:
+            return
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(3.0)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for stream in (p.stdin, p.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+
+class _RemoteTarget:
+    """The host's figures, shaped like the ServingTarget attributes build_summary reads."""
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.stats = TargetStats(**_known(TargetStats, d["target"]))
+        ps = PoolStats(**_known(PoolStats, d["pool"]))
+        self.pool = type("PoolView", (), {"stats": ps, "busy_gpu_seconds": lambda _self: ps.busy_s})()
+        self.cache = type("CacheView", (), {"stats": CacheStats(**d["cache"])})() if d.get("cache") else None
+        self.dedupe = type("DedupeView", (), {"stats": DedupeStats(**d["dedupe"])})() if d.get("dedupe") else None
+
+
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+class LiveRun:
+    """One live run. `url` set: drive that server (no host is started, no faults)."""
+
+    def __init__(self, config: TargetConfig, workload: WorkloadConfig, seed: int, spec: HostSpec | None,
+                 scaling: Scaling | None = None, url: tuple[str, int, str] | None = None,
+                 payloads: Payloads | None = None, progress: Progress | None = None) -> None:
+        self.config = config
+        self.workload = workload
+        self.seed = seed
+        self.spec = spec
+        self.scaling = scaling
+        self.url = url
+        self.payloads = payloads or Payloads(spec.model if spec else "mlp", seed=seed)
+        self.progress = progress
+        rng = random.Random(seed)
+        self.client_seed = rng.randrange(2**31)
+        self.schedule = build_schedule(workload, seed)
+        self.recorder = Recorder(self.schedule.sched_s, self.schedule.tenant, self.schedule.tenants,
+                                 config.slo_s, workload.duration_s, workload.window_s)
+        self.host: HostProcess | None = None
+        self.transport: HttpTransport | None = None
+        self.host_stats: dict[str, Any] | None = None
+        self.ready: dict[str, Any] = {}
+        self.events: list[dict[str, Any]] = []
+        self.partial = False
+        self.end_s = 0.0
+        self.wall_s = 0.0
+        self.driver_cpu_s = 0.0
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Run to the end (or to Ctrl-C / SIGTERM) and return the result document."""
+        started, cpu = time.perf_counter(), time.process_time()
+        try:
+            with asyncio.Runner(loop_factory=new_loop) as runner:
+                runner.run(self._main())
+        except KeyboardInterrupt:
+            self.partial = True
+        finally:
+            if self.host is not None:
+                self.host.kill()
+        self.wall_s = time.perf_counter() - started
+        self.driver_cpu_s = time.process_time() - cpu
+        return self.document()
+
+    async def _main(self) -> None:
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        loop.add_signal_handler(signal.SIGTERM, me.cancel)  # type: ignore[union-attr]
+        t0: float | None = None
+        helpers: list[asyncio.Task] = []
+        try:
+            if self.url is None:
+                self.host = HostProcess(self.spec)  # type: ignore[arg-type]
+                self.ready = await self.host.start()
+                host, port, path = "127.0.0.1", self.ready["proxy_port"], "/predict"
+            else:
+                host, port, path = self.url
+            tr = self.transport = HttpTransport(host, port, path, self.payloads)
+            await tr.open({t.name: t.connections for t in self.workload.tenants})
+            t0 = loop.time() + 0.2
+            self.recorder.t0 = t0
+            tr.begin(t0, self.schedule.sched_s.tolist())
+            if self.host is not None:
+                helpers.append(loop.create_task(self._sampler(t0)))
+                helpers += [loop.create_task(self._fault(f, t0)) for f in self.workload.faults]
+            elif self.workload.faults:
+                self.events.append({"t_s": 0.0, "event": "faults-skipped", "reason": "external target"})
+            driver = Driver(self.schedule, ClientPolicy.from_target(self.config), tr, self.recorder,
+                            random.Random(self.client_seed))
+            await driver.run(t0=t0)
+        except asyncio.CancelledError:
+            self.partial = True
+        finally:
+            self.end_s = (loop.time() - t0) if t0 is not None else 0.0
+            for task in helpers:
+                task.cancel()
+            if self.host is not None:
+                try:
+                    self.host_stats = await self.host.request("stats", timeout_s=5.0)
+                except (RuntimeError, OSError, asyncio.TimeoutError, ValueError):
+                    pass
+            if self.transport is not None:
+                self.transport.close()
+            if self.host is not None:
+                await self.host.stop()
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    async def _sampler(self, t0: float) -> None:
+        loop = asyncio.get_running_loop()
+        w, k, rec = self.workload.window_s, 1, self.recorder
+        while True:
+            await asyncio.sleep(max(0.0, t0 + k * w - loop.time()))
+            s = await self.host.request("sample")  # type: ignore[union-attr]
+            rec.sample(loop.time(), s["queue_depth"], s["busy_gpu_s"], s["alive"])
+            if self.progress is not None:
+                self.progress({"t_s": loop.time() - t0, "duration_s": self.workload.duration_s,
+                               "finished": rec.finished, "attempts": rec.attempts,
+                               "queue_depth": s["queue_depth"], "unique": len(self.schedule)})
+            k += 1
+
+    async def _fault(self, f, t0: float) -> None:
+        loop = asyncio.get_running_loop()
+        host = self.host
+        await asyncio.sleep(max(0.0, t0 + f.at_s - loop.time()))
+        if f.kind is FaultKind.GPU_DOWN:
+            down = (await host.request("kill", fraction=f.fraction))["gpus"]  # type: ignore[union-attr]
+            self.events.append({"t_s": loop.time() - t0, "event": "gpu-down", "gpus": len(down)})
+            await asyncio.sleep(f.duration_s)
+            await host.request("revive", gpus=down)  # type: ignore[union-attr]
+            self.events.append({"t_s": loop.time() - t0, "event": "gpu-up", "gpus": len(down)})
+        else:
+            await host.request("slowdown", factor=f.factor)  # type: ignore[union-attr]
+            self.events.append({"t_s": loop.time() - t0, "event": "slowdown", "factor": f.factor})
+            await asyncio.sleep(f.duration_s)
+            await host.request("slowdown", factor=1.0)  # type: ignore[union-attr]
+            self.events.append({"t_s": loop.time() - t0, "event": "slowdown-end"})
+
+    # -- the result ------------------------------------------------------------------------------
+    def live_block(self) -> dict[str, Any]:
+        tr = self.transport.stats() if self.transport is not None else {}
+        lag = (tr.get("send_lag_s") or {}).get("p99")
+        sent = max(1, self.recorder.attempts)
+        block: dict[str, Any] = {
+            **tr,
+            "driver_behind": bool(lag is not None and lag > LAG_WARN_S),
+            "driver_cpu_us_per_attempt": 1e6 * self.driver_cpu_s / sent,
+            "scale": asdict(self.scaling) if self.scaling else None,
+            "external_url": None if self.url is None else f"http://{self.url[0]}:{self.url[1]}{self.url[2]}",
+            "host": {k: self.ready.get(k) for k in ("device", "model", "pad_to_s", "gpus", "api_ports")},
+        }
+        if self.host_stats is not None:
+            block["proxy"] = self.host_stats.get("proxy")
+            block["executors"] = self.host_stats.get("executors")
+        return block
+
+    def document(self) -> dict[str, Any]:
+        view = _RemoteTarget(self.host_stats) if self.host_stats else None
+        return build_document(self.recorder, self.config, self.workload, view, self.seed, "live",
+                              self.end_s, self.wall_s, self.partial, self.events, extra={"live": self.live_block()})
+
+
+def default_scale(workload: WorkloadConfig) -> float:
+    """A scale that keeps the run's peak near DEFAULT_PEAK_RPS (never above 1)."""
+    return min(1.0, DEFAULT_PEAK_RPS / workload.peak_rps) if workload.peak_rps > 0 else 1.0
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def fmt_lag(block: dict[str, Any]) -> str:
+    lag = block.get("send_lag_s") or {}
+    if lag.get("p99") is None:
+        return "driver send lag: not measured"
+    ms = {k: 1000 * v for k, v in lag.items() if v is not None}
+    verdict = "FELL BEHIND: latencies include its lag" if block.get("driver_behind") else "kept up"
+    return (f"driver send lag p50 {ms['p50']:.2f} ms, p99 {ms['p99']:.2f} ms, max {ms['max']:.1f} ms "
+            f"({verdict}); {math.ceil(block.get('driver_cpu_us_per_attempt', 0))} CPU-us per attempt")

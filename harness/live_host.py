@@ -1,0 +1,222 @@
+"""The host of a live target: proxy, API servers and GPU workers on one event loop.
+
+A `TargetHost` builds one ServingTarget (the same policy code as sim) whose
+GPU pool runs real torch models (targets.torch_gpu), puts N aiohttp API
+servers in front of it (targets.server) and a layer-4 round-robin proxy in
+front of those (targets.l4proxy). `harness serve` runs one in the foreground;
+live runs run one in a child process (`python -m harness.live_host`) that the
+driver's process controls over a pipe:
+
+- the first line on stdin is the HostSpec as JSON; the child answers one JSON
+  line on stdout: `{"ready": true, "proxy_port", "api_ports", ...}` or `{"error"}`;
+- then one JSON request per line (`{"op": "sample" | "stats" | "kill" |
+  "revive" | "slowdown" | "stop", ...}`), one JSON answer per line, in order;
+- end of stdin (the parent died or closed it), SIGTERM or "stop" shut it down.
+
+The child ignores SIGINT (a terminal's Ctrl-C goes to the parent, which stops
+it) and asks Linux to SIGTERM it if the parent dies, so no host outlives its run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from targets.config import CostModel, Routing, TargetConfig
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """Everything a host needs, as plain JSON-able data.
+
+    `pad_to_s`: pad each forward pass to this many seconds; None pads to the
+    config's batch time when its cost model is constant (the doc's 100 ms),
+    0 turns padding off. `proxy_port` 0 picks a free port.
+    """
+
+    config: dict[str, Any]
+    model: str = "mlp"
+    device: str = "auto"
+    pad_to_s: float | None = None
+    proxy_host: str = "127.0.0.1"
+    proxy_port: int = 0
+    tenants: list[str] | None = None
+    seed: int = 0
+    threads: int = 1
+    max_body_bytes: int = 256 * 1024
+
+    def effective_pad_s(self, cfg: TargetConfig) -> float | None:
+        if self.pad_to_s is not None:
+            return self.pad_to_s or None
+        return cfg.batch_time_s if cfg.cost_model is CostModel.CONSTANT else None
+
+
+@dataclass
+class TargetHost:
+    spec: HostSpec
+    ports: list[int] = field(default_factory=list)
+    proxy_port: int = 0
+
+    async def start(self) -> dict[str, Any]:
+        """Build and start everything; returns the ready message."""
+        from targets.executors import cost_function
+        from targets.l4proxy import L4Proxy
+        from targets.server import ApiMetrics, ApiServers, FrontDoor
+        from targets.target import ServingTarget
+        from targets.torch_gpu import torch_gpus, warm_up
+
+        spec = self.spec
+        cfg = self.config = TargetConfig.model_validate(spec.config)
+        cost = cost_function(cfg)
+        self.gpus = torch_gpus(cfg.fleet_gpus, spec.model, cost, spec.device, spec.effective_pad_s(cfg),
+                               spec.threads, spec.seed)
+        await warm_up(self.gpus)
+        self.target = ServingTarget(cfg, random.Random(spec.seed), executor_for=lambda i: self.gpus[i])
+        handle = self.gpus[0].executor.model
+        ref = cfg.reference_length
+        size_of = (lambda x: len(x)) if handle.variable_length else (lambda x: ref)
+        tenants = frozenset(spec.tenants) if spec.tenants else None
+        metrics = ApiMetrics(self.target, tenants)
+        l4 = cfg.routing is Routing.L4_ROUND_ROBIN
+        doors = [FrontDoor(self.target, i if l4 else None, handle.validate, size_of, metrics, tenants,
+                           spec.max_body_bytes, cache_keys=self.target.cache is not None)
+                 for i in range(cfg.api_servers)]
+        self.servers = ApiServers(doors)
+        self.ports = await self.servers.start()
+        self.proxy = L4Proxy([("127.0.0.1", p) for p in self.ports], spec.proxy_host, spec.proxy_port)
+        self.proxy_port = await self.proxy.start()
+        return {"ready": True, "proxy_port": self.proxy_port, "api_ports": self.ports, "gpus": len(self.gpus),
+                "device": str(self.gpus[0].executor.device), "model": spec.model,
+                "pad_to_s": spec.effective_pad_s(cfg), "pid": os.getpid()}
+
+    def sample(self) -> dict[str, Any]:
+        pool = self.target.pool
+        return {"queue_depth": self.target.queue_depth(), "busy_gpu_s": pool.busy_gpu_seconds(),
+                "alive": pool.alive_gpus()}
+
+    def stats(self) -> dict[str, Any]:
+        """Everything the result document needs from the target side."""
+        t = self.target
+        pool_stats = asdict(t.pool.stats)
+        pool_stats["busy_s"] = t.pool.busy_gpu_seconds()
+        ex = [g.executor for g in self.gpus]
+        return {
+            "target": asdict(t.stats),
+            "pool": pool_stats,
+            "cache": asdict(t.cache.stats) if t.cache is not None else None,
+            "dedupe": asdict(t.dedupe.stats) if t.dedupe is not None else None,
+            "proxy": {"accepted": self.proxy.stats.accepted, "failed": self.proxy.stats.failed,
+                      "per_api_server": self.proxy.stats.per_backend},
+            "executors": {"batches": sum(e.batches_run for e in ex), "overruns": sum(e.overruns for e in ex),
+                          "busy_s": sum(e.busy_s for e in ex)},
+        }
+
+    def command(self, msg: dict[str, Any]) -> dict[str, Any]:
+        op = msg.get("op")
+        if op == "sample":
+            return self.sample()
+        if op == "stats":
+            return self.stats()
+        if op == "kill":
+            return {"gpus": self.target.kill_gpus(float(msg["fraction"]))}
+        if op == "revive":
+            self.target.revive_gpus(msg.get("gpus"))
+            return {"alive": self.target.pool.alive_gpus()}
+        if op == "slowdown":
+            self.target.set_slowdown(float(msg["factor"]))
+            return {"factor": float(msg["factor"])}
+        return {"error": f"unknown op {op!r}"}
+
+    async def stop(self) -> None:
+        for part in ("proxy", "servers"):
+            if hasattr(self, part):
+                await getattr(self, part).stop()
+        if hasattr(self, "target"):
+            self.target.pool.cancel_all()
+        for g in getattr(self, "gpus", []):
+            g.close()
+
+
+# -- the child process ---------------------------------------------------------------------------
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this process when its parent dies (no orphaned hosts)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+def _read_line(fd: int) -> bytes:
+    """One line from `fd`, unbuffered (so nothing after it is swallowed)."""
+    out = bytearray()
+    while True:
+        ch = os.read(fd, 1)
+        if not ch or ch == b"\n":
+            return bytes(out)
+        out += ch
+
+
+async def _child(spec: HostSpec, ctl: int) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+    def reply(obj: dict[str, Any]) -> None:
+        os.write(ctl, (json.dumps(obj) + "\n").encode())
+
+    host = TargetHost(spec)
+    try:
+        reply(await host.start())
+    except Exception as exc:  # noqa: BLE001 - tell the parent why, then exit
+        reply({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        await host.stop()
+        return
+    reader = asyncio.StreamReader()
+    stdin = open(0, "rb", buffering=0, closefd=False)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+
+    async def serve() -> None:
+        while True:
+            line = await reader.readline()
+            if not line:
+                break
+            msg = json.loads(line)
+            if msg.get("op") == "stop":
+                reply({"stopping": True})
+                break
+            try:
+                reply(host.command(msg))
+            except Exception as exc:  # noqa: BLE001 - a bad command must not kill the host
+                reply({"error": f"{type(exc).__name__}: {exc}"})
+        stop.set()
+
+    task = loop.create_task(serve())
+    await stop.wait()
+    task.cancel()
+    await host.stop()
+
+
+def main() -> None:
+    ctl = os.dup(1)
+    os.dup2(2, 1)  # stray prints go to stderr; fd `ctl` carries only replies
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    spec = HostSpec(**json.loads(_read_line(0)))
+    from harness.http_transport import new_loop
+
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        runner.run(_child(spec, ctl))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+    sys.exit(0)

@@ -1,0 +1,232 @@
+"""Self-contained HTML reports (Plotly) from saved result documents.
+
+`write_html(docs, path)` renders any mix of result documents into ONE file
+that works offline: plotly.js is inlined once in the page head, every figure
+is plain JSON drawn by one script, and no font, map or MathJax is fetched.
+Each document kind has a section builder, looked up lazily by import path in
+SECTIONS (kind -> "module:function(doc) -> list[Section]"), so each kind's
+views live beside each other and importing this module stays cheap.
+
+When every figure has been drawn the page's script sets
+`#report-status[data-state="rendered"]` (and `data-plots`, the number drawn);
+a JavaScript error anywhere sets `data-state="error"` and lists the error in
+`#js-errors`. Tests and people both check the page by those.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Callable
+
+import plotly.graph_objects as go
+
+__all__ = ["SECTIONS", "Section", "doc_sections", "page_html", "section_builder", "write_html"]
+
+
+@dataclass
+class Section:
+    """One titled part of a report: a figure, an HTML fragment, or both.
+
+    `html` is trusted markup (builders escape what they put in it); `note` is
+    plain text shown under the title, for what the reader should look at.
+    """
+
+    title: str
+    figure: go.Figure | None = None
+    html: str | None = None
+    note: str = ""
+
+
+SECTIONS: dict[str, str] = {
+    "run": "reports.html_run:sections",
+    "compare": "reports.html_compare:sections",
+    "rank": "reports.html_rank:sections",
+    "review": "reports.html_review:sections",
+    "gate": "reports.html_review:gate_sections",
+    "capacity": "reports.capacity_view:sections",
+    "pool": "reports.pool_view:sections",
+}
+
+
+def section_builder(kind: str) -> Callable[[dict[str, Any]], list[Section]]:
+    """The section builder of a result kind; ValueError naming the known kinds."""
+    path = SECTIONS.get(kind)
+    if path is None:
+        raise ValueError(f"no HTML report for result kind '{kind}' (known: {', '.join(SECTIONS)})")
+    module, _, name = path.partition(":")
+    try:
+        return getattr(import_module(module), name)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"the HTML report for '{kind}' results is not available in this build ({exc})") from None
+
+
+def doc_sections(doc: dict[str, Any]) -> list[Section]:
+    return section_builder(str(doc.get("kind", "run")))(doc)
+
+
+def doc_title(doc: dict[str, Any]) -> str:
+    """A heading for one document, from the keys every kind of it has."""
+    kind = doc.get("kind", "run")
+    if kind == "run":
+        s = doc["summary"]
+        return f"Run: {s['target']} on {s['workload']} ({s['mode']}, seed {s['seed']})"
+    if kind == "compare":
+        return f"Compare: {doc['a']} (A) vs {doc['b']} (B), {len(doc['scenarios'])} scenario(s), seed {doc.get('seed')}"
+    if kind == "rank":
+        return f"Flaw ranking over {', '.join(doc.get('suite', []))} (seed {doc.get('seed')})"
+    if kind == "review":
+        return f"Design review: {doc.get('design', '?')}"
+    return f"{str(kind).capitalize()} result"
+
+
+INTRO = """
+<p>Every chart is interactive: hover over a line or bar for its exact values, drag to zoom
+(double-click to zoom out), click a legend entry to hide that trace and double-click it to
+show only that one. Everything is drawn from the saved result files; nothing was re-run.</p>
+<ul>
+<li><b>Time</b> is seconds since the start of the run (the workload's schedule). Values are
+per window (usually 1 s); a request is counted in the window it was <i>scheduled</i> in.</li>
+<li><b>Offered</b> is what the workload sent (unique requests per second); <b>goodput</b> is the
+part answered successfully within the latency SLO (the dashed line on latency charts);
+<b>attempts</b> include the clients' retries.</li>
+<li><b>Latency</b> is end to end from each request's scheduled start to its final answer,
+retries included. A request that was never answered successfully (timed out, shed, failed)
+counts as infinitely slow: a percentile that lands on one is shown as <b>never</b>
+(a red &times; or a hatched bar), and a latency CDF stops short of 100&nbsp;%.</li>
+<li><b>Shaded bands</b> mark what the scenario does to the target (load spikes, GPU outages,
+slowdowns, tenant bursts); thin vertical lines mark phase boundaries and recorded events.</li>
+</ul>
+"""
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#222;background:#fafafa}
+main{max-width:1280px;margin:0 auto;padding:16px 28px 60px}
+h1{font-size:1.7em;margin:.4em 0 .2em} h2{font-size:1.35em;border-bottom:2px solid #ddd;padding-top:18px}
+h3{font-size:1.1em;margin:1.4em 0 .3em} .meta{color:#666;font-size:.9em}
+.section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px 14px 12px;margin:14px 0}
+.note{color:#444;margin:.2em 0 .6em;max-width:980px}
+nav.toc{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px 18px}
+nav.toc ul{margin:.2em 0;padding-left:1.2em} nav.toc>ul{padding-left:.4em}
+table.data{border-collapse:collapse;font-size:.92em;margin:.4em 0}
+table.data th,table.data td{border-bottom:1px solid #e6e6e6;padding:3px 10px;text-align:right;vertical-align:top}
+table.data th{background:#f2f2f2} table.data td.l,table.data th.l{text-align:left}
+tr.top td{background:#fff3e6} .bad{color:#b2182b;font-weight:600} .good{color:#1a7f37}
+#js-errors{color:#b2182b;white-space:pre-wrap} .plot{width:100%}
+"""
+
+# Errors are caught before plotly.js loads, so a broken bundle is reported too.
+ERROR_JS = """
+window.__reportErrors=[];
+function __reportError(msg){window.__reportErrors.push(String(msg));
+ var s=document.getElementById('report-status'); if(s){s.dataset.state='error';}
+ var e=document.getElementById('js-errors'); if(e){e.textContent+=String(msg)+'\\n';}}
+window.addEventListener('error',function(ev){__reportError(ev.message||ev);});
+window.addEventListener('unhandledrejection',function(ev){__reportError('unhandled rejection: '+(ev.reason&&ev.reason.message||ev.reason));});
+"""
+
+DRAW_JS = """
+(function(){
+ var status=document.getElementById('report-status');
+ var figs=JSON.parse(document.getElementById('report-figures').textContent);
+ var config={responsive:true,displaylogo:false,toImageButtonOptions:{format:'png',scale:2}};
+ var jobs=figs.map(function(f){return Plotly.newPlot(f.id,f.fig.data,f.fig.layout||{},config);});
+ Promise.all(jobs).then(function(){
+   var drawn=figs.filter(function(f){var el=document.getElementById(f.id);
+     return el&&el.querySelector('.plot-container svg.main-svg');}).length;
+   status.dataset.plots=String(drawn);
+   if(status.dataset.state!=='error'){status.dataset.state=drawn===figs.length?'rendered':'incomplete';}
+   status.textContent=drawn+' of '+figs.length+' charts drawn';
+ }).catch(function(err){__reportError('plot failed: '+(err&&err.message||err));});
+})();
+"""
+
+
+def _anchor(n: int, title: str) -> str:
+    slug = "".join(ch if ch.isalnum() else "-" for ch in title.lower()).strip("-")[:40]
+    return f"s{n}-{slug}"
+
+
+def page_html(docs: list[dict[str, Any]], plotly_js: str | None = None, title: str | None = None) -> str:
+    """The whole page as a string. `plotly_js`: the library text to inline
+    (default: the bundled plotly.js); tests may pass a stub."""
+    if plotly_js is None:
+        from plotly.offline import get_plotlyjs
+
+        plotly_js = get_plotlyjs()
+    groups = [(doc_title(d), doc_sections(d)) for d in docs]
+    title = title or ("; ".join(g[0] for g in groups) if len(groups) == 1 else "Inference harness report")
+    toc, body, figs = [], [], []
+    n = 0
+    for heading, sections in groups:
+        gid = _anchor(n, heading)
+        n += 1
+        items = []
+        body.append(f'<h2 id="{gid}">{_html.escape(heading)}</h2>')
+        for sec in sections:
+            sid = _anchor(n, sec.title)
+            n += 1
+            items.append(f'<li><a href="#{sid}">{_html.escape(sec.title)}</a></li>')
+            parts = [f'<div class="section" id="{sid}"><h3>{_html.escape(sec.title)}</h3>']
+            if sec.note:
+                parts.append(f'<p class="note">{_html.escape(sec.note)}</p>')
+            if sec.html:
+                parts.append(sec.html)
+            if sec.figure is not None:
+                pid = f"plot-{len(figs)}"
+                height = sec.figure.layout.height or 450
+                parts.append(f'<div class="plot" id="{pid}" style="height:{int(height)}px"></div>')
+                figs.append({"id": pid, "fig": json.loads(sec.figure.to_json())})
+            parts.append("</div>")
+            body.append("".join(parts))
+        toc.append(f'<li><a href="#{gid}">{_html.escape(heading)}</a><ul>{"".join(items)}</ul></li>')
+    # "</" inside a script element would end it early; JSON allows "<\/".
+    fig_json = json.dumps(figs, separators=(",", ":")).replace("</", "<\\/")
+    js_lib = plotly_js.replace("</script", "<\\/script")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_html.escape(title)}</title>
+<style>{CSS}</style>
+<script>{ERROR_JS}</script>
+<script>{js_lib}</script>
+</head><body><main>
+<h1>{_html.escape(title)}</h1>
+<p class="meta">{len(docs)} result document(s), {len(figs)} chart(s).
+<span id="report-status" data-state="loading" data-plots="0" data-expected="{len(figs)}">charts not drawn yet
+(JavaScript is needed for the charts)</span></p>
+<div id="js-errors"></div>
+<h2 id="how-to-read">How to read this report</h2>
+{INTRO}
+<nav class="toc"><b>Contents</b><ul>{"".join(toc)}</ul></nav>
+{"".join(body)}
+</main>
+<script type="application/json" id="report-figures">{fig_json}</script>
+<script>{DRAW_JS}</script>
+</body></html>
+"""
+
+
+def write_html(docs: list[dict[str, Any]], path: str | Path) -> Path:
+    """Render `docs` (any kinds in SECTIONS) into one offline HTML file at
+    `path` (parents created; written via a temp file, never torn)."""
+    import os
+    import tempfile
+
+    text = page_html(list(docs))
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)  # a report is for sharing, unlike mkstemp's default 0600
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return p

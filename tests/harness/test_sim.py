@@ -1,0 +1,114 @@
+import json
+
+import pytest
+
+from harness.result import dumps, load, write_atomic
+from harness.sim import SimRun, run_sim
+from targets.spec import resolve_target
+from workloads.loader import load_workload
+
+SUMMARY_KEYS = {
+    "target", "workload", "mode", "seed", "slo_s", "duration_s", "offered_rps", "goodput_rps",
+    "throughput_rps", "amplification", "requests", "latency_s", "latency_ok_s", "gpu", "cache", "tenants",
+}
+
+
+def small(name: str, duration: float, rate: float | None = None):
+    wl = load_workload(name)
+    return wl.scaled((rate / wl.peak_rps) if rate else 1.0, duration)
+
+
+def test_same_seed_same_summary_different_seed_different():
+    wl = small("steady", 3, 2000)
+    cfg = resolve_target("naive")
+    a, b, c = (run_sim(cfg, wl, seed)["summary"] for seed in (4, 4, 5))
+    strip = lambda s: {k: v for k, v in s.items() if k != "wall_s"}
+    assert strip(a) == strip(b)
+    assert strip(a) != strip(c)
+
+
+def test_summary_has_the_contract_keys_and_is_json():
+    doc = run_sim(resolve_target("hardened"), small("steady", 2, 2000), 1)
+    s = doc["summary"]
+    assert SUMMARY_KEYS <= set(s)
+    assert set(s["requests"]) >= {"unique", "attempts", "succeeded", "within_slo", "failed", "shed", "timed_out", "lost"}
+    assert set(s["latency_s"]) == {"mean", "p50", "p90", "p99", "p999", "max"}
+    assert set(s["gpu"]) >= {"count", "utilization", "batch_fill", "wasted_gpu_s"}
+    assert set(s["cache"]) >= {"lookups", "hits"}
+    for t in s["tenants"].values():
+        assert set(t) >= {"unique", "within_slo", "p99_s"}
+    json.loads(dumps(doc))
+    ts = doc["timeseries"]
+    assert len(ts["t_s"]) == len(ts["offered_rps"]) == len(ts["p99_s"]) == len(ts["queue_depth"]) == len(ts["gpu_busy"])
+
+
+def test_low_traffic_naive_fails_as_item_2_predicts():
+    """20 QPS over ten full-batch-only queues: requests wait for strangers,
+    time out, retry; goodput far below offered."""
+    s = run_sim(resolve_target("naive"), small("low-traffic", 120), 1)["summary"]
+    assert s["goodput_ratio"] < 0.2
+    assert s["amplification"] > 2.0
+    assert s["requests"]["timed_out"] > 0.1 * s["requests"]["unique"]
+    assert s["latency_s"]["p50"] is None or s["latency_s"]["p50"] > 1.0
+
+
+def test_low_traffic_hardened_answers_in_about_one_batch():
+    s = run_sim(resolve_target("hardened"), small("low-traffic", 120), 1)["summary"]
+    assert s["goodput_ratio"] >= 0.99
+    assert s["latency_s"]["p99"] <= 0.3
+
+
+def test_unanswered_requests_make_percentiles_never():
+    s = run_sim(resolve_target("naive"), small("night", 60), 1)["summary"]
+    assert s["requests"]["succeeded"] < s["requests"]["unique"] * 0.5
+    assert s["latency_s"]["p99"] is None and s["latency_s"]["max"] is None
+    assert s["latency_ok_s"]["p99"] is not None
+
+
+def test_interrupted_run_leaves_a_valid_partial_result(tmp_path, monkeypatch):
+    run = SimRun(resolve_target("naive"), small("steady", 5, 1000), 1)
+    calls = {"n": 0}
+    original = run.recorder.finish
+
+    def finish(*args):
+        calls["n"] += 1
+        if calls["n"] == 500:
+            raise KeyboardInterrupt
+        original(*args)
+
+    monkeypatch.setattr(run.recorder, "finish", finish)
+    doc = run.run()
+    assert doc["summary"]["partial"] is True
+    path = write_atomic(tmp_path / "r.json", doc)
+    again = load(path)
+    assert again["summary"]["requests"]["unique"] == doc["summary"]["requests"]["unique"]
+    assert again["summary"]["requests"]["unfinished"] > 0
+
+
+def test_gpu_outage_hardened_loses_nothing_naive_loses_in_flight():
+    wl = small("gpu-outage", 12)
+    naive = run_sim(resolve_target("naive"), wl, 1)["summary"]
+    hard = run_sim(resolve_target("hardened"), wl, 1)["summary"]
+    assert naive["requests"]["lost"] > 0
+    assert hard["requests"]["lost"] == 0
+    assert hard["gpu"]["redispatched"] > 0
+
+
+def test_slowdown_hardened_bounds_amplification_and_never_runs_an_id_twice():
+    wl = small("slowdown", 16)
+    naive = run_sim(resolve_target("naive"), wl, 1)["summary"]
+    hard = run_sim(resolve_target("hardened"), wl, 1)["summary"]
+    assert hard["amplification"] <= 1.1
+    assert hard["gpu"]["wasted_breakdown_s"]["duplicate"] == 0
+    assert naive["amplification"] > 1.5
+    assert naive["gpu"]["wasted_breakdown_s"]["duplicate"] > 0
+
+
+def test_result_load_rejects_non_results(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("{}")
+    with pytest.raises(ValueError, match="not a harness result"):
+        load(p)
+    p.write_text("{")
+    with pytest.raises(ValueError, match="invalid JSON"):
+        load(p)

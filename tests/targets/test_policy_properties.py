@@ -1,0 +1,149 @@
+"""Property tests of the policies' invariants (hypothesis)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from targets.admission import TokenBucket, admit, predicted_latency_s
+from targets.batcher import BatchPolicy
+from targets.config import Batching
+from targets.dedupe import Deduper
+from targets.protocol import Attempt, Response, Status
+from targets.queues import BucketedQueue, FairQueue, FifoQueue
+
+
+def att(uid: int, tenant: str = "t", size: int = 64, t: float = 0.0, rid: str | None = None) -> Attempt:
+    a = Attempt(uid=uid, tenant=tenant, conn=0, content=uid, variant=0, size=size, sent_s=t,
+                attempt_no=0, on_answer=lambda r: None, request_id=rid)
+    a.enqueued_s = t
+    return a
+
+
+ops = st.lists(st.tuples(st.sampled_from(["push", "pop"]), st.sampled_from("abc"),
+                         st.integers(1, 300), st.integers(1, 40)), max_size=200)
+
+
+def _exercise(q, script):
+    pushed, popped, uid = [], [], 0
+    for op, tenant, size, n in script:
+        if op == "push":
+            a = att(uid, tenant, size, t=uid)
+            uid += 1
+            q.push(a)
+            pushed.append(a)
+        else:
+            popped.extend(q.pop(n))
+        assert len(q) == len(pushed) - len(popped)
+    while len(q):  # a bucketed queue pops one bucket per call
+        got = q.pop(10**9)
+        assert got, "a non-empty queue popped nothing"
+        popped.extend(got)
+    return pushed, popped
+
+
+@given(ops)
+def test_fifo_nothing_lost_nothing_duplicated_order_kept(script):
+    pushed, popped = _exercise(FifoQueue(), script)
+    assert [a.uid for a in popped] == [a.uid for a in pushed]
+
+
+@given(ops)
+def test_fair_queue_nothing_lost_and_fifo_within_tenant(script):
+    pushed, popped = _exercise(FairQueue(quantum=64), script)
+    assert sorted(a.uid for a in popped) == sorted(a.uid for a in pushed)
+    assert not [u for u, c in Counter(a.uid for a in popped).items() if c > 1]
+    for tenant in "abc":
+        seq = [a.uid for a in popped if a.tenant == tenant]
+        assert seq == sorted(seq)
+
+
+@given(ops)
+def test_bucketed_queue_nothing_lost_and_fifo_within_bucket(script):
+    q = BucketedQueue(FifoQueue, reference_length=64)
+    pushed, popped = _exercise(q, script)
+    assert sorted(a.uid for a in popped) == sorted(a.uid for a in pushed)
+    assert q.active_tenants() == 0
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(1, 128)), min_size=1, max_size=300),
+       st.integers(1, 32))
+def test_drr_bounds_the_service_gap(items, batch):
+    """While two tenants are both backlogged, their served cost differs by at
+    most quantum + max cost (the DRR fairness bound)."""
+    q = FairQueue(quantum=64)
+    for uid, (tenant, size) in enumerate(items):
+        q.push(att(uid, tenant, size))
+    served = Counter()
+    backlog = Counter(t for t, _ in items)
+    max_cost = max(s for _, s in items)
+    while len(q):
+        for a in q.pop(batch):
+            served[a.tenant] += a.size
+            backlog[a.tenant] -= 1
+        active = [t for t in backlog if backlog[t] > 0]
+        for x in active:
+            for y in active:
+                assert served[x] - served[y] <= 2 * (64 + max_cost) + batch * max_cost
+
+
+@given(st.sampled_from(list(Batching)), st.integers(1, 64), st.integers(0, 500),
+       st.floats(0, 1), st.booleans())
+def test_batch_policy_never_takes_more_than_b_or_than_queued(kind, b, queued, waited, free):
+    d = BatchPolicy(kind, b, 0.05).decide(queued, waited, free)
+    assert 0 <= d.take <= min(b, queued)
+    if kind is Batching.FULL:
+        assert d.take in (0, b)
+    if d.take == 0 and d.recheck_after_s is not None:
+        assert 0 < d.recheck_after_s <= 0.05 + 1e-9
+
+
+@settings(max_examples=200)
+@given(st.floats(1, 1000), st.floats(1, 50),
+       st.lists(st.floats(0, 0.05), min_size=1, max_size=300))
+def test_token_bucket_never_exceeds_its_rate_over_any_window(rate, burst_s, gaps):
+    cap = max(1.0, rate * burst_s / 10)
+    bucket = TokenBucket(rate, cap, 0.0)
+    now, granted = 0.0, []
+    for g in gaps:
+        now += g
+        if bucket.try_take(now):
+            granted.append(now)
+    for i in range(len(granted)):
+        for j in range(i, len(granted)):
+            window = granted[j] - granted[i]
+            assert (j - i + 1) <= cap + rate * window + 1e-6
+
+
+@given(st.integers(0, 5000), st.floats(1, 1e5), st.floats(0.001, 1), st.floats(0, 0.5), st.floats(0.01, 2))
+def test_shedding_never_admits_a_request_predicted_past_its_deadline(ahead, cap, batch_s, fill, budget):
+    p = predicted_latency_s(ahead, cap, batch_s, fill)
+    v = admit(p, budget)
+    assert v.admit == (p <= budget)
+    if not v.admit:
+        assert v.retry_after_s > 0
+
+
+@given(st.lists(st.tuples(st.sampled_from(["offer", "finish"]), st.integers(0, 5)), max_size=120))
+def test_dedupe_never_runs_one_id_twice_while_in_flight(script):
+    d = Deduper(ttl_s=0.0)
+    running: dict[str, Attempt] = {}
+    answered = Counter()
+    uid = 0
+    for op, k in script:
+        rid = f"r{k}"
+        if op == "offer":
+            a = att(uid, rid=rid)
+            uid += 1
+            a.on_answer = lambda r, u=a.uid: answered.update([u])
+            if d.offer(a, now=float(uid)):
+                assert rid not in running, "an ID was queued twice while in flight"
+                running[rid] = a
+        elif rid in running:
+            a = running.pop(rid)
+            for w in d.finish(a, Response(Status.OK), now=float(uid)):
+                w.answer(Response(Status.OK))
+    assert all(c == 1 for c in answered.values())
