@@ -33,9 +33,10 @@ first), then the fix's goodput gain from the naive side, then extra waste.
 
 Durations: 20 targets x 11 scenarios at the scenarios' full lengths (up to
 600,000 requests a run) take most of an hour on 2 cores, so each scenario is
-*compressed* (phases, faults and bursts together, see `compress`) to about
-`request_budget` expected requests, never below `min_duration_s`, then scaled
-by `duration_scale`. The plan used is in the document (`durations`).
+shortened by `harness.shorten.plan`: stationary scripts cut to about
+`request_budget` requests, disturbed ones cut to a little calm, the
+disturbance (up to 3 s) and a little recovery; `duration_scale` scales all
+of it. The plan used is in the document (`durations`).
 
 Interactions: see `harness.interactions`.
 """
@@ -47,72 +48,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
-
 from harness.jobs import run_jobs
 from harness.result import SCHEMA, versions
 from harness.sim import run_sim
 from targets.config import TargetConfig
 from targets.flaws import FLAWS, Flaw
 from targets.spec import flaws_present, resolve_target
+from harness.shorten import REQUEST_BUDGET, Shortening, plan_for_json, shorten
+from harness.shorten import plan as plan_runs
 from workloads.loader import load_suite, load_workload
-from workloads.model import WorkloadConfig, _stretch
 
 TIE = 0.005            # goodput differences under half a point are ties (noise)
-REQUEST_BUDGET = 30_000  # expected unique requests per compressed run (see module doc)
-MIN_DURATION_S = 6.0   # shorter runs cannot show a 1 s timeout turning into a retry storm
 
 OnDone = Callable[[int, Any, dict[str, Any]], None]
-
-
-# -- workloads: compression -------------------------------------------------------
-
-def compress(wl: WorkloadConfig, duration_s: float | None) -> WorkloadConfig:
-    """The whole scenario script squeezed into `duration_s` seconds.
-
-    Phases, faults and tenant bursts all scale by the same factor, so a
-    slowdown from 10 s to 20 s of a 40 s run stays the second quarter of the
-    run, followed by its recovery. (WorkloadConfig.scaled *cuts* a
-    single-phase script instead, which would drop the recovery.) Rates are
-    unchanged: the fleet's per-GPU and per-server load stays the design's.
-    """
-    if duration_s is None or duration_s >= wl.duration_s - 1e-9:
-        return wl
-    k = duration_s / wl.duration_s
-    phases = tuple(_stretch(p, k) for p in wl.phases)
-    faults = tuple(f.model_copy(update={"at_s": f.at_s * k, "duration_s": f.duration_s * k}) for f in wl.faults)
-    tenants = tuple(
-        t.model_copy(update={"bursts": tuple(
-            b.model_copy(update={"start_s": b.start_s * k, "end_s": b.end_s * k}) for b in t.bursts)})
-        for t in wl.tenants
-    )
-    return wl.model_copy(update={"phases": phases, "faults": faults, "tenants": tenants})
-
-
-def expected_requests(wl: WorkloadConfig) -> float:
-    """Expected unique requests: the integral of the phases' rate (bursts aside)."""
-    t = np.linspace(0.0, wl.duration_s, 4001)
-    return float(np.trapezoid(wl.rate(t), t)) if hasattr(np, "trapezoid") else float(np.trapz(wl.rate(t), t))
-
-
-def plan_durations(names: list[str], duration_scale: float = 1.0, request_budget: float | None = REQUEST_BUDGET,
-                   min_duration_s: float = MIN_DURATION_S) -> dict[str, dict[str, float]]:
-    """{scenario: {"full_s", "run_s", "expected_requests"}}: the compressed length of each run.
-
-    run_s = min(full, max(min_duration_s, request_budget / mean rate)) x
-    duration_scale; request_budget None keeps full lengths (times the scale).
-    """
-    plan = {}
-    for name in names:
-        wl = load_workload(name)
-        full = wl.duration_s
-        run = full
-        if request_budget:
-            mean_rps = max(expected_requests(wl) / full, 1e-9)
-            run = min(full, max(min_duration_s, request_budget / mean_rps))
-        run = min(max(run * duration_scale, 0.5), full)
-        plan[name] = {"full_s": full, "run_s": run, "expected_requests": expected_requests(compress(wl, run))}
-    return plan
 
 
 # -- jobs -------------------------------------------------------------------------------
@@ -129,12 +77,12 @@ class VariantJob:
     knobs: dict[str, Any]
     workload: str
     seed: int = 1
-    duration_s: float | None = None
+    shortening: Shortening | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
 
     def run(self) -> dict[str, Any]:
         config = TargetConfig.model_validate({**self.knobs, "name": self.target})
-        return run_sim(config, compress(load_workload(self.workload), self.duration_s), seed=self.seed)
+        return run_sim(config, shorten(load_workload(self.workload), self.shortening), seed=self.seed)
 
 
 def knobs_of(spec: str) -> tuple[str, dict[str, Any]]:
@@ -240,7 +188,7 @@ SCORE_TEXT = ("worst goodput loss when put back into the good design (in steps o
 # -- the ablation --------------------------------------------------------------------------
 
 def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed: str = "naive", seed: int = 1,
-           workers: int | None = None, plan: dict[str, dict[str, float]] | None = None,
+           workers: int | None = None, plan: dict[str, dict[str, Any]] | None = None,
            on_done: OnDone | None = None, interactions: bool = True, suite: str | list[str] = "") -> dict[str, Any]:
     """Runs the ablation for `{flaw id: [scenarios]}` and returns a rank document.
 
@@ -250,20 +198,20 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
     """
     started = time.perf_counter()
     scen = sorted({w for ws in flaw_scenarios.values() for w in ws}, key=_suite_order(suite))
-    plan = plan or plan_durations(scen)
+    plan = plan or plan_runs(scen)
     good_label, good_knobs = knobs_of(good)
     flawed_label, flawed_knobs = knobs_of(flawed)
     if flawed_label == good_label:
         flawed_label += " (flawed)"
     present = set(flaws_present(TargetConfig.model_validate(flawed_knobs)))
     by_id = {f.id: f for f in FLAWS}
-    jobs = [VariantJob(good_label, good_knobs, w, seed, plan[w]["run_s"]) for w in scen]
-    jobs += [VariantJob(flawed_label, flawed_knobs, w, seed, plan[w]["run_s"]) for w in scen]
+    jobs = [VariantJob(good_label, good_knobs, w, seed, plan[w]["shortening"]) for w in scen]
+    jobs += [VariantJob(flawed_label, flawed_knobs, w, seed, plan[w]["shortening"]) for w in scen]
     for fid, ws in flaw_scenarios.items():
         f = by_id[fid]
-        jobs += [VariantJob(f"{good_label}+{fid}", variant(good_knobs, f.present), w, seed, plan[w]["run_s"]) for w in ws]
+        jobs += [VariantJob(f"{good_label}+{fid}", variant(good_knobs, f.present), w, seed, plan[w]["shortening"]) for w in ws]
         if fid in present:
-            jobs += [VariantJob(f"{flawed_label}-{fid}", variant(flawed_knobs, f.fixed), w, seed, plan[w]["run_s"])
+            jobs += [VariantJob(f"{flawed_label}-{fid}", variant(flawed_knobs, f.fixed), w, seed, plan[w]["shortening"])
                      for w in ws]
     summaries = run_summaries(jobs, workers, on_done)
     per = measure(flaw_scenarios, good_label, flawed_label, summaries)
@@ -286,13 +234,13 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         "flaws": flaws, "top": [f["id"] for f in flaws[:3]],
         "baselines": {"hardened" if good == "hardened" else good_label: {w: summaries[(good_label, w)] for w in scen},
                       "naive" if flawed == "naive" else flawed_label: {w: summaries[(flawed_label, w)] for w in scen}},
-        "durations": plan, "score": SCORE_TEXT, "runs": len(jobs),
+        "durations": plan_for_json(plan), "score": SCORE_TEXT, "runs": len(jobs),
         "flaws_in_flawed": sorted(present), "versions": versions(),
     }
     if interactions:
         from harness.interactions import find_interactions
 
-        find_interactions(doc, good_knobs, flawed_knobs, summaries, workers, on_done)
+        find_interactions(doc, good_knobs, flawed_knobs, summaries, plan, workers, on_done)
     doc["wall_s"] = time.perf_counter() - started
     return doc
 
@@ -312,7 +260,7 @@ def rank(suite: str | list[str] = "bad-day", seed: int = 1, workers: int | None 
     """The rank document: every flaw (or `flaws`) measured on every scenario of the suite."""
     names = list(suite) if isinstance(suite, list) else load_suite(suite)
     ids = flaws or [f.id for f in FLAWS]
-    plan = plan_durations(names, duration_scale, request_budget)
+    plan = plan_runs(names, duration_scale, request_budget)
     doc = ablate({fid: list(names) for fid in ids}, good, flawed, seed, workers, plan, on_done, interactions,
                  suite=names)
     doc["suite_name"] = suite if isinstance(suite, str) else "custom"

@@ -20,13 +20,17 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from harness.recorder import Recorder
 from harness.sim import SimRun
 from targets.config import TargetConfig
 from targets.spec import resolve_target
 from targets.target import ServingTarget
+from workloads.arrivals import Schedule
 from workloads.model import ArrivalProcess, ConstantPhase, Fault, Sizes, Tenant, WorkloadConfig
 
-__all__ = ["TENANTS", "Point", "FleetSearch", "traffic", "backlog"]
+__all__ = ["TENANTS", "Point", "FleetSearch", "traffic", "backlog", "backlog_schedule", "lowest_stable_fleet"]
 
 # Ten equal tenants on ten keep-alive connections each, as in the `steady` scenario:
 # one tenant would hit the hardened target's per-tenant cap (70% of peak).
@@ -45,18 +49,36 @@ def traffic(rate_rps: float, duration_s: float, *, process: ArrivalProcess = Arr
 
 
 def backlog(requests: int) -> WorkloadConfig:
-    """``requests`` requests, all arriving within the first millisecond (offline work).
+    """The workload of an offline backlog: one tenant, ``requests`` requests in the first
+    millisecond. ``Point(..., backlog=requests)`` places them exactly (``backlog_schedule``)
+    instead of drawing them from the rate."""
+    return WorkloadConfig(
+        name="backlog", process=ArrivalProcess.UNIFORM,
+        tenants=(Tenant(name="offline", share=1.0, connections=100),),
+        phases=(ConstantPhase(duration_s=_BACKLOG_WINDOW_S, rate_rps=requests / _BACKLOG_WINDOW_S),))
 
-    Uniform arrivals place exactly ``requests / 10`` per tenant when that divides."""
-    return traffic(requests / _BACKLOG_WINDOW_S, _BACKLOG_WINDOW_S, process=ArrivalProcess.UNIFORM,
-                   name="backlog")
+
+def backlog_schedule(workload: WorkloadConfig, requests: int, size: int) -> Schedule:
+    """Exactly ``requests`` unique requests of input length ``size``, evenly spaced
+    over the backlog's first millisecond (an exact count, unlike a drawn one)."""
+    return Schedule(
+        config=workload, tenants=tuple(t.name for t in workload.tenants),
+        connections=tuple(t.connections for t in workload.tenants),
+        sched_s=np.linspace(0.0, _BACKLOG_WINDOW_S, requests, endpoint=False),
+        tenant=np.zeros(requests, dtype=np.int16), content=np.arange(requests, dtype=np.int64),
+        variant=np.zeros(requests, dtype=np.int16), size=np.full(requests, size, dtype=np.int32))
 
 
 class _ProbedRun(SimRun):
     """A SimRun that also integrates free GPUs while requests are queued (GPU-s)."""
 
-    def __init__(self, config: TargetConfig, workload: WorkloadConfig, seed: int, probe_s: float) -> None:
+    def __init__(self, config: TargetConfig, workload: WorkloadConfig, seed: int, probe_s: float,
+                 schedule: Schedule | None = None) -> None:
         super().__init__(config, workload, seed)
+        if schedule is not None:  # as SimRun builds them, from this schedule instead
+            self.schedule = schedule
+            self.recorder = Recorder(schedule.sched_s, schedule.tenant, schedule.tenants,
+                                     config.slo_s, workload.duration_s, workload.window_s)
         self.probe_s = probe_s
         self.idle_forming_gpu_s = 0.0
 
@@ -85,7 +107,7 @@ class Point:
     ``run()`` returns: key, gpus, rate_rps, duration_s, p50_s, p99_s (None: more than
     1% never answered in time, i.e. unbounded), goodput_ratio, utilization (busy
     GPU-s / available, drain included), batch_fill (mean batch / B), amplification,
-    succeeded, end_s (virtual s when the last request finished), busy_gpu_s,
+    unique, succeeded, end_s (virtual s when the last request finished), busy_gpu_s,
     computed (requests run on a GPU, duplicates included), gpu_s_per_request,
     wasted_s {duplicate, abandoned, padding}, idle_forming_frac (GPU-s idle while
     requests were queued / GPU-s available during the arrivals), wall_s.
@@ -97,18 +119,20 @@ class Point:
     workload: WorkloadConfig
     seed: int = 1
     probe_s: float = 0.001
+    backlog: int = 0  # > 0: exactly this many requests at t=0 (backlog_schedule), not drawn
 
     @property
     def expected_requests(self) -> float:
         """Scheduled requests: a cost estimate for ordering longest first."""
-        return self.workload.duration_s * self.workload.peak_rps
+        return self.backlog or self.workload.duration_s * self.workload.peak_rps
 
     def config(self) -> TargetConfig:
         return resolve_target(self.target, dict(self.knobs))
 
     def run(self) -> dict[str, Any]:
         cfg = self.config()
-        sim = _ProbedRun(cfg, self.workload, self.seed, self.probe_s)
+        schedule = backlog_schedule(self.workload, self.backlog, cfg.reference_length) if self.backlog else None
+        sim = _ProbedRun(cfg, self.workload, self.seed, self.probe_s, schedule)
         s = sim.run()["summary"]
         pool = sim.target.pool if sim.target else None
         busy = pool.stats.busy_s if pool else 0.0
@@ -120,7 +144,8 @@ class Point:
             "p50_s": s["latency_s"]["p50"], "p99_s": s["latency_s"]["p99"],
             "goodput_ratio": s["goodput_ratio"], "utilization": s["gpu"]["utilization"],
             "batch_fill": s["gpu"]["batch_fill"], "amplification": s["amplification"],
-            "succeeded": s["requests"]["succeeded"], "shed": s["requests"]["shed"],
+            "unique": s["requests"]["unique"], "succeeded": s["requests"]["succeeded"],
+            "shed": s["requests"]["shed"],
             "end_s": s["end_s"], "busy_gpu_s": busy, "computed": items,
             "gpu_s_per_request": busy / items if items else None,
             "wasted_s": dict(s["gpu"]["wasted_breakdown_s"]),

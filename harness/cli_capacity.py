@@ -26,8 +26,8 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    cols = (TextColumn("[bold]capacity"), BarColumn(), TextColumn("{task.completed}/{task.total} sim points  {task.fields[last]}"),
-            TimeElapsedColumn())
+    cols = (TextColumn("[bold]capacity"), BarColumn(),
+            TextColumn("{task.completed}/{task.total} sim points  {task.fields[last]}"), TimeElapsedColumn())
     with Progress(*cols, console=err, transient=True) as bar:
         task = bar.add_task("capacity", total=None, last="")
 
@@ -41,10 +41,11 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]
 def capacity(
     qps: float = typer.Option(10_000, "--qps", help="Peak load to size for (requests/s)."),
     batch_size: int = typer.Option(32, "--batch-size", "-B", help="B, the model's maximum batch."),
-    batch_time: float = typer.Option(0.1, "--batch-time", help="t(B): seconds per full batch (ignored with a cost table)."),
+    batch_time: float = typer.Option(0.1, "--batch-time", help="t(B): s per full batch (a cost table overrides)."),
     slo_p99: float = typer.Option(0.3, "--slo-p99", help="Latency target: p99 in seconds."),
-    cost_model: str = typer.Option("constant", "--cost-model", help="constant (the doc), affine (t0 + k b) or table."),
-    cost_table: Optional[Path] = typer.Option(None, "--cost-table", help="Cost table JSON from `harness profile` (with --cost-model table)."),
+    cost_model: str = typer.Option("constant", "--cost-model", help="constant (the doc), affine (t0 + k b), table."),
+    cost_table: Optional[Path] = typer.Option(None, "--cost-table",
+                                              help="Cost table JSON from `harness profile` (--cost-model table)."),
     headroom: float = typer.Option(1.25, "--headroom", help="Size the headroom fleet for this multiple of peak."),
     quick: bool = typer.Option(False, "--quick", help="About a quarter of the simulation: shorter runs, fewer points."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core)."),
@@ -54,8 +55,7 @@ def capacity(
     html: Optional[Path] = typer.Option(None, "--html", help="Also write an HTML report with the plots here."),
     quiet: bool = QUIET,
 ) -> None:
-    """Size the fleet: the formula (qps x t / B) beside the realtime fleet (simulated, with
-    headroom and N+1), the measured sources of lost throughput, and offline efficiency."""
+    """Part 2: the formula's fleet beside the simulated realtime (+headroom, N+1) and offline ones."""
     from harness.capacity import plan_capacity
 
     if cost_table is not None and not cost_table.is_file():

@@ -61,7 +61,7 @@ def _partners(doc: dict[str, Any], fid: str, w: str) -> list[str]:
 
 
 def find_interactions(doc: dict[str, Any], good_knobs: dict[str, Any], flawed_knobs: dict[str, Any],
-                      summaries: dict[tuple[str, str], dict], workers: int | None,
+                      summaries: dict[tuple[str, str], dict], plan: dict[str, dict[str, Any]], workers: int | None,
                       on_done: Callable | None = None) -> None:
     """Fills each flaw's `interaction` text and doc["interactions"] (the probes), in place."""
     slo = doc["slo_s"]
@@ -76,15 +76,15 @@ def find_interactions(doc: dict[str, Any], good_knobs: dict[str, Any], flawed_kn
         w = f["gain"]["scenario"] if kind == "compounding" else f["cost"]["scenario"]
         partners = _partners(doc, f["id"], w)
         plans.append({"flaw": f["id"], "kind": kind, "scenario": w, "partners": partners})
-        run_s = doc["durations"][w]["run_s"]
+        short = plan[w]["shortening"]
         me = by_id[f["id"]]
         for g in partners:
             if kind == "compounding":
                 knobs = variant(variant(good_knobs, by_id[g].present), me.present)
-                jobs.append(VariantJob(f"{good}+{g}+{f['id']}", knobs, w, doc["seed"], run_s))
+                jobs.append(VariantJob(f"{good}+{g}+{f['id']}", knobs, w, doc["seed"], short))
             else:
                 knobs = variant(variant(flawed_knobs, by_id[g].fixed), me.fixed)
-                jobs.append(VariantJob(f"{flawed}-{g}-{f['id']}", knobs, w, doc["seed"], run_s))
+                jobs.append(VariantJob(f"{flawed}-{g}-{f['id']}", knobs, w, doc["seed"], short))
     probed = run_summaries(jobs, workers, on_done) if jobs else {}
     entries = {f["id"]: f for f in doc["flaws"]}
     for p in plans:

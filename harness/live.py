@@ -70,12 +70,14 @@ class Scaling:
 
 
 def snap_scale(cfg: TargetConfig, scale: float) -> float:
-    """The scale nearest `scale` that gives `cfg`'s fleet a whole number of GPUs
-    (at least one), each carrying the design's per-GPU rate: k / fleet_gpus."""
+    """The scale nearest `scale` at which the doc's own fleet, ceil(peak x batch
+    time / B) GPUs, shrinks to a whole number k >= 1 of GPUs each carrying the
+    design's per-GPU rate: k / ceil(formula). It depends only on the peak, the
+    batch time and B, so every target at one --scale gets the same traffic."""
     if not scale > 0:
         raise ValueError(f"scale must be > 0, got {scale}")
-    fleet = cfg.fleet_gpus
-    return max(1, round(scale * fleet)) / fleet
+    doc_fleet = max(1, math.ceil(cfg.formula_gpus - 1e-9))
+    return max(1, round(scale * doc_fleet)) / doc_fleet
 
 
 def scale_for_live(cfg: TargetConfig, scale: float) -> tuple[TargetConfig, Scaling]:
@@ -109,6 +111,7 @@ class HostProcess:
         self.ready: dict[str, Any] = {}
         self._reader: asyncio.StreamReader | None = None
         self._lock = asyncio.Lock()
+        self._seq = 0
 
     async def start(self, timeout_s: float = 120.0) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
@@ -131,12 +134,18 @@ class HostProcess:
         self.proc.stdin.flush()
 
     async def request(self, op: str, timeout_s: float = 10.0, **kw: Any) -> dict[str, Any]:
+        """Send one request and return its answer. Answers carry the request's id, so
+        the answer to a request whose caller was cancelled is skipped, not misread."""
         async with self._lock:
-            self._write({"op": op, **kw})
-            line = await asyncio.wait_for(self._reader.readline(), timeout_s)  # type: ignore[union-attr]
-        if not line:
-            raise RuntimeError("live target host has exited")
-        return json.loads(line)
+            self._seq += 1
+            self._write({"op": op, "id": self._seq, **kw})
+            while True:
+                line = await asyncio.wait_for(self._reader.readline(), timeout_s)  # type: ignore[union-attr]
+                if not line:
+                    raise RuntimeError("live target host has exited")
+                answer = json.loads(line)
+                if answer.get("id") == self._seq:
+                    return answer
 
     async def stop(self, timeout_s: float = 5.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -172,11 +181,18 @@ class HostProcess:
 
 
 class _RemoteTarget:
-    """The host's figures, shaped like the ServingTarget attributes build_summary reads."""
+    """The host's figures, shaped like the ServingTarget attributes build_summary reads.
 
-    def __init__(self, d: dict[str, Any]) -> None:
+    `t0`: the run's start on the host's loop clock (both processes' loops read
+    time.monotonic()), so instants the host reports become run-relative.
+    """
+
+    def __init__(self, d: dict[str, Any], t0: float) -> None:
         self.stats = TargetStats(**_known(TargetStats, d["target"]))
-        ps = PoolStats(**_known(PoolStats, d["pool"]))
+        pool = _known(PoolStats, d["pool"])
+        if "last_done_s" in pool:
+            pool["last_done_s"] = max(0.0, pool["last_done_s"] - t0)
+        ps = PoolStats(**pool)
         self.pool = type("PoolView", (), {"stats": ps, "busy_gpu_seconds": lambda _self: ps.busy_s})()
         self.cache = type("CacheView", (), {"stats": CacheStats(**d["cache"])})() if d.get("cache") else None
         self.dedupe = type("DedupeView", (), {"stats": DedupeStats(**d["dedupe"])})() if d.get("dedupe") else None
@@ -266,7 +282,8 @@ class LiveRun:
                 task.cancel()
             if self.host is not None:
                 try:
-                    self.host_stats = await self.host.request("stats", timeout_s=5.0)
+                    stats = await self.host.request("stats", timeout_s=5.0)
+                    self.host_stats = None if "error" in stats else stats
                 except (RuntimeError, OSError, asyncio.TimeoutError, ValueError):
                     pass
             if self.transport is not None:
@@ -321,10 +338,13 @@ class LiveRun:
         if self.host_stats is not None:
             block["proxy"] = self.host_stats.get("proxy")
             block["executors"] = self.host_stats.get("executors")
+            pool = self.host_stats.get("pool") or {}
+            # Batch time as the pool saw it (hand-offs included), against the cost model's.
+            block["batch_s_mean"] = pool["busy_s"] / pool["batches"] if pool.get("batches") else None
         return block
 
     def document(self) -> dict[str, Any]:
-        view = _RemoteTarget(self.host_stats) if self.host_stats else None
+        view = _RemoteTarget(self.host_stats, self.recorder.t0) if self.host_stats else None
         return build_document(self.recorder, self.config, self.workload, view, self.seed, "live",
                               self.end_s, self.wall_s, self.partial, self.events, extra={"live": self.live_block()})
 

@@ -10,7 +10,8 @@ driver's process controls over a pipe:
 - the first line on stdin is the HostSpec as JSON; the child answers one JSON
   line on stdout: `{"ready": true, "proxy_port", "api_ports", ...}` or `{"error"}`;
 - then one JSON request per line (`{"op": "sample" | "stats" | "kill" |
-  "revive" | "slowdown" | "stop", ...}`), one JSON answer per line, in order;
+  "revive" | "slowdown" | "stop", "id": N, ...}`), one JSON answer per line,
+  in order, carrying the request's id;
 - end of stdin (the parent died or closed it), SIGTERM or "stop" shut it down.
 
 The child ignores SIGINT (a terminal's Ctrl-C goes to the parent, which stops
@@ -191,12 +192,13 @@ async def _child(spec: HostSpec, ctl: int) -> None:
                 break
             msg = json.loads(line)
             if msg.get("op") == "stop":
-                reply({"stopping": True})
+                reply({"stopping": True, "id": msg.get("id")})
                 break
             try:
-                reply(host.command(msg))
+                answer = host.command(msg)
             except Exception as exc:  # noqa: BLE001 - a bad command must not kill the host
-                reply({"error": f"{type(exc).__name__}: {exc}"})
+                answer = {"error": f"{type(exc).__name__}: {exc}"}
+            reply({**answer, "id": msg.get("id")})
         stop.set()
 
     task = loop.create_task(serve())

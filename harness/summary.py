@@ -20,7 +20,9 @@ def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, ta
     core = rec.summary_core()
     core["requests"]["lost"] = target.stats.lost if target else 0
     pool = target.pool if target else None
-    span = max(end_s, workload.duration_s)
+    # Utilisation over the time the GPUs had work: the traffic's duration, or
+    # until the last batch finished if it drained later.
+    span = max(pool.stats.last_done_s if pool else 0.0, workload.duration_s)
     gpus = cfg.fleet_gpus
     busy = pool.busy_gpu_seconds() if pool else 0.0
     st = target.stats if target else None

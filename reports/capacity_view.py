@@ -7,6 +7,7 @@ requests, latency in milliseconds, utilization, fill and load in percent.
 from __future__ import annotations
 
 import html as _html
+import math
 from typing import Any, Mapping
 
 import plotly.graph_objects as go
@@ -45,8 +46,10 @@ def by_b_figure(doc: Mapping[str, Any]) -> go.Figure:
         fig.add_hline(y=doc["realtime_with_headroom_gpus"], line_dash="dot", line_color=P99,
                       annotation_text=f"fleet to buy at B={doc['inputs']['batch_size']} "
                                       f"({doc['realtime_with_headroom_gpus']})")
+    ys = [r["theoretical_gpus"] for r in rows] + [doc.get("realtime_with_headroom_gpus") or 1]
     fig.update_xaxes(type="log", title_text="batch size B (requests)", tickvals=b)
-    fig.update_yaxes(type="log", title_text="GPUs")
+    # An explicit range: a horizontal line on a log axis otherwise drags autorange far off.
+    fig.update_yaxes(type="log", title_text="GPUs", range=[math.log10(min(ys) / 1.5), math.log10(max(ys) * 1.5)])
     return _layout(fig, f"The formula over B at {doc['inputs']['qps']:,.0f} QPS")
 
 
@@ -71,7 +74,8 @@ def curve_figure(doc: Mapping[str, Any]) -> go.Figure:
                                  marker=dict(symbol="x", size=12, color=NEVER), text=[n[1] for n in never],
                                  hovertemplate="%{text}: p99 never (over 1% unanswered)<extra></extra>"))
     fig.add_hline(y=slo_ms, line_dash="dash", line_color=SLO, annotation_text=f"SLO p99 {slo_ms:.0f} ms")
-    fig.add_vline(x=100, line_dash="dot", line_color=NEVER, annotation_text="capacity = load")
+    fig.add_vline(x=100, line_dash="dot", line_color=NEVER, annotation_text="capacity = load",
+                  annotation_position="bottom left")
     fig.update_xaxes(title_text="offered utilization: QPS x t(B) / (B x GPUs) (%)")
     fig.update_yaxes(title_text="latency (ms)", rangemode="tozero", range=[0, top * 1.05])
     return _layout(fig, f"Latency vs utilization at {doc['inputs']['qps']:,.0f} QPS (fleet size varies)")
@@ -93,7 +97,8 @@ def fill_figure(doc: Mapping[str, Any]) -> go.Figure:
                   annotation_text=f"SLO {slo_ms:.0f} ms")
     fig.update_xaxes(type="log", title_text="load (% of peak QPS, log scale)")
     fig.update_yaxes(title_text="mean batch fill (% of B)", range=[0, 105], secondary_y=False)
-    fig.update_yaxes(title_text="p99 latency (ms)", rangemode="tozero", secondary_y=True)
+    top = max([v for v in (_ms(r["p99_s"]) for r in rows) if v is not None] + [slo_ms]) * 1.15
+    fig.update_yaxes(title_text="p99 latency (ms)", range=[0, top], secondary_y=True)
     return _layout(fig, f"Batch fill vs load on {doc['realtime_gpus']} GPUs")
 
 
@@ -119,8 +124,8 @@ def per_gpu_figure(doc: Mapping[str, Any]) -> go.Figure:
 def _table(head: list[str], rows: list[list[str]], left: int = 1) -> str:
     """An HTML table; the first ``left`` columns are left-aligned. Cells are escaped."""
     def cells(tag: str, vals: list[str]) -> str:
-        return "".join(f'<{tag}{" class=\"l\"" if i < left else ""}>{_html.escape(v)}</{tag}>'
-                       for i, v in enumerate(vals))
+        cls = [' class="l"' if i < left else "" for i in range(len(vals))]
+        return "".join(f"<{tag}{c}>{_html.escape(v)}</{tag}>" for c, v in zip(cls, vals))
     body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
     return f'<table class="data"><tr>{cells("th", head)}</tr>{body}</table>'
 

@@ -49,10 +49,16 @@ def render_run(s: dict[str, Any], console: Console) -> None:
     t.add_row("amplification", f"{s['amplification']:.2f}x", f"{r['attempts']:,} attempts")
     t.add_row("shed / timed out", f"{r['shed']:,} / {r['timed_out']:,}", f"failed {r['failed']:,}, lost {r['lost']:,}")
     g = s["gpu"]
-    t.add_row("GPUs", f"{g['count']}", f"utilisation {fmt_pct(g['utilization'])}, batch fill {fmt_pct(g['batch_fill'])}")
-    t.add_row("wasted GPU time", f"{g['wasted_gpu_s']:,.1f} GPU-s", "duplicates, abandoned, padding")
+    live = s.get("live") or {}
+    if not live.get("external_url"):  # a server the harness did not build: its GPUs are unknown
+        t.add_row("GPUs", f"{g['count']}", f"utilisation {fmt_pct(g['utilization'])}, batch fill {fmt_pct(g['batch_fill'])}")
+        t.add_row("wasted GPU time", f"{g['wasted_gpu_s']:,.1f} GPU-s", "duplicates, abandoned, padding")
+    lag = (live.get("send_lag_s") or {}).get("p99")
+    if lag is not None:
+        verdict = "[bold red]driver fell behind[/]" if live.get("driver_behind") else "driver kept up"
+        t.add_row("send lag p99", fmt_s(lag), f"{verdict}: sent - scheduled")
     c = s["cache"]
-    if c["mode"] != "off":
+    if c["mode"] != "off" and not live.get("external_url"):
         t.add_row("cache", f"{c['mode']}", f"hit rate {fmt_pct(c['hit_rate'])} of {c['lookups']:,} lookups")
     rec = s.get("recovery") or {}
     if rec.get("disturbance_end_s") is not None:

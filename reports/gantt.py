@@ -42,6 +42,7 @@ def gantt_figure(results: Mapping[str, Mapping[str, Any]],
         raise ValueError(f"window_s must be (a, b) with a < b, got {(lo, hi)}")
     fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.12 / len(names),
                         subplot_titles=[_title(n, results[n]) for n in names])
+    shown: set[str] = set()  # one legend entry per model, from the first row that has its bars
     for row, name in enumerate(names, start=1):
         r = results[name]
         gpus = int(r["config"]["gpus"])
@@ -52,9 +53,11 @@ def gantt_figure(results: Mapping[str, Mapping[str, Any]],
                 x=[min(b["end_s"], hi) - s for b, s in zip(bars, starts)], base=starts,
                 y=[b["gpu"] for b in bars], orientation="h", marker_color=color,
                 marker_line_width=0.5, marker_line_color="white",
-                name=f"{model} model", legendgroup=model, showlegend=row == 1,
+                name=f"{model} model", legendgroup=model, showlegend=bool(bars) and model not in shown,
                 hovertemplate="GPU %{y}<br>%{base:.3f} s + %{x:.3f} s<extra>" + f"{model}</extra>",
             ), row=row, col=1)
+            if bars:
+                shown.add(model)
         fig.update_yaxes(title_text="GPU", tickmode="array", tickvals=list(range(gpus)),
                          range=[gpus - 0.5, -0.5], row=row, col=1)
         if r.get("gantt_truncated"):

@@ -77,9 +77,18 @@ def doc_title(doc: dict[str, Any]) -> str:
     if kind == "compare":
         return f"Compare: {doc['a']} (A) vs {doc['b']} (B), {len(doc['scenarios'])} scenario(s), seed {doc.get('seed')}"
     if kind == "rank":
-        return f"Flaw ranking over {', '.join(doc.get('suite', []))} (seed {doc.get('seed')})"
+        suite = doc.get("suite") or []
+        name = doc.get("suite_name")
+        where = f"the {name} suite" if name and name != "custom" else ", ".join(suite)
+        return f"Flaw ranking over {where} ({len(suite)} scenarios, seed {doc.get('seed')})"
     if kind == "review":
         return f"Design review: {doc.get('design', '?')}"
+    if kind == "capacity":
+        return "Part 2: how many GPUs (capacity plan)"
+    if kind == "pool":
+        return "Part 3: two models on one GPU pool"
+    if kind == "gate":
+        return f"Performance gate: {'passed' if doc.get('passed') else 'FAILED'}"
     return f"{str(kind).capitalize()} result"
 
 
@@ -131,6 +140,9 @@ window.addEventListener('unhandledrejection',function(ev){__reportError('unhandl
 DRAW_JS = """
 (function(){
  var status=document.getElementById('report-status');
+ if(window.__reportErrors.length){  // raised before the page existed, e.g. while plotly.js loaded
+   status.dataset.state='error';
+   document.getElementById('js-errors').textContent=window.__reportErrors.join('\\n');}
  var figs=JSON.parse(document.getElementById('report-figures').textContent);
  var config={responsive:true,displaylogo:false,toImageButtonOptions:{format:'png',scale:2}};
  var jobs=figs.map(function(f){return Plotly.newPlot(f.id,f.fig.data,f.fig.layout||{},config);});

@@ -79,8 +79,11 @@ def ranking_figure(doc: dict[str, Any]) -> go.Figure:
                              legendgroup=name, showlegend=False,
                              marker=dict(color=cost_c, pattern=dict(shape=["/" if v is None else "" for v in p])),
                              text=["never" if v is None else _p99(v) for v in p], textposition="outside",
-                             customdata=[[hover[i], _p99(p99s[i])] for i in idx],
-                             hovertemplate="%{customdata[0]}<br>p99: %{customdata[1]}<extra></extra>"), row=1, col=2)
+                             customdata=[[hover[i], _p99(p99s[i]),
+                                          flaws[i]["cost"].get("p99_scenario", flaws[i]["cost"].get("scenario", "?"))]
+                                         for i in idx],
+                             hovertemplate="%{customdata[0]}<br>p99: %{customdata[1]} (in %{customdata[2]})"
+                                           "<extra></extra>"), row=1, col=2)
         gain = [100 * ((flaws[i].get("gain") or {}).get("goodput_gain") or 0.0) for i in idx]
         fig.add_trace(go.Bar(y=y, x=gain, orientation="h", name=name, legendgroup=name, showlegend=False,
                              marker_color=gain_c, text=[f"{v:+.1f}%" for v in gain], textposition="outside",
@@ -124,7 +127,7 @@ def heatmap_figure(doc: dict[str, Any]) -> go.Figure:
                 continue
             loss = 100 * (c.get("goodput_loss") or 0.0)
             row.append(loss)
-            trow.append(f"{loss:.1f}" if loss >= 0.05 else "")
+            trow.append(f"{loss:.1f}" if abs(loss) >= 0.05 else "")
             gain = c.get("gain_goodput")
             hrow.append(f"p99 {_p99(c.get('p99_increase_s'))}, wasted {c.get('wasted_gpu_s') or 0:,.1f} GPU-s"
                         + ("" if gain is None else f"<br>fix alone in naive gains {100 * gain:+.1f}% goodput"))
@@ -132,9 +135,15 @@ def heatmap_figure(doc: dict[str, Any]) -> go.Figure:
         text.append(trow)
         tips.append(hrow)
     labels = [_label(f, top) for f in flaws]
+    values = [v for row in z for v in row if v is not None]
+    # Losses are signed: a flaw can help in a scenario (a cache on repeated
+    # payloads); those cells go blue around a white zero, never clipped away.
+    signed = bool(values) and min(values) < -0.05
+    scale = dict(colorscale="RdBu_r", zmid=0) if signed else dict(colorscale="Reds", zmin=0)
     fig = go.Figure(go.Heatmap(
-        z=z, x=scen, y=labels, text=text, texttemplate="%{text}", customdata=tips,
-        colorscale="Reds", zmin=0, colorbar=dict(title=dict(text="goodput lost (%)")), xgap=2, ygap=2,
+        z=z, x=scen, y=labels, text=text, texttemplate="%{text}", customdata=tips, **scale,
+        colorbar=dict(title=dict(text="goodput lost (%)<br>(negative: it helps)" if signed else "goodput lost (%)")),
+        xgap=2, ygap=2,
         hovertemplate="%{y} in %{x}: %{z:.2f}% goodput lost<br>%{customdata}<extra></extra>"))
     fig.update_yaxes(title_text="flaw (rank order)", autorange="reversed")
     fig.update_xaxes(title_text="scenario", tickangle=-30)
@@ -181,6 +190,6 @@ def sections(doc: dict[str, Any]) -> list[Section]:
                      "scenario, the failure and the fix."),
         Section("cost per flaw and scenario", heatmap_figure(doc),
                 note="Goodput lost (percentage points of all requests) when this flaw alone is put back into "
-                     "the hardened design. Blank cells cost under 0.05%."),
+                     "the hardened design; negative: the flaw helps there. Blank cells are under 0.05 points."),
         Section("the ranking in numbers", html=ranking_table(doc)),
     ]

@@ -42,7 +42,7 @@ def items_table(items: list[dict[str, Any]]) -> str:
     return f"<table class='data'><tr>{head}</tr>{rows}</table>"
 
 
-def optional_sections(key: str, module: str, title: str, doc: dict[str, Any]) -> list[Section]:
+def optional_sections(module: str, title: str, doc: dict[str, Any]) -> list[Section]:
     """The sections of an embedded document, or a note when its view is missing."""
     try:
         builder = getattr(import_module(module), "sections")
@@ -68,7 +68,7 @@ def sections(doc: dict[str, Any]) -> list[Section]:
         out.extend(rank_sections(doc["rank"]))
     for key, module, title in _OPTIONAL:
         if doc.get(key):
-            out.extend(optional_sections(key, module, title, doc[key]))
+            out.extend(optional_sections(module, title, doc[key]))
     return out
 
 

@@ -63,7 +63,10 @@ def markers(doc: dict[str, Any]) -> list[Marker]:
             b = min(a + cfg["spike_s"], ph["end_s"])
             if a < ph["end_s"]:
                 out.append(Marker("spike", a, b, f"spike to {cfg['spike_rps']:,.0f} req/s"))
-    for f in doc.get("faults") or wl.get("faults") or []:
+    events = doc.get("events") or []
+    # Live runs against an external target cannot inject faults: no bands then.
+    skipped = any(ev.get("event") == "faults-skipped" for ev in events)
+    for f in [] if skipped else doc.get("faults") or wl.get("faults") or []:
         b = f["at_s"] + f["duration_s"]
         if end is not None and f["at_s"] >= end:
             continue
@@ -76,9 +79,10 @@ def markers(doc: dict[str, Any]) -> list[Marker]:
                 out.append(Marker("burst", br["start_s"], min(br["end_s"], end) if end else br["end_s"],
                                   f"tenant {t['name']} bursts x{br['factor']:g}"))
     covered = {"gpu-down", "gpu-up", "slowdown", "slowdown-end"}
-    for ev in doc.get("events") or []:
+    for ev in events:
         if ev.get("event") not in covered:
-            out.append(Marker("event", ev["t_s"], None, str(ev.get("event"))))
+            why = f": {ev['reason']}" if ev.get("reason") else ""
+            out.append(Marker("event", ev["t_s"], None, f"{ev.get('event')}{why}"))
     return out
 
 
@@ -170,6 +174,7 @@ def timeseries_figure(sides: list[Side]) -> go.Figure:
     slo = first["summary"]["slo_s"]
     finite = [v for s in sides for v in s.doc["timeseries"]["p99_s"] if v is not None]
     cap = max(finite + [slo]) * 1.6
+    dense = len(x) > 120  # long runs: markers would merge into a wall
     for i, s in enumerate(sides):
         ts = s.doc["timeseries"]
         xs, kp = _window_x(s.doc)
@@ -182,14 +187,15 @@ def timeseries_figure(sides: list[Side]) -> go.Figure:
                                  legend="legend"), row=1, col=1)
         p99 = _pick(ts["p99_s"], kp)
         fig.add_trace(go.Scatter(x=xs, y=p99, name=f"p99 latency{tag}", line=dict(color=s.color, width=2),
-                                 mode="lines+markers", marker=dict(size=4), legend="legend2",
+                                 mode="lines" if dense else "lines+markers", marker=dict(size=4), legend="legend2",
                                  hovertemplate="p99 %{y:.3f} s<extra>%{fullData.name}</extra>"), row=2, col=1)
         nx = [xv for xv, v in zip(xs, p99) if v is None]
         if nx:
             # Staggered per side, so that A's and B's "never" marks do not hide each other.
             fig.add_trace(go.Scatter(x=nx, y=[cap * 1.3 ** i] * len(nx), mode="markers", legend="legend2",
                                      name=f"p99 never answered{tag}",
-                                     marker=dict(symbol="x", size=10, color=s.color, line=dict(color=NEVER, width=1)),
+                                     marker=dict(symbol="x", size=5 if dense else 10, color=s.color,
+                                                 line=dict(color=NEVER, width=1)),
                                      hovertemplate="p99 never: over 1% of this window's requests were never "
                                                    "answered<extra>%{fullData.name}</extra>"), row=2, col=1)
         fig.add_trace(go.Scatter(x=xs, y=_pick(ts["queue_depth"], kp), name=f"queue depth (peak){tag}",

@@ -12,7 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["render_pool_compare", "capacity_line", "verdict_lines"]
+__all__ = ["render_pool_compare", "render_pool_doc", "capacity_line", "verdict_lines", "plain"]
 
 Row = tuple[str, Callable[[Mapping[str, Any]], str]]
 
@@ -39,7 +39,7 @@ def _per_model(model: str) -> list[Row]:
     ]
 
 
-_ROWS: list[Row] = _per_model("large") + _per_model("small") + [
+METRIC_ROWS: list[Row] = _per_model("large") + _per_model("small") + [
     ("GPU utilization", lambda r: _pct(r["utilization"])),
     ("idle, large waits", lambda r: _pct(r["fragmentation_frac"])),
     ("meets SLO", lambda r: "[green]yes[/]" if r["meets_slo"] else "[red]no[/]"),
@@ -95,7 +95,7 @@ def render_pool_compare(compare: Mapping[str, Any], console: Console) -> None:
     table.add_column("metric", no_wrap=True)
     for name in results:
         table.add_column(name, justify="right", no_wrap=True)
-    for label, cell in _ROWS:
+    for label, cell in METRIC_ROWS:
         table.add_row(label, *(cell(r) for r in results.values()))
     console.print(table)
     spec = {m: cfg[m] for m in ("large", "small")}
@@ -113,3 +113,17 @@ def _gpu_s(cfg: Mapping[str, Any], model: str) -> float:
     m = cfg[model]
     gang = cfg["gpus"] if model == "large" else 1
     return gang * m["batch_time_s"] / m["batch_size"]
+
+
+def render_pool_doc(doc: Mapping[str, Any], console: Console) -> None:
+    """Renderer for saved ``kind: "pool"`` documents (``harness report``)."""
+    render_pool_compare(doc, console)
+    for name, why in (doc.get("skipped") or {}).items():
+        console.print(f"[yellow]{name} not run[/]: {why}", highlight=False)
+
+
+def plain(markup: str) -> str:
+    """A line without rich markup (for JSON and HTML)."""
+    from rich.text import Text
+
+    return Text.from_markup(markup).plain

@@ -8,6 +8,12 @@ length, how long its oldest request has waited and whether a GPU is free:
   waited `max_wait_s`; in pull mode only when a GPU is free to run it (forming
   a batch early only to park it behind busy GPUs would freeze it small).
 - GREEDY (work-conserving): a free GPU takes whatever is queued, up to B.
+- ADAPTIVE: greedy while more than `reserve_gpus` GPUs are free (capacity is
+  plentiful, so a partial batch costs nobody anything and waiting only adds
+  latency), DYNAMIC otherwise (capacity is scarce: full batches are what keep
+  the fleet's throughput at B per batch time). Under a constant batch time,
+  pure greedy at peak keeps every GPU busy on small batches in phase-locked
+  waves; the reserve stops that (see benchmarks/batching_policies.py).
 
 `Batcher` is the thin asyncio shell around it: it re-evaluates on every
 enqueue, on every GPU that frees up (pull mode) and on a timer when the policy
@@ -41,12 +47,18 @@ class BatchPolicy:
     kind: Batching
     max_batch: int
     max_wait_s: float = 0.0
+    reserve_gpus: int = 0
 
-    def decide(self, queued: int, oldest_wait_s: float, gpu_free: bool) -> Decision:
-        """What to do now. `oldest_wait_s` is ignored when `queued` is 0."""
+    def decide(self, queued: int, oldest_wait_s: float, gpu_free: bool, free_gpus: int | None = None) -> Decision:
+        """What to do now. `oldest_wait_s` is ignored when `queued` is 0;
+        `free_gpus` (pull mode) defaults to 1 if `gpu_free` else 0."""
         if queued <= 0:
             return WAIT
         b = self.max_batch
+        if self.kind is Batching.ADAPTIVE and gpu_free:
+            free = (1 if gpu_free else 0) if free_gpus is None else free_gpus
+            if free > self.reserve_gpus:
+                return Decision(take=min(b, queued))
         if self.kind is Batching.FULL:
             return Decision(take=b) if queued >= b else WAIT
         if self.kind is Batching.GREEDY:
@@ -106,11 +118,12 @@ class Batcher:
         """Form and hand over every batch the policy allows right now."""
         now = self._loop.time()
         while True:
-            gpu_free = self.pool.free_gpus() > 0 if self.pull else True
+            free = self.pool.free_gpus() if self.pull else 1 << 30
+            gpu_free = free > 0
             if isinstance(self.queue, BucketedQueue):
                 decision, source = WAIT, None
                 for sub in self.queue.sub_queues():
-                    d = self.policy.decide(len(sub), now - sub.oldest_s(), gpu_free)
+                    d = self.policy.decide(len(sub), now - sub.oldest_s(), gpu_free, free)
                     if d.take:
                         decision, source = d, sub
                         break
@@ -120,7 +133,7 @@ class Batcher:
             else:
                 oldest = self.queue.oldest_s()
                 wait = now - oldest if oldest is not None else 0.0
-                decision = self.policy.decide(len(self.queue), wait, gpu_free)
+                decision = self.policy.decide(len(self.queue), wait, gpu_free, free)
                 batch = self._take(decision.take, now) if decision.take else []
             if not batch:
                 if decision.take:

@@ -17,6 +17,7 @@ class Batching(str, Enum):
     FULL = "full"          # doc item 2: dispatch only when B requests are queued
     DYNAMIC = "dynamic"    # at B, or when the oldest has waited max_wait_s
     GREEDY = "greedy"      # work-conserving: an idle GPU takes whatever is queued
+    ADAPTIVE = "adaptive"  # greedy while spare GPUs exceed a reserve, else dynamic
 
 
 class Topology(str, Enum):
@@ -72,6 +73,7 @@ class TargetConfig(BaseModel):
     topology: Topology = Topology.PER_SERVER
     batching: Batching = Batching.FULL
     max_wait_s: float | None = Field(None, gt=0, description="dynamic: None derives it from the SLO")
+    reserve_fraction: float = Field(0.25, ge=0, le=1, description="adaptive: free GPUs kept before going greedy")
     length_bucketing: bool = Field(False, description="batch similar input lengths together")
     # -- item 3: cache ---------------------------------------------------------
     cache: CacheMode = CacheMode.EXACT

@@ -29,9 +29,9 @@ FLAWS: tuple[Flaw, ...] = (
         id="full-batch-only",
         doc_item="2",
         failure="a request waits for B-1 strangers: mean fill wait (B-1)/(2*lambda) per queue, forever at night",
-        fix="dynamic batching: dispatch at B or when the oldest request has waited max_wait_s (from the SLO)",
+        fix="adaptive batching: dispatch at once while over 25% of GPUs are free, else at B or after max_wait_s (from the SLO)",
         present={"batching": "full"},
-        fixed={"batching": "dynamic"},
+        fixed={"batching": "adaptive"},
         exposed_by=("low-traffic", "night", "diurnal"),
     ),
     Flaw(

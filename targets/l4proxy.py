@@ -41,6 +41,7 @@ class _Side(asyncio.Protocol):
         self.peer: "_Side | None" = None
         self.buffer: list[bytes] = []    # client bytes that arrive before the backend is connected
         self.closed = False
+        self.eof = False                 # this side has sent us its FIN
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -59,8 +60,14 @@ class _Side(asyncio.Protocol):
         peer.transport.write(data)
 
     def eof_received(self) -> bool:
+        self.eof = True
         peer = self.peer
-        if peer is not None and peer.transport is not None and peer.transport.can_write_eof():
+        if peer is None or peer.transport is None:
+            return False
+        if peer.eof:  # both directions are finished
+            peer.transport.close()
+            return False
+        if peer.transport.can_write_eof():
             peer.transport.write_eof()  # half-close: the other side may still answer
             return True
         return False

@@ -42,6 +42,7 @@ class PoolStats:
     redispatched: int = 0
     killed_batches: int = 0
     batch_sizes: list[int] = field(default_factory=list)
+    last_done_s: float = 0.0
 
 
 class Worker:
@@ -140,6 +141,7 @@ class GpuPool:
         stats.items += len(batch)
         stats.busy_s += seconds
         stats.batch_sizes.append(len(batch))
+        stats.last_done_s = self._loop.time()
         worker.batch, worker.task = None, None
         self._on_done(batch, outputs, seconds)
         self._release(worker)

@@ -71,7 +71,8 @@ class ServingTarget:
         n = config.api_servers
         self.balancer = create_balancer(config.routing, n, rng)
         self.inflight = [0] * n
-        policy = BatchPolicy(config.batching, config.batch_size, config.effective_max_wait_s)
+        policy = BatchPolicy(config.batching, config.batch_size, config.effective_max_wait_s,
+                             reserve_gpus=int(config.reserve_fraction * self.gpus))
         expired = self._expired if config.propagate_deadline else None
         shared = config.topology is Topology.SHARED
         self.batchers = [

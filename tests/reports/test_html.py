@@ -177,6 +177,10 @@ def test_spike_markers_are_clipped_to_a_shortened_run():
            "workload_config": {"phases": [{"kind": "spike", "at_s": 15, "spike_s": 10, "spike_rps": 2e4}]},
            "faults": [{"kind": "slowdown", "at_s": 25, "duration_s": 5, "factor": 3}], "events": []}
     assert [(m.kind, m.x0, m.x1) for m in markers(doc)] == [("spike", 15.0, 20.0)]
+    doc["faults"][0]["at_s"] = 5  # inside the run, but a live run against an external target skipped it
+    doc["events"] = [{"t_s": 0.0, "event": "faults-skipped", "reason": "external target"}]
+    got = [(m.kind, m.x0, m.label) for m in markers(doc)]
+    assert got == [("spike", 15.0, "spike to 20,000 req/s"), ("event", 0.0, "faults-skipped: external target")]
 
 
 def test_overloaded_windows_show_never_and_the_slo(runs):
@@ -307,3 +311,14 @@ def test_marker_labels_that_would_overlap_get_separate_rows():
              Marker("burst", 50, 60, "far away"), Marker("gpu-down", 10.5, 20, "y")]
     # 100 s over 900 px at 7 px a character: a 17-character label covers about 15 s.
     assert label_levels(marks, 100.0) == [0, 2, 0, 1]  # by x: 10 -> row 0, 10.5 -> 1, 11 -> 2, 50 -> 0
+
+
+def test_heatmap_keeps_the_sign_of_a_flaw_that_helps():
+    from reports.html_rank import heatmap_figure
+
+    doc = rank_doc()
+    doc["flaws"][0]["per_scenario"]["spike"]["goodput_loss"] = -0.2  # e.g. a cache on repeated payloads
+    heat = heatmap_figure(doc).data[0]
+    assert heat.z[0][1] == pytest.approx(-20.0) and heat.text[0][1] == "-20.0"
+    assert heat.zmid == 0 and heat.zmin is None
+    assert heatmap_figure(rank_doc()).data[0].zmin == 0  # all costs: one-sided scale from zero

@@ -1,0 +1,204 @@
+"""CI performance gates: run the scenarios a gate file names, check thresholds.
+
+The gate file format is documented in harness/gate_file.py (example:
+harness/gates/ci.toml). `run_gate(path)` runs every (scenario, target) the
+file needs once, in sim mode with the file's seed (deterministic, so a gate is
+stable on a noisy CI machine), evaluates every check and returns a gate
+document:
+
+    {"schema", "kind": "gate", "gate_file", "seed", "target",
+     "checks": [{"scenario", "target", "key", "op", "threshold", "measured",
+                 "passed", "note", "check", "skipped"}],
+     "passed": bool, "summaries": {scenario: {target: summary}},
+     "durations": {scenario: {target: run_s}}, "wall_s"}
+
+`measured` and `threshold` are numbers; null stands for an infinite latency
+(never answered). A gate document is also a valid `--baseline` for a later
+gate run, as are run and compare documents.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import time
+from typing import Any, Callable
+
+from harness.ablation import VariantJob, knobs_of
+from harness.jobs import run_jobs
+from harness.shorten import Shortening
+from harness.gate_file import Check, Gate, GateFile, check_keys, load_gate_file
+from harness.result import SCHEMA, versions
+
+COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
+}
+
+
+def _null_is_infinite(key: str) -> bool:
+    """Seconds keys (a segment ending in _s: latency_s.p99, tenants.*.p99_s,
+    recovery.recovered_after_s) are null when never reached: infinitely late."""
+    return any(part.endswith("_s") for part in key.split("."))
+
+
+def lookup(summary: dict[str, Any], key: str) -> list[tuple[str, float | None]]:
+    """[(label, value)] for a dotted key; '*' expands to every entry of a table.
+
+    Labels name the entry a wildcard picked (e.g. the tenant). A null latency
+    becomes inf; any other null stays None ('no value').
+    """
+    found: list[tuple[str, Any]] = [("", summary)]
+    for part in key.split("."):
+        nxt = []
+        for label, node in found:
+            if not isinstance(node, dict):
+                continue
+            if part == "*":
+                nxt += [((f"{label}." if label else "") + str(k), v) for k, v in node.items()]
+            elif part in node:
+                nxt.append((label, node[part]))
+        found = nxt
+    out = []
+    for label, v in found:
+        if v is None and _null_is_infinite(key):
+            v = math.inf
+        out.append((label, None if v is None or isinstance(v, dict) else float(v)))
+    return out
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return None
+    if b == 0:
+        return 1.0 if a == 0 else math.inf
+    if math.isinf(a) and math.isinf(b):
+        return None
+    return a / b
+
+
+def _worst(op: str, values: list[tuple[str, float | None, float]]) -> tuple[str, float | None, float]:
+    """The (label, measured, threshold) furthest on the wrong side of its threshold."""
+    def badness(item: tuple[str, float | None, float]) -> float:
+        _, v, t = item
+        if v is None or (isinstance(t, float) and math.isnan(t)):
+            return math.inf
+        if op in ("<=", "<"):
+            return v - t if not (math.isinf(v) and math.isinf(t)) else 0.0
+        if op in (">=", ">"):
+            return t - v if not (math.isinf(v) and math.isinf(t)) else 0.0
+        return float(not COMPARE[op](v, t))
+    return max(values, key=badness)
+
+
+def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | None], dict],
+             baseline: dict[tuple[str, str], dict] | None) -> dict[str, Any]:
+    """One check row of the gate document."""
+    row = {"scenario": gate.scenario, "target": gate.target if gate.b is None else f"{gate.target}/{gate.b}",
+           "key": check.key, "op": check.op, "check": check.text, "threshold": check.value,
+           "measured": None, "passed": False, "note": "", "skipped": False}
+    mine = dict(lookup(summaries[(gate.scenario, gate.target, gate.duration_s)], check.key))
+    if gate.b is not None:
+        theirs = dict(lookup(summaries[(gate.scenario, gate.b, gate.duration_s)], check.key))
+        mine = {k: _ratio(v, theirs.get(k)) for k, v in mine.items()}
+        row["note"] = f"ratio {gate.target} / {gate.b}"
+    if check.relative is not None:
+        if baseline is None:
+            row.update(passed=True, skipped=True, note="skipped: no --baseline given")
+            return row
+        base = baseline_for(baseline, gate.scenario, gate.target)
+        if base is None:
+            row["note"] = f"no run of {gate.scenario} in the baseline"
+            return row
+        ref = dict(lookup(base, check.key))
+        values = [(k, v, (ref[k] * (1 + check.relative)) if ref.get(k) is not None else math.nan)
+                  for k, v in mine.items()]
+        row["note"] = f"baseline {_fmt(_worst(check.op, values)[2] / (1 + check.relative))} {check.relative:+.0%}"
+    else:
+        values = [(k, v, check.value) for k, v in mine.items()]
+    if not values:
+        row["note"] = "no such entries in this run"
+        return row
+    label, measured, threshold = _worst(check.op, values)
+    ok = [v is not None and not (isinstance(t, float) and math.isnan(t)) and COMPARE[check.op](v, t)
+          for _, v, t in values]
+    row.update(measured=measured, threshold=threshold, passed=all(ok))
+    notes = [row["note"]] if row["note"] else []
+    if len(values) > 1:
+        notes.append(f"{sum(not o for o in ok)} of {len(values)} fail; worst {label}" if not all(ok)
+                     else f"all {len(values)} pass; worst {label}")
+    if measured is None:
+        notes.append("no value")
+    row["note"] = "; ".join(notes)
+    return row
+
+
+def _fmt(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return "never" if math.isinf(x) else f"{x:.4g}"
+
+
+def baseline_summaries(doc: dict[str, Any]) -> dict[tuple[str, str], dict]:
+    """{(scenario, target): summary} from a gate, run, compare or rank result."""
+    kind = doc.get("kind")
+    out: dict[tuple[str, str], dict] = {}
+    if kind == "run":
+        s = doc["summary"]
+        out[(s["workload"], s["target"])] = s
+    elif kind == "compare":
+        for w, sides in doc["scenarios"].items():
+            for t, s in sides.items():
+                out[(w, s.get("target", t))] = s
+    elif kind == "gate":
+        for w, sides in (doc.get("summaries") or {}).items():
+            for t, s in sides.items():
+                out[(w, t)] = s
+    elif kind == "rank":
+        for t, scen in (doc.get("baselines") or {}).items():
+            for w, s in scen.items():
+                out[(w, t)] = s
+    else:
+        raise ValueError(f"a baseline must be a gate, run, compare or rank result, not '{kind}'")
+    return out
+
+
+def baseline_for(baseline: dict[tuple[str, str], dict], scenario: str, target: str) -> dict | None:
+    """The baseline summary of (scenario, target), or the only one of that scenario."""
+    if (scenario, target) in baseline:
+        return baseline[(scenario, target)]
+    same = [s for (w, _), s in baseline.items() if w == scenario]
+    return same[0] if len(same) == 1 else None
+
+
+def _skeleton() -> dict[str, Any]:
+    """A real (tiny) run summary: the keys a check may name."""
+    label, knobs = knobs_of("hardened")
+    return VariantJob(label, knobs, "night", 1, Shortening(run_s=1.0)).run()["summary"]
+
+
+def run_gate(path: str, target: str | None = None, baseline: dict[str, Any] | None = None,
+             workers: int | None = None, on_done: Callable | None = None) -> dict[str, Any]:
+    """Parse (ConfigError on a bad file), run what the gates need, evaluate; a gate document."""
+    started = time.perf_counter()
+    gf: GateFile = load_gate_file(path, target)
+    check_keys(gf, _skeleton())
+    base = baseline_summaries(baseline) if baseline is not None else None
+    # One run per (scenario, target, duration), however many gates read it.
+    keys = sorted({(g.scenario, t, g.duration_s) for g in gf.gates for t in (g.target, g.b) if t is not None},
+                  key=lambda k: (k[0], k[1], k[2] or 0.0))
+    jobs = [VariantJob(t, knobs_of(t)[1], w, gf.seed, None if dur is None else Shortening(run_s=dur))
+            for w, t, dur in keys]
+    docs = run_jobs(jobs, workers, on_done)  # type: ignore[arg-type]
+    summaries = {k: d["summary"] for k, d in zip(keys, docs)}
+    checks = [evaluate(c, g, summaries, base) for g in gf.gates for c in g.checks]
+    nested: dict[str, dict[str, Any]] = {}
+    durations: dict[str, dict[str, Any]] = {}
+    for (w, t, _), s in summaries.items():
+        nested.setdefault(w, {})[t] = s
+        durations.setdefault(w, {})[t] = s["duration_s"]
+    return {
+        "schema": SCHEMA, "kind": "gate", "gate_file": gf.path, "seed": gf.seed, "target": target,
+        "checks": checks, "passed": all(c["passed"] for c in checks),
+        "summaries": nested, "durations": durations, "versions": versions(),
+        "wall_s": time.perf_counter() - started,
+    }

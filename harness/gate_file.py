@@ -1,0 +1,254 @@
+"""Gate files: the thresholds a CI performance gate checks, parsed and validated.
+
+A gate file is TOML (example: harness/gates/ci.toml)::
+
+    [defaults]                  # all optional
+    target = "hardened"         # the target under test (`--target` replaces it)
+    seed = 1                    # one seed for every run: sim mode is deterministic
+    duration_s = 5              # each scenario shortened to this, exactly as
+                                # `harness run --duration` does; omit for full length
+    tolerance = 0.05            # default relative tolerance of `baseline` checks
+
+    [[scenario]]                # thresholds on one scenario's run summary
+    name = "steady"             # a built-in scenario or a workload TOML path
+    target = "hardened"         # optional; default: defaults.target
+    duration_s = 3              # optional; default: defaults.duration_s
+    checks = [
+      "latency_s.p99 <= 0.3",             # seconds; a never-answered tail fails
+      "goodput_ratio >= 0.99",
+      "amplification <= 1.1",
+      "requests.lost == 0",
+      "tenants.*.p99_s <= 0.3",           # * = every tenant must pass (worst shown)
+      "latency_s.p99 <= baseline +10%",   # relative to --baseline RESULT
+      "goodput_ratio >= baseline",        # ... within defaults.tolerance
+    ]
+
+    [[paired]]                  # ratio of target A's value to target B's,
+    scenario = "slowdown"       # both measured in this same run (noise cancels)
+    a = "hardened"              # `--target` replaces side A
+    b = "naive"
+    duration_s = 6
+    checks = ["goodput_ratio >= 1.2", "amplification <= 0.8"]
+
+A check is ``KEY OP VALUE``. KEY is a dotted path into the run summary (the
+keys of `harness run --json`; ``*`` matches every entry of a table). OP is one
+of <=, <, >=, >, ==, !=. VALUE is a number, ``never`` (an infinite latency),
+or ``baseline`` optionally followed by ``+N%`` / ``-N%``: the same key in the
+baseline result file given with ``--baseline`` (a gate, run or compare
+result), moved by N%; a bare ``baseline`` with <= or < allows
+``defaults.tolerance`` above it, with >= or > that much below it, and with ==
+or != none. Latency values that are null in results (never answered) count
+as infinite. Without ``--baseline`` the baseline checks are skipped.
+
+Errors name the file, the key and the problem: ``ci.toml: key
+'scenario[0].checks[1]': unknown summary key 'latency.p99' ...``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from targets.spec import resolve_target
+from workloads.loader import ConfigError, load_workload, read_toml
+
+OPS = ("<=", ">=", "==", "!=", "<", ">")
+_CHECK = re.compile(r"^\s*(?P<key>[A-Za-z0-9_.*\-]+)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>.+?)\s*$")
+_BASE = re.compile(r"^baseline(?:\s*(?P<pct>[+-]\s*\d+(?:\.\d+)?)\s*%)?$")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One parsed check. `value` is a number (inf for 'never') or None for baseline checks."""
+
+    key: str
+    op: str
+    value: float | None
+    relative: float | None = None  # baseline checks: the allowed relative move (+0.1 = +10%)
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The checks on one (scenario, target) run, or on a pair when `b` is set."""
+
+    scenario: str
+    target: str
+    duration_s: float | None
+    checks: tuple[Check, ...]
+    b: str | None = None
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class GateFile:
+    path: str
+    seed: int
+    tolerance: float
+    gates: tuple[Gate, ...] = field(default_factory=tuple)
+
+
+def parse_check(text: Any, tolerance: float, path: str, key: str) -> Check:
+    if not isinstance(text, str):
+        raise _err(path, key, 'must be a string like "latency_s.p99 <= 0.3"')
+    m = _CHECK.match(text)
+    if not m:
+        raise _err(path, key, f"cannot parse '{text}': expected KEY OP VALUE with OP one of {', '.join(OPS)}")
+    key, op, raw = m["key"], m["op"], m["value"]
+    if raw == "never":
+        return Check(key, op, math.inf, None, text)
+    b = _BASE.match(raw)
+    if b:
+        if b["pct"] is not None:
+            rel = float(b["pct"].replace(" ", "")) / 100
+        else:
+            rel = tolerance if op in ("<=", "<") else -tolerance if op in (">=", ">") else 0.0
+        return Check(key, op, None, rel, text)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise _err(path, key, f"value '{raw}' in '{text}' is not a number, 'never' or 'baseline [+-N%]'") from None
+    if math.isnan(value):
+        raise _err(path, key, f"value '{raw}' in '{text}' is not a number")
+    return Check(key, op, value, None, text)
+
+
+def _err(path: str, key: str, problem: str) -> ConfigError:
+    return ConfigError(f"{path}: key '{key}': {problem}")
+
+
+def _table(data: Any, path: str, key: str, allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _err(path, key, "must be a table")
+    for k in data:
+        if k not in allowed:
+            raise _err(path, f"{key}.{k}" if key else k, f"unknown key (allowed here: {', '.join(sorted(allowed))})")
+    for k in required:
+        if k not in data:
+            raise _err(path, f"{key}.{k}" if key else k, "missing (required)")
+    return data
+
+
+def _number(data: dict[str, Any], path: str, key: str, name: str, default: Any) -> Any:
+    v = data.get(name, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (v == 0 and name != "tolerance"):
+        raise _err(path, f"{key}.{name}", f"must be a positive number, not {v!r}")
+    return float(v)
+
+
+def _target(spec: Any, path: str, key: str) -> str:
+    if not isinstance(spec, str):
+        raise _err(path, key, "must be a target spec string (naive, hardened+blind-retries, a .toml design)")
+    try:
+        resolve_target(spec)
+    except ConfigError as exc:
+        raise _err(path, key, str(exc)) from None
+    return spec
+
+
+def _scenario(name: Any, path: str, key: str) -> str:
+    if not isinstance(name, str):
+        raise _err(path, key, "must be a scenario name or workload TOML path")
+    try:
+        load_workload(name)
+    except ConfigError as exc:
+        raise _err(path, key, str(exc)) from None
+    return name
+
+
+def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
+    """Parse and validate a gate file; `target` replaces the target under test."""
+    p = str(path)
+    data = read_toml(Path(path))
+    _table(data, p, "", {"defaults", "scenario", "paired", "description"})
+    d = _table(data.get("defaults", {}), p, "defaults", {"target", "seed", "duration_s", "tolerance"})
+    seed = d.get("seed", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise _err(p, "defaults.seed", f"must be an integer, not {seed!r}")
+    tol = _number(d, p, "defaults", "tolerance", 0.05)
+    default_duration = _number(d, p, "defaults", "duration_s", None)
+    if target:
+        try:
+            resolve_target(target)
+        except ConfigError as exc:
+            raise ConfigError(f"--target: {exc}") from None
+    default_target = target or _target(d.get("target", "hardened"), p, "defaults.target")
+    gates: list[Gate] = []
+    for section in ("scenario", "paired"):
+        items = data.get(section, [])
+        if not isinstance(items, list):
+            raise _err(p, section, f"must be an array of tables ([[{section}]])")
+        for i, item in enumerate(items):
+            key = f"{section}[{i}]"
+            if section == "scenario":
+                _table(item, p, key, {"name", "target", "duration_s", "checks"}, ("name", "checks"))
+                scen = _scenario(item["name"], p, f"{key}.name")
+                a = target or _target(item.get("target", default_target), p, f"{key}.target")
+                b = None
+            else:
+                _table(item, p, key, {"scenario", "a", "b", "duration_s", "checks"}, ("scenario", "b", "checks"))
+                scen = _scenario(item["scenario"], p, f"{key}.scenario")
+                a = target or _target(item.get("a", default_target), p, f"{key}.a")
+                b = _target(item["b"], p, f"{key}.b")
+            dur = _number(item, p, key, "duration_s", default_duration)
+            checks = item["checks"]
+            if not isinstance(checks, list) or not checks:
+                raise _err(p, f"{key}.checks", "must be a non-empty list of checks")
+            parsed = tuple(parse_check(c, tol, p, f"{key}.checks[{j}]") for j, c in enumerate(checks))
+            if b is not None:
+                for j, c in enumerate(parsed):
+                    if c.relative is not None:
+                        raise _err(p, f"{key}.checks[{j}]", "a paired check compares A with B, not with a baseline")
+            gates.append(Gate(scen, a, dur, parsed, b, key))
+    if not gates:
+        raise _err(p, "scenario", "the file has no [[scenario]] or [[paired]] gates")
+    return GateFile(p, seed, tol, tuple(gates))
+
+
+def check_keys(gf: GateFile, skeleton: dict[str, Any]) -> None:
+    """Every check's KEY must name a number in a run summary (`skeleton`).
+
+    Tables whose entries depend on the run (tenants, attempt_status) accept
+    any name; under `tenants` a name must be a tenant of that scenario.
+    """
+    for g in gf.gates:
+        tenants = {t.name for t in load_workload(g.scenario).tenants}
+        for j, c in enumerate(g.checks):
+            problem = key_problem(c.key, skeleton, tenants)
+            if problem:
+                raise _err(gf.path, f"{g.where}.checks[{j}]", problem)
+
+
+def key_problem(key: str, skeleton: dict[str, Any], tenants: set[str]) -> str | None:
+    node: Any = skeleton
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        here = ".".join(parts[:i])
+        if not isinstance(node, dict):
+            return f"unknown summary key '{key}': '{here}' is a number, it has no '{part}'"
+        if here == "tenants":
+            if part != "*" and part not in tenants:
+                return f"unknown summary key '{key}': no tenant '{part}' (tenants: {', '.join(sorted(tenants))}, or *)"
+            node = next(iter(node.values())) if node else {}
+            continue
+        if here == "attempt_status":
+            return None if i == len(parts) - 1 else f"unknown summary key '{key}'"
+        if part == "*":
+            if not node:
+                return f"unknown summary key '{key}': '{here}' has no entries"
+            node = next(iter(node.values()))
+            continue
+        if part not in node:
+            options = ", ".join(sorted(k for k in node))
+            return f"unknown summary key '{key}': '{part}' is not one of {options}"
+        node = node[part]
+    if isinstance(node, dict):
+        return f"summary key '{key}' is a table, not a number (add one of: {', '.join(sorted(node))})"
+    if isinstance(node, (str, list)):
+        return f"summary key '{key}' is not a number"
+    return None

@@ -1,0 +1,142 @@
+"""The pool document, `harness pool` (exit codes, output at 80 columns, JSON, HTML) and
+the pool report views."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.pool_cmd import pool_document, pool_summary
+from harness.pool_sim import ModelSpec, PoolConfig
+from targets.mixed_pool import policy_names
+
+SHORT = PoolConfig(duration_s=10.0)
+OVER = PoolConfig(duration_s=5.0, small=ModelSpec(4000.0, 32, 0.05))  # 2.0 + 6.25 GPU-s/s > 8
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    return pool_document(SHORT)
+
+
+def test_document_runs_every_policy_on_the_same_arrivals(doc: dict) -> None:
+    assert doc["schema"] == "harness.result/1" and doc["kind"] == "pool"
+    assert doc["policies"] == list(policy_names()) == list(doc["results"]) and doc["skipped"] == {}
+    for model in ("large", "small"):
+        assert len({r[model]["requests"] for r in doc["results"].values()}) == 1
+    assert doc["capacity"]["ok"] and doc["config"]["duration_s"] == 10.0
+    assert all(r["gantt"] for r in doc["results"].values())
+
+
+def test_document_says_proportional_starves_while_reservation_meets_the_slo(doc: dict) -> None:
+    assert "proportional" not in doc["meets_slo"] and "gang-reserve" in doc["meets_slo"]
+    # Served only once small traffic stops (the drain after 10 s of arrivals), or never.
+    p99 = doc["results"]["proportional"]["large"]["p99_s"]
+    assert p99 is None or p99 > 5 * doc["config"]["slo_s"]
+    assert any(line.startswith("proportional fails although capacity suffices: the large model starves")
+               for line in doc["verdict"])
+    assert not any("[" in line for line in doc["verdict"])  # plain text, no rich markup
+
+
+def test_beyond_capacity_every_policy_fails_and_says_why() -> None:
+    d = pool_document(OVER)
+    assert not d["capacity"]["ok"] and d["meets_slo"] == []
+    assert d["verdict"][0].startswith("every policy fails: demand 8.25 GPU-s/s")
+
+
+def test_policies_that_cannot_run_are_skipped_with_the_reason() -> None:
+    d = pool_document(PoolConfig(duration_s=5.0, slo_s=0.3), ["proportional", "time-slice"])
+    assert d["policies"] == ["proportional"] and "t_L + t_S" in d["skipped"]["time-slice"]
+    with pytest.raises(ValueError, match="valid: proportional"):
+        pool_document(SHORT, ["nope"])
+
+
+def test_summary_drops_the_gantt_bars(doc: dict) -> None:
+    s = pool_summary(doc)
+    assert "versions" not in s and all("gantt" not in r for r in s["results"].values())
+    assert s["results"]["gang-reserve"]["large"] == doc["results"]["gang-reserve"]["large"]
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def _invoke(args: list[str]):
+    return runner.invoke(app, args, env={"COLUMNS": "80"}, catch_exceptions=False)
+
+
+def test_cli_compare_prints_policies_side_by_side(tmp_path: Path) -> None:
+    out = tmp_path / "pool.json"
+    res = _invoke(["pool", "--compare", "--duration", "8", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    for name in policy_names():
+        assert name in res.output
+    assert "capacity: 10x8x0.2/8 + 2000x0.05/32 = 2.00 + 3.12 = 5.12 <= 8x0.8 = 6.40" in res.output.replace("\n", " ")
+    assert "starves" in res.output and max(len(line) for line in res.output.splitlines()) <= 80
+    saved = json.loads(out.read_text())
+    assert saved["kind"] == "pool" and saved["policies"] == list(policy_names())
+    again = _invoke(["report", str(out)])
+    assert again.exit_code == 0 and "capacity:" in again.output
+
+
+def test_cli_default_is_the_docs_proposal_and_json_is_json(tmp_path: Path) -> None:
+    res = _invoke(["pool", "--duration", "5", "--json", "--out", str(tmp_path / "p.json")])
+    assert res.exit_code == 0
+    data = json.loads(res.output)
+    assert data["policies"] == ["proportional"] and "gantt" not in data["results"]["proportional"]
+    res = _invoke(["pool", "--policy", "gang-reserve", "--policy", "time-slice", "--duration", "5",
+                   "--small-rate", "4000", "--out", str(tmp_path / "q.json")])
+    assert res.exit_code == 0 and "every policy fails" in res.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--policy", "nope"], "unknown pool policy 'nope'"),
+    (["--large-batch", "0"], "batch_size must be an int >= 1"),
+    (["--duration", "-1"], "duration_s must be finite and > 0"),
+    (["--slo", "0.3", "--policy", "time-slice"], "no policy can run"),
+])
+def test_cli_rejects_bad_input_with_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["pool", *args, "--out", str(tmp_path / "x.json")], env={"COLUMNS": "200"})
+    assert res.exit_code == 2 and message in res.output
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_cli_html_has_gantt_and_comparison(tmp_path: Path) -> None:
+    page = tmp_path / "pool.html"
+    res = _invoke(["pool", "--compare", "--duration", "5", "--out", str(tmp_path / "p.json"), "--html", str(page)])
+    assert res.exit_code == 0 and page.exists()
+    text = page.read_text()
+    assert 'data-expected="2"' in text and "GPU pool schedule per policy" in text
+
+
+# -- the views -------------------------------------------------------------------------------
+
+
+def test_console_renderer_fits_80_columns(doc: dict) -> None:
+    from reports.render import render_console
+
+    con = Console(width=80, record=True, color_system=None)
+    render_console(doc, con)
+    text = con.export_text()
+    assert "proportional" in text and "meets SLO" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_html_sections(doc: dict) -> None:
+    from reports.pool_view import sections
+
+    secs = sections(doc)
+    assert [s.title for s in secs] == ["Two models on one pool: the capacity condition", "Per-policy comparison",
+                                       "GPU pool schedule per policy (Gantt)", "All metrics"]
+    comp, gantt = secs[1].figure, secs[2].figure
+    assert comp.layout.yaxis.title.text == "p99 latency (s)" and comp.layout.xaxis.title.text == "scheduling policy"
+    large = [b for b in comp.data if b.name == "large model p99"][0]
+    assert float(large.y[0]) > 5 * doc["config"]["slo_s"]  # proportional's large model starves
+    assert {t.name for t in gantt.data if t.showlegend} == {"large model", "small model"}
+    assert "5.12 &lt;= 8x0.8" in secs[0].html and "&amp;" not in secs[0].html  # escaped once
+    assert sections(pool_document(PoolConfig(duration_s=5.0, slo_s=0.3), ["time-slice"]))[0].html.count("<li>") == 2
