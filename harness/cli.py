@@ -68,7 +68,7 @@ def run(
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
-    scale: Optional[float] = typer.Option(None, "--scale", help="live: shrink rates and fleet together (default: ~320 req/s peak)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="live: shrink rates and fleet together (default: ~310 req/s peak)."),
     model: str = typer.Option("mlp", "--model", help="live: torch model of the GPU workers (mlp, cnn, transformer)."),
     device: str = typer.Option("auto", "--device", help="live: auto, cpu or cuda."),
     template: Optional[Path] = typer.Option(None, "--template", help="live, URL target: JSON body template ({{input}}, ...)."),

@@ -8,17 +8,40 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 from urllib.parse import urlsplit
 
 import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from harness.cli import app, err, fail, out
 from harness.jobs import SimJob
 from harness.result import SCHEMA, versions
 from workloads.loader import ConfigError, load_workload
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """A progress bar fed by LiveRun's once-a-window samples (None when disabled)."""
+    if not enabled:
+        yield None
+        return
+    cols = (TextColumn("[bold]live[/] {task.fields[t]:>6.1f}/{task.total:g} s"), BarColumn(),
+            TextColumn("{task.fields[done]:>8,} answered  queue {task.fields[queue]:>6,}"), TimeElapsedColumn())
+    with Progress(*cols, console=err, transient=True) as bar:
+        task = None
+
+        def update(p: dict[str, Any]) -> None:
+            nonlocal task
+            if task is None:
+                task = bar.add_task("live", total=p["duration_s"], t=0.0, done=0, queue=0)
+            bar.update(task, completed=min(p["t_s"], p["duration_s"]), t=p["t_s"], done=p["finished"],
+                       queue=p["queue_depth"])
+
+        yield update
 
 
 def _parse_url(text: str, allow_remote: bool) -> tuple[str, int, str]:
@@ -39,7 +62,6 @@ def _live_run(target: str, workload: str, seed: int, overrides: dict[str, Any], 
     from harness.http_transport import Payloads
     from harness.live import LiveRun, default_scale, fmt_lag, scale_for_live, snap_scale
     from harness.live_host import HostSpec
-    from harness.progress import sim_progress
     from targets.spec import resolve_target
 
     try:
@@ -75,7 +97,7 @@ def _live_run(target: str, workload: str, seed: int, overrides: dict[str, Any], 
         fail(str(exc))
     if not quiet:
         err.print(plan, highlight=False)
-    with sim_progress(enabled=not quiet and err.is_terminal, console=err) as progress:
+    with _progress(enabled=not quiet and err.is_terminal) as progress:
         run.progress = progress
         try:
             doc = run.run()

@@ -2,21 +2,22 @@
 
 The two sides of the ablation disagree when flaws interact:
 
-- *compounding*: putting F back into the good design costs nothing, yet
-  fixing F alone in the flawed design gains a lot. F hurts only together with
-  some other flaw G. Probe: on the scenario of F's largest gain, run
-  ``GOOD+G+F`` against ``GOOD+G`` (already measured) for the few flaws G that
-  hurt most there; F's marginal cost beside G names the partner.
+- *compounding*: putting F back into the good design costs nothing (or a
+  quarter or less of what its fix gains), yet fixing F alone in the flawed
+  design gains a lot: F hurts only together with some other flaw G. Probe, on
+  the scenario of F's largest gain: ``GOOD+G+F`` against ``GOOD+G`` (already
+  measured) for every other flaw G; F's marginal cost beside G names G.
 - *masked*: putting F back costs a lot, yet fixing F alone in the flawed
-  design gains nothing: other flaws keep the flawed design failing anyway.
-  Probe: on the scenario of F's largest cost, run ``FLAWED-G-F`` against
-  ``FLAWED-G`` for the few flaws G that hurt most there; F's marginal gain
-  once G is fixed names what masks it.
+  design gains nothing (or a quarter or less of that cost): some other flaw
+  G keeps the flawed design failing anyway, or some other *fix* is what makes
+  F costly. Probe, on the scenario of F's largest cost: ``FLAWED-G-F``
+  against ``FLAWED-G`` for every other flaw G; F's marginal gain once G is
+  fixed too names G.
 
 "Matters" is a goodput difference of at least MATTERS (2 points) or a p99
 moved by at least a third of the SLO (or to/from never answered);
-"negligible" is under TIE (half a point) and a tenth of the SLO. Probes run
-at most PARTNERS partners per interacting flaw, in one batch of jobs.
+"negligible" is under TIE (half a point) and a tenth of the SLO. At most
+MAX_PROBED flaws are probed (the highest ranked), in one batch of jobs.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from harness.ablation import TIE, VariantJob, inf, run_summaries, severity, tail
 from targets.flaws import FLAWS
 
 MATTERS = 0.02
-PARTNERS = 3
+DOMINANCE = 4.0   # one side at least this many times the other counts as lopsided
+MAX_PROBED = 4
 
 
 def matters(goodput: float, tail: float | None, slo_s: float) -> bool:
@@ -38,26 +40,29 @@ def negligible(goodput: float, tail: float | None, slo_s: float) -> bool:
     return goodput < TIE and tail is not None and tail < slo_s / 10
 
 
+def _lopsided(big: float, small: float) -> bool:
+    return big >= MATTERS and small * DOMINANCE <= big
+
+
 def classify(f: dict[str, Any], slo_s: float) -> str | None:
     """'compounding', 'masked' or None for one rank-document flaw entry."""
     c, g = f["cost"], f["gain"]
     if g.get("note"):  # not present in the flawed design: no gain side to compare with
         return None
-    if negligible(c["goodput_loss"], c["p99_increase_s"], slo_s) and matters(g["goodput_gain"], g["p99_decrease_s"], slo_s):
+    cost, gain = max(c["goodput_loss"], 0.0), max(g["goodput_gain"], 0.0)
+    cost_matters = matters(cost, c["p99_increase_s"], slo_s)
+    gain_matters = matters(gain, g["p99_decrease_s"], slo_s)
+    if gain_matters and (negligible(cost, c["p99_increase_s"], slo_s) or _lopsided(gain, cost)):
         return "compounding"
-    if matters(c["goodput_loss"], c["p99_increase_s"], slo_s) and negligible(g["goodput_gain"], g["p99_decrease_s"], slo_s):
+    if cost_matters and (negligible(gain, g["p99_decrease_s"], slo_s) or _lopsided(cost, gain)):
         return "masked"
     return None
 
 
-def _partners(doc: dict[str, Any], fid: str, w: str) -> list[str]:
-    """Other flaws, present in the flawed design, that hurt most on `w`."""
+def _partners(doc: dict[str, Any], fid: str) -> list[str]:
+    """Every other flaw present in the flawed design, in rank order."""
     present = set(doc["flaws_in_flawed"])
-    rows = [(f["id"], f["per_scenario"].get(w)) for f in doc["flaws"] if f["id"] != fid and f["id"] in present]
-    rows = [(i, r) for i, r in rows if r is not None]
-    rows.sort(key=lambda ir: (severity(ir[1]["goodput_loss"], ir[1]["p99_increase_s"]),
-                              severity(ir[1]["gain_goodput"], ir[1]["gain_p99_s"])), reverse=True)
-    return [i for i, _ in rows[:PARTNERS]]
+    return [f["id"] for f in sorted(doc["flaws"], key=lambda f: f["rank"]) if f["id"] != fid and f["id"] in present]
 
 
 def find_interactions(doc: dict[str, Any], good_knobs: dict[str, Any], flawed_knobs: dict[str, Any],
@@ -69,12 +74,10 @@ def find_interactions(doc: dict[str, Any], good_knobs: dict[str, Any], flawed_kn
     by_id = {f.id: f for f in FLAWS}
     plans: list[dict[str, Any]] = []
     jobs: list[VariantJob] = []
-    for f in doc["flaws"]:
-        kind = classify(f, slo)
-        if kind is None:
-            continue
+    candidates = [(f, classify(f, slo)) for f in sorted(doc["flaws"], key=lambda f: f["rank"])]
+    for f, kind in [(f, k) for f, k in candidates if k is not None][:MAX_PROBED]:
         w = f["gain"]["scenario"] if kind == "compounding" else f["cost"]["scenario"]
-        partners = _partners(doc, f["id"], w)
+        partners = _partners(doc, f["id"])
         plans.append({"flaw": f["id"], "kind": kind, "scenario": w, "partners": partners})
         short = plan[w]["shortening"]
         me = by_id[f["id"]]
@@ -115,7 +118,7 @@ def _describe(p: dict[str, Any], f: dict[str, Any], good: str, flawed: str, slo:
     hits = [r for r in p["probes"] if matters(r["goodput"], r["p99_s"], slo)]
     hits.sort(key=lambda r: (severity(r["goodput"], r["p99_s"])), reverse=True)
     if p["kind"] == "compounding":
-        head = (f"costs {_pct(f['cost']['goodput_loss'])} at most put back into {good} alone, yet fixing it "
+        head = (f"costs only {_pct(f['cost']['goodput_loss'])} put back into {good}, yet fixing it "
                 f"alone in {flawed} gains {_pct(f['gain']['goodput_gain'])} on {w}")
         if hits:
             r = hits[0]
@@ -124,10 +127,10 @@ def _describe(p: dict[str, Any], f: dict[str, Any], good: str, flawed: str, slo:
         tried = ", ".join(p["partners"]) or "no other flaw"
         return f"{head}: it hurts only beside several flaws at once (no single partner among {tried})"
     head = (f"costs {_pct(f['cost']['goodput_loss'])} put back into {good} on {w}, yet fixing it alone in "
-            f"{flawed} gains {_pct(f['gain']['goodput_gain'])}")
+            f"{flawed} gains only {_pct(f['gain']['goodput_gain'])}")
     if hits:
         r = hits[0]
-        return (f"{head}: {r['partner']} masks it (once {r['partner']} is fixed too, fixing {fid} gains "
+        return (f"{head}: it pairs with {r['partner']} (once {r['partner']} is fixed too, fixing {fid} gains "
                 f"{_pct(r['goodput'])} on {w}, {r['goodput_base']:.1%} -> {r['goodput_with']:.1%})")
     tried = ", ".join(p["partners"]) or "no other flaw"
     return f"{head}: several other flaws mask it at once (no single one among {tried} unmasks it)"

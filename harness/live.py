@@ -24,19 +24,16 @@ process is always stopped (terminated, then killed) before `run` returns.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
 from harness.driver import Driver
 from harness.http_transport import HttpTransport, Payloads, new_loop
-from harness.live_host import HostSpec
+from harness.live_host import HostProcess, HostSpec
 from harness.recorder import Recorder
 from harness.summary import build_document
 from targets.cache import CacheStats
@@ -102,84 +99,6 @@ def scale_for_live(cfg: TargetConfig, scale: float) -> tuple[TargetConfig, Scali
     return small, info
 
 
-class HostProcess:
-    """A target host in a child process, spoken to over its stdin/stdout (JSON lines)."""
-
-    def __init__(self, spec: HostSpec) -> None:
-        self.spec = spec
-        self.proc: subprocess.Popen | None = None
-        self.ready: dict[str, Any] = {}
-        self._reader: asyncio.StreamReader | None = None
-        self._lock = asyncio.Lock()
-        self._seq = 0
-
-    async def start(self, timeout_s: float = 120.0) -> dict[str, Any]:
-        loop = asyncio.get_running_loop()
-        # A new session: a terminal's Ctrl-C reaches only the parent, which stops the host.
-        self.proc = subprocess.Popen([sys.executable, "-m", "harness.live_host"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, start_new_session=True)
-        self._reader = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), self.proc.stdout)
-        self._write({k: v for k, v in asdict(self.spec).items()})
-        line = await asyncio.wait_for(self._reader.readline(), timeout_s)
-        self.ready = json.loads(line) if line else {"ready": False, "error": "host exited during start"}
-        if not self.ready.get("ready"):
-            self.kill()
-            raise RuntimeError(f"live target host failed to start: {self.ready.get('error')}")
-        return self.ready
-
-    def _write(self, obj: dict[str, Any]) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
-        self.proc.stdin.flush()
-
-    async def request(self, op: str, timeout_s: float = 10.0, **kw: Any) -> dict[str, Any]:
-        """Send one request and return its answer. Answers carry the request's id, so
-        the answer to a request whose caller was cancelled is skipped, not misread."""
-        async with self._lock:
-            self._seq += 1
-            self._write({"op": op, "id": self._seq, **kw})
-            while True:
-                line = await asyncio.wait_for(self._reader.readline(), timeout_s)  # type: ignore[union-attr]
-                if not line:
-                    raise RuntimeError("live target host has exited")
-                answer = json.loads(line)
-                if answer.get("id") == self._seq:
-                    return answer
-
-    async def stop(self, timeout_s: float = 5.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            await self.request("stop", timeout_s=2.0)
-            self.proc.stdin.close()  # type: ignore[union-attr]
-        except (RuntimeError, OSError, asyncio.TimeoutError, ValueError):
-            pass
-        deadline = time.monotonic() + timeout_s
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        self.kill()
-
-    def kill(self) -> None:
-        """Synchronous and certain: terminate, then kill, and reap."""
-        p = self.proc
-        if p is None:
-            return
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(3.0)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for stream in (p.stdin, p.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
-
-
 class _RemoteTarget:
     """The host's figures, shaped like the ServingTarget attributes build_summary reads.
 
@@ -235,6 +154,7 @@ class LiveRun:
     # -- running ---------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         """Run to the end (or to Ctrl-C / SIGTERM) and return the result document."""
+        raise_fd_limit()
         started, cpu = time.perf_counter(), time.process_time()
         try:
             with asyncio.Runner(loop_factory=new_loop) as runner:
@@ -297,7 +217,11 @@ class LiveRun:
         w, k, rec = self.workload.window_s, 1, self.recorder
         while True:
             await asyncio.sleep(max(0.0, t0 + k * w - loop.time()))
-            s = await self.host.request("sample")  # type: ignore[union-attr]
+            try:
+                s = await self.host.request("sample")  # type: ignore[union-attr]
+            except (RuntimeError, OSError, asyncio.TimeoutError, ValueError) as exc:
+                self.events.append({"t_s": loop.time() - t0, "event": "host-unreachable", "reason": str(exc)})
+                return
             rec.sample(loop.time(), s["queue_depth"], s["busy_gpu_s"], s["alive"])
             if self.progress is not None:
                 self.progress({"t_s": loop.time() - t0, "duration_s": self.workload.duration_s,
@@ -306,6 +230,13 @@ class LiveRun:
             k += 1
 
     async def _fault(self, f, t0: float) -> None:
+        try:
+            await self._inject(f, t0)
+        except (RuntimeError, OSError, asyncio.TimeoutError, ValueError) as exc:
+            self.events.append({"t_s": asyncio.get_running_loop().time() - t0, "event": "fault-failed",
+                                "reason": str(exc)})
+
+    async def _inject(self, f, t0: float) -> None:
         loop = asyncio.get_running_loop()
         host = self.host
         await asyncio.sleep(max(0.0, t0 + f.at_s - loop.time()))
@@ -347,6 +278,19 @@ class LiveRun:
         view = _RemoteTarget(self.host_stats, self.recorder.t0) if self.host_stats else None
         return build_document(self.recorder, self.config, self.workload, view, self.seed, "live",
                               self.end_s, self.wall_s, self.partial, self.events, extra={"live": self.live_block()})
+
+
+def raise_fd_limit() -> None:
+    """Soft open-files limit up to the hard one: every connection costs a
+    descriptor in the driver and three in the host (proxy both ends, server)."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not POSIX, or not allowed
+        pass
 
 
 def default_scale(workload: WorkloadConfig) -> float:

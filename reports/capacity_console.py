@@ -10,7 +10,9 @@ from typing import Any, Mapping
 
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 __all__ = ["render_capacity", "format_measured"]
 
@@ -75,13 +77,18 @@ def render_capacity(doc: Mapping[str, Any], console: Console) -> None:
     console.print(by_b)
 
     if doc.get("losses"):
-        losses = _table(f"Where realtime throughput goes (measured on {doc['realtime_gpus']} GPUs)")
-        losses.add_column("source", ratio=2)
-        losses.add_column("measured", justify="right", no_wrap=True)
-        losses.add_column("unit, and what the runs showed", ratio=5)
+        # One line per source, its explanation indented below at full width: a three-column
+        # table would wrap every explanation into a narrow column nine lines tall.
+        console.print(f"[italic]Where realtime throughput goes (measured on {doc['realtime_gpus']} GPUs)[/]")
         for r in doc["losses"]:
-            losses.add_row(r["source"], format_measured(r), f"[bold]{r['unit']}[/]\n[dim]{r['explanation']}[/]")
-        console.print(losses)
+            head = Table.grid(padding=(0, 1))
+            head.add_column(width=28, overflow="fold")
+            head.add_column(width=7, justify="right", no_wrap=True)
+            head.add_column(overflow="fold")
+            head.add_row(f"[bold]{r['source']}[/]", f"[bold]{format_measured(r)}[/]", r["unit"])
+            console.print(Padding(head, (0, 0, 0, 1)))
+            console.print(Padding(Text(r["explanation"], style="dim"), (0, 0, 0, 3)))
+        console.print()
 
     if doc.get("curve"):
         curve = _table(f"Latency vs utilization at {inp['qps']:,.0f} QPS (ms)")

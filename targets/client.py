@@ -72,7 +72,7 @@ class RetryBudget:
         self.first += 1
 
     def try_spend(self) -> bool:
-        if self.retries < self.ratio * self.first + self.floor:
+        if self.retries + 1 <= self.ratio * self.first + self.floor:
             self.retries += 1
             return True
         return False

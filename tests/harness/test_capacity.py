@@ -220,7 +220,7 @@ def test_console_report_fits_80_columns(tiny_plan: dict) -> None:
     con = Console(width=80, record=True, color_system=None)
     render_console(tiny_plan, con)
     text = con.export_text()
-    assert "6.25" in text and "Offline" in text and "fragmentation across per-server" in text
+    assert "6.25" in text and "Offline" in text and "duplicates from retries" in text
     assert max(len(line) for line in text.splitlines()) <= 80
 
 

@@ -98,7 +98,9 @@ def test_slowdown_hardened_bounds_amplification_and_never_runs_an_id_twice():
     wl = small("slowdown", 16)
     naive = run_sim(resolve_target("naive"), wl, 1)["summary"]
     hard = run_sim(resolve_target("hardened"), wl, 1)["summary"]
-    assert hard["amplification"] <= 1.1
+    # the budget: retries <= 10% of first attempts + a floor of 10 per client
+    floor = 10 * len(hard["tenants"]) / hard["requests"]["unique"]
+    assert hard["amplification"] <= 1.1 + floor
     assert hard["gpu"]["wasted_breakdown_s"]["duplicate"] == 0
     assert naive["amplification"] > 1.5
     assert naive["gpu"]["wasted_breakdown_s"]["duplicate"] > 0

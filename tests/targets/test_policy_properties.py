@@ -147,3 +147,33 @@ def test_dedupe_never_runs_one_id_twice_while_in_flight(script):
             for w in d.finish(a, Response(Status.OK), now=float(uid)):
                 w.answer(Response(Status.OK))
     assert all(c == 1 for c in answered.values())
+
+
+@given(st.floats(0, 1), st.integers(0, 20), st.lists(st.booleans(), max_size=400))
+def test_retry_budget_never_exceeds_ratio_of_first_attempts_plus_floor(ratio, floor, script):
+    from targets.client import RetryBudget
+
+    b = RetryBudget(ratio, floor)
+    for first in script:
+        if first:
+            b.record_first()
+        else:
+            b.try_spend()
+        assert b.retries <= ratio * b.first + floor + 1e-9
+
+
+def test_backoff_is_capped_full_jitter_and_honours_retry_after():
+    import random
+
+    from targets.client import ClientPolicy
+    from targets.config import Backoff
+
+    p = ClientPolicy(1.0, 5, Backoff.EXPONENTIAL, 0.05, 0.4, True, 0.1, True, True)
+    rng = random.Random(1)
+    plain = Response(Status.TIMEOUT)
+    for n in range(1, 8):
+        delays = [p.delay_s(n, plain, rng) for _ in range(300)]
+        cap = min(0.4, 0.05 * 2 ** (n - 1))
+        assert 0 <= min(delays) and max(delays) <= cap
+        assert max(delays) > 0.8 * cap  # full jitter spans the whole range
+    assert p.delay_s(1, Response(Status.UNAVAILABLE, retry_after_s=0.7), rng) >= 0.7
