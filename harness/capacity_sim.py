@@ -2,7 +2,7 @@
 
 ``Point`` is one seeded sim run of a target spec under a constant-rate workload,
 picklable so ``harness.jobs.run_jobs`` can run points in worker processes. Its
-``run()`` returns a compact metrics dict (``PointResult`` keys, below) rather than
+``run()`` returns a compact metrics dict (keys listed on ``Point``) rather than
 the whole run document, and adds one measurement the run document lacks: GPU
 time left idle while requests sat queued (a batch forming), sampled every
 ``probe_s`` of virtual time.

@@ -97,23 +97,23 @@ def parse_check(text: Any, tolerance: float, path: str, key: str) -> Check:
     m = _CHECK.match(text)
     if not m:
         raise _err(path, key, f"cannot parse '{text}': expected KEY OP VALUE with OP one of {', '.join(OPS)}")
-    key, op, raw = m["key"], m["op"], m["value"]
+    name, op, raw = m["key"], m["op"], m["value"]
     if raw == "never":
-        return Check(key, op, math.inf, None, text)
+        return Check(name, op, math.inf, None, text)
     b = _BASE.match(raw)
     if b:
         if b["pct"] is not None:
             rel = float(b["pct"].replace(" ", "")) / 100
         else:
             rel = tolerance if op in ("<=", "<") else -tolerance if op in (">=", ">") else 0.0
-        return Check(key, op, None, rel, text)
+        return Check(name, op, None, rel, text)
     try:
         value = float(raw)
     except ValueError:
         raise _err(path, key, f"value '{raw}' in '{text}' is not a number, 'never' or 'baseline [+-N%]'") from None
     if math.isnan(value):
         raise _err(path, key, f"value '{raw}' in '{text}' is not a number")
-    return Check(key, op, value, None, text)
+    return Check(name, op, value, None, text)
 
 
 def _err(path: str, key: str, problem: str) -> ConfigError:

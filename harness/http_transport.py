@@ -269,7 +269,7 @@ class HttpTransport:
     # -- lifecycle ---------------------------------------------------------------------------
     async def open(self, connections: dict[str, int]) -> None:
         """Open `connections[tenant]` keep-alive connections per tenant before the run."""
-        tasks = [self._connect(self._pool(t)) for t, n in connections.items() for _ in range(n)]
+        tasks = [self._open(self._pool(t)) for t, n in connections.items() for _ in range(n)]
         await asyncio.gather(*tasks)
 
     def begin(self, t0: float, sched_s: list[float]) -> None:
@@ -305,7 +305,7 @@ class HttpTransport:
         self.waited += 1
         pool.waiting.append(attempt)
         if pool.connecting < len(pool.waiting) and self.open_now + self._connecting() < self.max_connections:
-            task = self.loop.create_task(self._connect(pool))
+            task = self._open(pool)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -328,8 +328,11 @@ class HttpTransport:
     def _connecting(self) -> int:
         return sum(p.connecting for p in self._pools.values())
 
+    def _open(self, pool: _Pool) -> asyncio.Task:
+        pool.connecting += 1  # counted now, so a burst cannot overshoot max_connections
+        return self.loop.create_task(self._connect(pool))
+
     async def _connect(self, pool: _Pool) -> None:
-        pool.connecting += 1
         try:
             _, conn = await self.loop.create_connection(lambda: _Conn(self, pool), self.host, self.port)
         except OSError as exc:

@@ -36,18 +36,21 @@ def _status(c: dict[str, Any]) -> str:
 def render_gate(doc: dict[str, Any], console: Console) -> None:
     checks = doc["checks"]
     failed = [c for c in checks if not c["passed"]]
-    t = Table(title=f"gate {doc['gate_file']}" + (f" (target {doc['target']})" if doc.get("target") else ""),
+    singles = {c["target"] for c in checks if "/" not in c["target"]}
+    main = next(iter(singles)) if len(singles) == 1 else None
+    t = Table(title=f"gate {doc['gate_file']}" + (f" on {main}" if main else ""),
               box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
     t.add_column("")
     t.add_column("scenario", no_wrap=True)
-    t.add_column("target", overflow="fold")
-    t.add_column("check", overflow="fold")
+    t.add_column("check", overflow="fold", min_width=22)
     t.add_column("measured", justify="right", no_wrap=True)
     t.add_column("note", overflow="fold")
     for c in checks:
         paired = "/" in c["target"]
         mark = {"pass": "[green]pass[/]", "FAIL": "[bold red]FAIL[/]", "skip": "[yellow]skip[/]"}[_status(c)]
-        t.add_row(mark, c["scenario"], c["target"], c["check"], value(c["measured"], c["key"], paired), c["note"])
+        note = "; ".join(x for x in (("" if c["target"] == main or paired else c["target"]), c["note"]) if x)
+        shown = "-" if c.get("skipped") else value(c["measured"], c["key"], paired)
+        t.add_row(mark, c["scenario"], c["check"], shown, note)
     console.print(t)
     verdict = "[bold green]PASSED[/]" if doc["passed"] else "[bold red]FAILED[/]"
     skipped = sum(1 for c in checks if c.get("skipped"))
@@ -87,13 +90,16 @@ def markdown(doc: dict[str, Any]) -> str:
     """A GitHub-flavoured Markdown report: verdict line, then one row per check."""
     checks = doc["checks"]
     failed = sum(1 for c in checks if not c["passed"])
+    skipped = sum(1 for c in checks if c.get("skipped"))
     head = (f"### Performance gate `{doc['gate_file']}`: {'passed' if doc['passed'] else 'FAILED'}\n\n"
-            f"{len(checks) - failed} of {len(checks)} checks passed (sim mode, seed {doc.get('seed')}).\n\n"
+            f"{len(checks) - failed - skipped} of {len(checks)} checks passed"
+            + (f", {skipped} skipped" if skipped else "") + f" (sim mode, seed {doc.get('seed')}).\n\n"
             "| | scenario | target | check | measured | note |\n|---|---|---|---|---:|---|\n")
     rows = []
     for c in checks:
         paired = "/" in c["target"]
         mark = {"pass": "✅", "FAIL": "❌", "skip": "⏭"}[_status(c)]
-        cells = [mark, c["scenario"], c["target"], f"`{c['check']}`", value(c["measured"], c["key"], paired), c["note"]]
+        shown = "-" if c.get("skipped") else value(c["measured"], c["key"], paired)
+        cells = [mark, c["scenario"], c["target"], f"`{c['check']}`", shown, c["note"]]
         rows.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
     return head + "\n".join(rows) + "\n"

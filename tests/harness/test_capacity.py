@@ -4,6 +4,9 @@ tiny simulated plan (realtime above the formula, offline at it)."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -276,3 +279,17 @@ def test_cli_capacity_rejects_bad_input(args: list[str], message: str, tmp_path:
     res = runner.invoke(app, ["capacity", *args, "--out", str(tmp_path / "x.json")], env={"COLUMNS": "200"})
     assert res.exit_code == 2 and message in res.output
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium binary installed (apt-get install chromium)")
+def test_capacity_report_draws_in_headless_chromium(tiny_plan: dict, tmp_path: Path) -> None:
+    from reports.html import write_html
+
+    page = write_html([tiny_plan], tmp_path / "cap.html")
+    done = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}",
+                           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=15000", "--dump-dom",
+                           page.as_uri()], capture_output=True, text=True, timeout=90)
+    status = re.search(r'id="report-status"[^>]*', done.stdout).group(0)
+    assert 'data-state="rendered"' in status and 'data-plots="4"' in status, status
+    console = [ln for ln in done.stderr.splitlines() if "CONSOLE" in ln]
+    assert not [ln for ln in console if "Error" in ln or "WARN" in ln], console

@@ -76,7 +76,7 @@ def test_naive_and_hardened_run_live_and_write_valid_results(tmp_path: Path) -> 
         assert sum(live["proxy"]["per_api_server"]) == live["proxy"]["accepted"] >= 10
     naive, hardened = (results.load(tmp_path / f"{t}.json")["summary"] for t in runs)
     assert naive["gpu"]["count"] == 1 and hardened["gpu"]["count"] == 3  # sizing rules at 312.5 req/s
-    assert hardened["goodput_ratio"] > 0.9 and hardened["gpu"]["utilization"] < 0.5
+    assert hardened["goodput_ratio"] > 0.9
 
 
 OUTAGE = """

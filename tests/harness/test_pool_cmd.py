@@ -4,6 +4,9 @@ the pool report views."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -140,3 +143,20 @@ def test_html_sections(doc: dict) -> None:
     assert {t.name for t in gantt.data if t.showlegend} == {"large model", "small model"}
     assert "5.12 &lt;= 8x0.8" in secs[0].html and "&amp;" not in secs[0].html  # escaped once
     assert sections(pool_document(PoolConfig(duration_s=5.0, slo_s=0.3), ["time-slice"]))[0].html.count("<li>") == 2
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary installed (apt-get install chromium)")
+def test_pool_report_draws_in_headless_chromium(doc: dict, tmp_path: Path) -> None:
+    from reports.html import write_html
+
+    page = write_html([doc], tmp_path / "pool.html")
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}",
+                           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=15000", "--dump-dom",
+                           page.as_uri()], capture_output=True, text=True, timeout=90)
+    status = re.search(r'id="report-status"[^>]*', done.stdout).group(0)
+    assert 'data-state="rendered"' in status and 'data-plots="2"' in status, status
+    console = [ln for ln in done.stderr.splitlines() if "CONSOLE" in ln]
+    assert not [ln for ln in console if "Error" in ln or "WARN" in ln], console

@@ -1,0 +1,156 @@
+"""CI gates: thresholds, wildcards, baselines, paired gates, exit codes, bad
+files and the JUnit/Markdown reports. Every run is `night` cut to 30 s (about
+90 requests at 3 QPS), where hardened answers in one batch time and naive,
+waiting for full batches, never does."""
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.gate import lookup, run_gate
+from harness.gate_file import load_gate_file
+from reports.gate_console import junit_xml, markdown
+from workloads.loader import ConfigError
+
+GOOD = """
+[defaults]
+target = "hardened"
+duration_s = 30
+
+[[scenario]]
+name = "night"
+checks = ["latency_s.p99 <= 0.3", "goodput_ratio >= 0.99", "tenants.*.p99_s <= 0.3", "requests.lost == 0",
+          "latency_s.p99 <= baseline +10%"]
+
+[[paired]]
+scenario = "night"
+b = "naive"
+checks = ["goodput_ratio >= 2"]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "gates.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture(scope="module")
+def passing(tmp_path_factory):
+    path = write(tmp_path_factory.mktemp("gate"), GOOD)
+    return path, run_gate(str(path), workers=1)
+
+
+def test_hardened_passes_and_reports_measured_values(passing):
+    _, doc = passing
+    assert doc["kind"] == "gate" and doc["passed"] is True
+    rows = {c["check"]: c for c in doc["checks"]}
+    p99 = doc["summaries"]["night"]["hardened"]["latency_s"]["p99"]
+    assert rows["latency_s.p99 <= 0.3"]["measured"] == p99 < 0.3
+    tenants = doc["summaries"]["night"]["hardened"]["tenants"]
+    assert rows["tenants.*.p99_s <= 0.3"]["measured"] == max(t["p99_s"] for t in tenants.values())
+    assert rows["latency_s.p99 <= baseline +10%"]["skipped"] is True
+    ratio = rows["goodput_ratio >= 2"]
+    g = doc["summaries"]["night"]
+    assert ratio["target"] == "hardened/naive"
+    assert ratio["measured"] == pytest.approx(g["hardened"]["goodput_ratio"] / g["naive"]["goodput_ratio"])
+
+
+def test_naive_fails_the_same_file(passing):
+    path, _ = passing
+    doc = run_gate(str(path), target="naive", workers=1)
+    assert doc["passed"] is False
+    failed = {c["check"] for c in doc["checks"] if not c["passed"]}
+    # naive's night: full batches never fill, so the tail is never answered; the pair is naive/naive = 1
+    assert {"latency_s.p99 <= 0.3", "goodput_ratio >= 0.99", "goodput_ratio >= 2"} <= failed
+    never = next(c for c in doc["checks"] if c["check"] == "latency_s.p99 <= 0.3")
+    assert never["measured"] is None or math.isinf(never["measured"])
+
+
+def test_cli_exit_codes_and_reports(passing, tmp_path):
+    path, _ = passing
+    runner = CliRunner()
+    junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
+    ok = runner.invoke(app, ["gate", str(path), "--jobs", "1", "--junit", str(junit), "--markdown", str(md)])
+    assert ok.exit_code == 0, ok.output
+    assert "PASSED" in ok.output and "latency_s.p99" in ok.output
+    suite = ET.parse(junit).getroot()
+    cases = suite.findall(".//testcase")
+    assert len(cases) == 6 and suite.get("failures") == "0" and suite.get("skipped") == "1"
+    assert "| night | hardened |" in md.read_text()
+    bad = runner.invoke(app, ["gate", str(path), "--jobs", "1", "--target", "naive", "--junit", str(junit)])
+    assert bad.exit_code == 1, bad.output
+    assert "FAIL" in bad.output
+    assert int(ET.parse(junit).getroot().get("failures")) >= 3
+
+
+@pytest.mark.parametrize("text, key, problem", [
+    ('[[scenario]]\nname = "night"\nchecks = ["latency.p99 <= 0.3"]', "scenario[0].checks[0]", "unknown summary key"),
+    ('[[scenario]]\nname = "night"\nchecks = ["goodput_ratio >= 0.9", "p99 =< 0.3"]', "scenario[0].checks[1]", "cannot parse"),
+    ('[[scenario]]\nname = "night"\nchecks = ["goodput_ratio >= lots"]', "scenario[0].checks[0]", "not a number"),
+    ('[[scenario]]\nname = "nowhere"\nchecks = ["goodput_ratio >= 0.9"]', "scenario[0].name", "unknown workload"),
+    ('[[scenario]]\nname = "night"\ntarget = "hardend"\nchecks = ["goodput_ratio >= 0.9"]', "scenario[0].target", "unknown target"),
+    ('[[scenario]]\nname = "night"\nchekcs = ["goodput_ratio >= 0.9"]', "scenario[0].chekcs", "unknown key"),
+    ('[defaults]\nduration_s = -3\n[[scenario]]\nname = "night"\nchecks = ["goodput_ratio >= 1"]', "defaults.duration_s", "positive"),
+    ('[[scenario]]\nname = "night"\nchecks = ["tenants.nobody.p99_s <= 0.3"]', "scenario[0].checks[0]", "no tenant 'nobody'"),
+    ('[[scenario]]\nname = "night"\nchecks = ["latency_s <= 0.3"]', "scenario[0].checks[0]", "is a table"),
+    ('[[paired]]\nscenario = "night"\nb = "naive"\nchecks = ["goodput_ratio >= baseline"]', "paired[0].checks[0]", "not with a baseline"),
+    ('[defaults]\nseed = 1\n', "scenario", "no [[scenario]]"),
+])
+def test_bad_files_name_the_key_and_exit_2(tmp_path, text, key, problem):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as exc:
+        run_gate(str(path), workers=1)
+    assert f"{path}: key '{key}'" in str(exc.value) and problem in str(exc.value)
+    result = CliRunner().invoke(app, ["gate", str(path), "--jobs", "1"])
+    assert result.exit_code == 2
+    assert key in result.output
+
+
+def test_baseline_regression_within_tolerance(passing, tmp_path):
+    path, doc = passing
+    base = json.loads(json.dumps(doc))
+    same = run_gate(str(path), baseline=base, workers=1)
+    row = next(c for c in same["checks"] if "baseline" in c["check"])
+    assert row["passed"] and not row["skipped"]
+    assert row["threshold"] == pytest.approx(1.1 * doc["summaries"]["night"]["hardened"]["latency_s"]["p99"])
+    # A baseline 20% faster than today: today's p99 is a >10% regression.
+    base["summaries"]["night"]["hardened"]["latency_s"]["p99"] /= 1.2
+    worse = run_gate(str(path), baseline=base, workers=1)
+    row = next(c for c in worse["checks"] if "baseline" in c["check"])
+    assert not row["passed"] and worse["passed"] is False
+
+
+def test_default_tolerance_follows_the_operator(tmp_path):
+    gf = load_gate_file(write(tmp_path, '[defaults]\ntolerance = 0.2\n[[scenario]]\nname = "night"\n'
+                                        'checks = ["latency_s.p99 <= baseline", "goodput_ratio >= baseline", '
+                                        '"requests.lost == baseline", "amplification < baseline -5%"]'))
+    assert [c.relative for c in gf.gates[0].checks] == [0.2, -0.2, 0.0, -0.05]
+
+
+def test_lookup_expands_wildcards_and_reads_null_latency_as_never():
+    s = {"latency_s": {"p99": None}, "cache": {"hit_rate": None},
+         "tenants": {"a": {"p99_s": 0.1}, "b": {"p99_s": None}}}
+    assert lookup(s, "latency_s.p99") == [("", math.inf)]
+    assert lookup(s, "cache.hit_rate") == [("", None)]
+    assert dict(lookup(s, "tenants.*.p99_s")) == {"a": 0.1, "b": math.inf}
+
+
+def test_reports_are_well_formed(passing):
+    _, doc = passing
+    root = ET.fromstring(junit_xml(doc))
+    assert root.tag == "testsuites" and len(root.findall(".//testcase")) == len(doc["checks"])
+    text = markdown(doc)
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + len(doc["checks"]) and "passed" in text.splitlines()[0]  # header + one per check
+    assert "5 of 6 checks passed, 1 skipped" in text
+
+
+def test_ci_gate_file_parses():
+    gf = load_gate_file(Path(__file__).parents[2] / "harness" / "gates" / "ci.toml")
+    assert gf.gates and all(g.checks for g in gf.gates)
