@@ -85,7 +85,10 @@ def main() -> None:
             ls = live["summary"]["live"]
             batch_s = ls.get("batch_s_mean") or 0.1
             # The same sim, told the batch time live actually had (hand-offs and a busy machine included).
-            cal = run_sim(cfg.model_copy(update={"batch_time_s": batch_s}), wl, seed=args.seed)
+            # Only the service time changes: same fleet, same batching deadline.
+            cal_cfg = cfg.model_copy(update={"batch_time_s": batch_s, "gpus": cfg.fleet_gpus,
+                                             "max_wait_s": cfg.effective_max_wait_s})
+            cal = run_sim(cal_cfg, wl, seed=args.seed)
             ex = ls.get("executors") or {}
             util = rate * 0.1 / (cfg.batch_size * cfg.fleet_gpus)
             rows.append({"rate": rate, "target": target, "gpus": cfg.fleet_gpus, "utilization": util,

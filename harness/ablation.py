@@ -30,6 +30,8 @@ side.
 Score (the ranking, documented in the document's `score` key): flaws sort by
 worst goodput loss in steps of TIE, then worst p99 increase (never answered
 first), then the fix's goodput gain from the naive side, then extra waste.
+`top` is the three highest-ranked flaws the flawed design still has (for
+`naive`, the first three): the ones to insist on before shipping it.
 
 Durations: 20 targets x 11 scenarios at the scenarios' full lengths (up to
 600,000 requests a run) take most of an hour on 2 cores, so each scenario is
@@ -146,6 +148,8 @@ def measure(flaw_scenarios: dict[str, list[str]], good: str, flawed: str,
                 "p99_s": {good: p99(g), f"{good}+{fid}": p99(gf), flawed: p99(n), f"{flawed}-{fid}": p99(nf)},
                 "amplification": {good: g["amplification"], f"{good}+{fid}": gf["amplification"],
                                   flawed: n["amplification"], f"{flawed}-{fid}": nf["amplification"]},
+                "lost": {good: g["requests"]["lost"], f"{good}+{fid}": gf["requests"]["lost"],
+                         flawed: n["requests"]["lost"], f"{flawed}-{fid}": nf["requests"]["lost"]},
             }
         out[fid] = rows
     return out
@@ -231,10 +235,10 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
     doc = {
         "schema": SCHEMA, "kind": "rank", "seed": seed, "suite": scen, "slo_s": slo,
         "good": good_label, "flawed": flawed_label, "good_spec": good, "flawed_spec": flawed,
-        "flaws": flaws, "top": [f["id"] for f in flaws[:3]],
+        "flaws": flaws, "top": [f["id"] for f in flaws if f["id"] in present][:3],
         "baselines": {"hardened" if good == "hardened" else good_label: {w: summaries[(good_label, w)] for w in scen},
                       "naive" if flawed == "naive" else flawed_label: {w: summaries[(flawed_label, w)] for w in scen}},
-        "durations": plan_for_json(plan), "score": SCORE_TEXT, "runs": len(jobs),
+        "durations": plan_for_json(plan), "score": SCORE_TEXT, "runs": len(jobs), "ablation_runs": len(jobs),
         "flaws_in_flawed": sorted(present), "versions": versions(),
     }
     if interactions:

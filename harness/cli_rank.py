@@ -30,7 +30,7 @@ def rank(
     suite: str = typer.Option("bad-day", "--suite", help="Suite of scenarios to rank the flaws over."),
     seed: int = SEED,
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core)."),
-    scale: float = typer.Option(1.0, "--scale", help="Multiply every compressed run length by this."),
+    scale: float = typer.Option(1.0, "--scale", help="Multiply every shortened run's length by this (see harness/shorten.py)."),
     budget: int = typer.Option(0, "--budget", help="Expected requests per run (0: the default plan; -1: full lengths)."),
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -127,8 +127,7 @@ def gate(
         doc = run_gate(str(gate_file), target, base, jobs)
     except (ConfigError, ValueError) as exc:
         fail(str(exc), code=2)
-    if out_path is not None:
-        results.write_atomic(out_path, doc)
+    path = results.write_atomic(out_path or results.default_path("gate", gate_file.stem), doc)
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(junit_xml(doc))
@@ -139,4 +138,5 @@ def gate(
         sys.stdout.write(results.dumps({k: v for k, v in doc.items() if k != "summaries"}) + "\n")
     else:
         render_gate(doc, out)
+        out.print(f"result: {path}", highlight=False)
     raise typer.Exit(0 if doc["passed"] else 1)

@@ -5,14 +5,14 @@ The two sides of the ablation disagree when flaws interact:
 - *compounding*: putting F back into the good design costs nothing (or a
   quarter or less of what its fix gains), yet fixing F alone in the flawed
   design gains a lot: F hurts only together with some other flaw G. Probe, on
-  the scenario of F's largest gain: ``GOOD+G+F`` against ``GOOD+G`` (already
-  measured) for every other flaw G; F's marginal cost beside G names G.
+  the scenario of F's largest gain: ``GOOD+G+F`` against ``GOOD+G`` for the
+  PARTNERS flaws G that move most there; F's marginal cost beside G names G.
 - *masked*: putting F back costs a lot, yet fixing F alone in the flawed
   design gains nothing (or a quarter or less of that cost): some other flaw
   G keeps the flawed design failing anyway, or some other *fix* is what makes
   F costly. Probe, on the scenario of F's largest cost: ``FLAWED-G-F``
-  against ``FLAWED-G`` for every other flaw G; F's marginal gain once G is
-  fixed too names G.
+  against ``FLAWED-G`` for the PARTNERS flaws G that move most there; F's
+  marginal gain once G is fixed too names G.
 
 "Matters" is a goodput difference of at least MATTERS (2 points) or a p99
 moved by at least a third of the SLO (or to/from never answered);
@@ -29,7 +29,8 @@ from targets.flaws import FLAWS
 
 MATTERS = 0.02
 DOMINANCE = 4.0   # one side at least this many times the other counts as lopsided
-MAX_PROBED = 4
+MAX_PROBED = 4    # interacting flaws probed (the highest ranked)
+PARTNERS = 3      # partners tried per probed flaw
 
 
 def matters(goodput: float, tail: float | None, slo_s: float) -> bool:
@@ -59,10 +60,17 @@ def classify(f: dict[str, Any], slo_s: float) -> str | None:
     return None
 
 
-def _partners(doc: dict[str, Any], fid: str) -> list[str]:
-    """Every other flaw present in the flawed design, in rank order."""
+def _partners(doc: dict[str, Any], fid: str, w: str) -> list[str]:
+    """The PARTNERS other flaws (present in the flawed design) that move the
+    most on `w`, either side, either sign: a fix that makes F costly (the
+    flawed side's gain turns negative) counts as much as a flaw that hurts."""
     present = set(doc["flaws_in_flawed"])
-    return [f["id"] for f in sorted(doc["flaws"], key=lambda f: f["rank"]) if f["id"] != fid and f["id"] in present]
+
+    def pull(f: dict[str, Any]) -> float:
+        r = f["per_scenario"].get(w)
+        return -1.0 if r is None else max(abs(r["goodput_loss"]), abs(r["gain_goodput"]))
+    others = [f for f in doc["flaws"] if f["id"] != fid and f["id"] in present]
+    return [f["id"] for f in sorted(others, key=lambda f: (-pull(f), f["rank"]))][:PARTNERS]
 
 
 def find_interactions(doc: dict[str, Any], good_knobs: dict[str, Any], flawed_knobs: dict[str, Any],
@@ -77,29 +85,38 @@ def find_interactions(doc: dict[str, Any], good_knobs: dict[str, Any], flawed_kn
     candidates = [(f, classify(f, slo)) for f in sorted(doc["flaws"], key=lambda f: f["rank"])]
     for f, kind in [(f, k) for f, k in candidates if k is not None][:MAX_PROBED]:
         w = f["gain"]["scenario"] if kind == "compounding" else f["cost"]["scenario"]
-        partners = _partners(doc, f["id"])
+        partners = _partners(doc, f["id"], w)
         plans.append({"flaw": f["id"], "kind": kind, "scenario": w, "partners": partners})
         short = plan[w]["shortening"]
         me = by_id[f["id"]]
         for g in partners:
+            # The partner alone may not have run on `w` (a review runs subsets): run it too.
             if kind == "compounding":
+                if (f"{good}+{g}", w) not in summaries:
+                    jobs.append(VariantJob(f"{good}+{g}", variant(good_knobs, by_id[g].present), w, doc["seed"], short))
                 knobs = variant(variant(good_knobs, by_id[g].present), me.present)
                 jobs.append(VariantJob(f"{good}+{g}+{f['id']}", knobs, w, doc["seed"], short))
             else:
+                if (f"{flawed}-{g}", w) not in summaries:
+                    jobs.append(VariantJob(f"{flawed}-{g}", variant(flawed_knobs, by_id[g].fixed), w, doc["seed"], short))
                 knobs = variant(variant(flawed_knobs, by_id[g].fixed), me.fixed)
                 jobs.append(VariantJob(f"{flawed}-{g}-{f['id']}", knobs, w, doc["seed"], short))
+    jobs = list({(j.target, j.workload): j for j in jobs}.values())  # two probes may need the same base
     probed = run_summaries(jobs, workers, on_done) if jobs else {}
+    summaries = {**summaries, **probed}
+    doc["runs"] += len(jobs)
+    doc["probe_runs"] = len(jobs)
     entries = {f["id"]: f for f in doc["flaws"]}
     for p in plans:
         f, w, fid = entries[p["flaw"]], p["scenario"], p["flaw"]
         results = []
         for g in p["partners"]:
             if p["kind"] == "compounding":
-                base, with_f = summaries[(f"{good}+{g}", w)], probed[(f"{good}+{g}+{fid}", w)]
+                base, with_f = summaries[(f"{good}+{g}", w)], summaries[(f"{good}+{g}+{fid}", w)]
                 delta = (base["goodput_ratio"] or 0.0) - (with_f["goodput_ratio"] or 0.0)
                 tail = tail_increase(p99(base), p99(with_f))
             else:
-                base, with_f = summaries[(f"{flawed}-{g}", w)], probed[(f"{flawed}-{g}-{fid}", w)]
+                base, with_f = summaries[(f"{flawed}-{g}", w)], summaries[(f"{flawed}-{g}-{fid}", w)]
                 delta = (with_f["goodput_ratio"] or 0.0) - (base["goodput_ratio"] or 0.0)
                 tail = tail_increase(p99(with_f), p99(base))
             results.append({"partner": g, "goodput": delta, "p99_s": tail,

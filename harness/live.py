@@ -310,10 +310,13 @@ def is_loopback(host: str) -> bool:
 
 
 def fmt_lag(block: dict[str, Any]) -> str:
+    """One line on the driver's lateness, for the terminal."""
     lag = block.get("send_lag_s") or {}
     if lag.get("p99") is None:
         return "driver send lag: not measured"
     ms = {k: 1000 * v for k, v in lag.items() if v is not None}
     verdict = "FELL BEHIND: latencies include its lag" if block.get("driver_behind") else "kept up"
-    return (f"driver send lag p50 {ms['p50']:.2f} ms, p99 {ms['p99']:.2f} ms, max {ms['max']:.1f} ms "
-            f"({verdict}); {math.ceil(block.get('driver_cpu_us_per_attempt', 0))} CPU-us per attempt")
+    wire = (block.get("write_lag_s") or {}).get("p99")
+    wire_text = f"; on the wire p99 {1000 * wire:.1f} ms (waits for connections)" if wire is not None else ""
+    return (f"driver send lag p50 {ms['p50']:.2f} ms, p99 {ms['p99']:.2f} ms, max {ms['max']:.1f} ms ({verdict})"
+            f"{wire_text}; {math.ceil(block.get('driver_cpu_us_per_attempt', 0))} CPU-us per attempt")

@@ -39,9 +39,9 @@ from targets.config import CostModel, Routing, TargetConfig
 class HostSpec:
     """Everything a host needs, as plain JSON-able data.
 
-    `pad_to_s`: pad each forward pass to this many seconds; None pads to the
-    config's batch time when its cost model is constant (the doc's 100 ms),
-    0 turns padding off. `proxy_port` 0 picks a free port.
+    `pad_to_s`: hold each batch to this many seconds; None holds it to the
+    cost model's time when that model is constant (the doc's 100 ms at the
+    reference length), 0 turns padding off. `proxy_port` 0 picks a free port.
     """
 
     config: dict[str, Any]
@@ -83,10 +83,15 @@ class TargetHost:
         sys.setswitchinterval(spec.switch_interval_s)
         cfg = self.config = TargetConfig.model_validate(spec.config)
         cost = cost_function(cfg)
-        self.gpus = torch_gpus(cfg.fleet_gpus, spec.model, cost, spec.device, spec.effective_pad_s(cfg),
-                               spec.threads, spec.seed)
+        # Unless told a fixed pad, hold each batch to the cost model's time (with
+        # the constant model: the doc's 100 ms, longer for inputs past the reference).
+        fixed = spec.pad_to_s is not None
+        self.gpus = torch_gpus(cfg.fleet_gpus, spec.model, cost, spec.device, spec.pad_to_s if fixed else None,
+                               spec.threads, spec.seed, pad_to_cost=not fixed and spec.effective_pad_s(cfg) is not None)
         await warm_up(self.gpus)
         self.target = ServingTarget(cfg, random.Random(spec.seed), executor_for=lambda i: self.gpus[i])
+        for gpu, worker in zip(self.gpus, self.target.pool.workers):
+            gpu.dispatched_s = lambda w=worker: w.started_s  # hold batches from the pool's own start
         handle = self.gpus[0].executor.model
         ref = cfg.reference_length
         size_of = (lambda x: len(x)) if handle.variable_length else (lambda x: ref)

@@ -45,11 +45,30 @@ def lat(x: float | None) -> str:
     return "never answered" if x is None else fmt_s(x)
 
 
+def harmless(loss: float, tail_s: float | None) -> bool:
+    """No measurable harm: under half a point of goodput and 0.5 ms of p99."""
+    return loss < 0.005 and tail_s is not None and tail_s < 0.0005
+
+
+def _lost(f: dict[str, Any], before: str, after: str) -> str:
+    """'N more requests lost (where)' when the change loses requests in flight."""
+    rows = {w: r for w, r in f["per_scenario"].items() if "lost" in r}
+    if not rows:
+        return ""
+    w = max(rows, key=lambda w: rows[w]["lost"][after] - rows[w]["lost"][before])
+    a, b = rows[w]["lost"][before], rows[w]["lost"][after]
+    return f"; on {w} requests lost in flight {a:,} -> {b:,}" if b != a else ""
+
+
 def _measured(f: dict[str, Any], good: str) -> str:
     c = f["cost"]
     w = c["scenario"]
     row = f["per_scenario"][w]
     put = f"{good}+{f['id']}"
+    if all(harmless(r["goodput_loss"], r["p99_increase_s"]) for r in f["per_scenario"].values()):
+        text = (f"no measurable cost on {', '.join(f['per_scenario'])}: on {w} goodput {pct(row['goodput'][good])} "
+                f"-> {pct(row['goodput'][put])}, p99 {lat(row['p99_s'][good])} -> {lat(row['p99_s'][put])}")
+        return text + _lost(f, good, put)
     text = (f"worst on {w}: goodput {pct(row['goodput'][good])} -> {pct(row['goodput'][put])} "
             f"({pts(row['goodput_loss'])} lost), p99 {lat(row['p99_s'][good])} -> {lat(row['p99_s'][put])}")
     amp = row.get("amplification") or {}
@@ -58,10 +77,10 @@ def _measured(f: dict[str, Any], good: str) -> str:
     if row["wasted_gpu_s"] >= 1:
         text += f", {row['wasted_gpu_s']:,.0f} GPU-s more wasted"
     pw = c.get("p99_scenario")
-    if pw and pw != w:
+    if pw and pw != w and not harmless(0.0, f["per_scenario"][pw]["p99_increase_s"]):
         prow = f["per_scenario"][pw]
         text += f"; its worst tail is on {pw}: p99 {lat(prow['p99_s'][good])} -> {lat(prow['p99_s'][put])}"
-    return text
+    return text + _lost(f, good, put)
 
 
 def _gain(f: dict[str, Any], flawed: str) -> str:
@@ -71,9 +90,14 @@ def _gain(f: dict[str, Any], flawed: str) -> str:
     w = g["scenario"]
     row = f["per_scenario"][w]
     fixed = f"{flawed}-{f['id']}"
-    return (f"fixed alone in {flawed}, best on {w}: goodput {pct(row['goodput'][flawed])} -> "
-            f"{pct(row['goodput'][fixed])} ({'+' if row['gain_goodput'] >= 0 else ''}"
-            f"{pts(row['gain_goodput'])}), p99 {lat(row['p99_s'][flawed])} -> {lat(row['p99_s'][fixed])}")
+    if all(harmless(r["gain_goodput"], r["gain_p99_s"]) for r in f["per_scenario"].values()):
+        text = (f"fixed alone in {flawed} it gains nothing measurable: on {w} goodput {pct(row['goodput'][flawed])} "
+                f"-> {pct(row['goodput'][fixed])}, p99 {lat(row['p99_s'][flawed])} -> {lat(row['p99_s'][fixed])}")
+    else:
+        text = (f"fixed alone in {flawed}, best on {w}: goodput {pct(row['goodput'][flawed])} -> "
+                f"{pct(row['goodput'][fixed])} ({'+' if row['gain_goodput'] >= 0 else ''}"
+                f"{pts(row['gain_goodput'])}), p99 {lat(row['p99_s'][flawed])} -> {lat(row['p99_s'][fixed])}")
+    return text + _lost(f, flawed, fixed)
 
 
 def items(rank_doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,6 +143,10 @@ def narrative(doc: dict[str, Any]) -> list[str]:
         f"{f['id']} (doc item {f['doc_item']}: {pts(f['cost']['goodput_loss'])} of goodput lost on "
         f"{f['cost']['scenario']}, p99 {'never answered' if f['cost']['p99_increase_s'] is None else '+' + fmt_s(f['cost']['p99_increase_s'])})"
         for f in top) + ".")
+    short = [f"{w} {p['run_s']:.3g} of {p['full_s']:g} s ({p.get('kept', 'shortened')})"
+             for w, p in r["durations"].items() if p["run_s"] < p["full_s"] - 1e-9]
+    if short:
+        lines.append("Runs were shortened to fit (harness/shorten.py): " + "; ".join(short) + ".")
     lines += _part2(doc.get("capacity")) + _part3(doc.get("pool"))
     lines += doc.get("notes", [])
     return lines
@@ -137,14 +165,17 @@ def _part2(cap: dict[str, Any] | None) -> list[str]:
     losses = cap.get("losses") or []
     if losses:
         line += " Where realtime throughput goes: " + "; ".join(
-            f"{x['source']}: {_num(x['measured'])} {x['unit']}" for x in losses[:5]) + "."
+            f"{x['source']}: {_quantity(x['measured'], x['unit'])}" for x in losses) + "."
     return [line]
 
 
-def _num(x: Any) -> str:
+def _quantity(x: Any, unit: str) -> str:
+    """A measured loss with its unit; shares read as percentages."""
+    if isinstance(x, (int, float)) and unit.startswith("share "):
+        return f"{100 * x:.1f}%{unit[len('share'):]}"
     if isinstance(x, float):
-        return f"{x:.3g}"
-    return str(x)
+        return f"{x:.3g} {unit}"
+    return f"{x} {unit}"
 
 
 def _part3(pool: dict[str, Any] | None) -> list[str]:
@@ -193,10 +224,6 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
         factor = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
         plan = plan_runs(names, factor)
         rank_doc = ablate(scen, "hardened", flawed, seed, workers, plan, on_done, suite="bad-day")
-        short = [w for w, p in plan.items() if p["run_s"] < p["full_s"]]
-        notes.append("Runs were shortened to fit a review (harness/shorten.py): "
-                     + "; ".join(f"{w} {plan[w]['run_s']:.3g} of {plan[w]['full_s']:g} s ({plan[w]['kept']})"
-                                 for w in short) + ".")
     capacity = pool = None
     if parts:
         def cap() -> dict[str, Any]:

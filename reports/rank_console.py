@@ -65,7 +65,7 @@ def render_rank(doc: dict[str, Any], console: Console) -> None:
     t.add_column("p99 +", justify="right")
     t.add_column("waste", justify="right")
     t.add_column("worst in", no_wrap=True)
-    t.add_column("fix gains", justify="right")
+    t.add_column("gain", justify="right")
     top = set(doc.get("top") or [])
     for f in flaws:
         c, g = f["cost"], f["gain"]
@@ -75,9 +75,10 @@ def render_rank(doc: dict[str, Any], console: Console) -> None:
         t.add_row(f"{f['rank']}{star}", f["id"], pts(c["goodput_loss"]), tail(c["p99_increase_s"]),
                   f"{c['wasted_gpu_s']:,.0f}", where, gain)
     console.print(t)
-    console.print(f"lost / fix gains: goodput, percentage points of all requests (worst scenario); p99 +: worst "
-                  f"p99 increase ('never' = the 1% tail was never answered); waste: extra wasted GPU-s; "
-                  f"* = top three.", highlight=False)
+    console.print(f"lost: goodput lost when put back into {good}; gain: goodput its fix gains alone in "
+                  f"{flawed} (percentage points of all requests, worst scenario); p99 +: worst p99 increase "
+                  f"('never' = the 1% tail was never answered); waste: extra wasted GPU-s; * = top three.",
+                  highlight=False)
     console.print()
     console.print("[bold]Insist on these before shipping:[/]")
     by_id = {f["id"]: f for f in flaws}
@@ -85,7 +86,8 @@ def render_rank(doc: dict[str, Any], console: Console) -> None:
         f = by_id[fid]
         c, g = f["cost"], f["gain"]
         gain = "" if g.get("note") else f"; fixed alone in {flawed} it gains {pts(g['goodput_gain'])} points on {g['scenario']}"
-        p99 = "the 1% tail never answered" if c["p99_increase_s"] is None else tail(c["p99_increase_s"])
+        p99 = ("the 1% tail never answered" if c["p99_increase_s"] is None
+               else "unchanged" if abs(c["p99_increase_s"]) < 0.0005 else tail(c["p99_increase_s"]))
         console.print(f"{i}. [bold]{fid}[/] (doc item {f['doc_item']}): {pts(c['goodput_loss'])} points of goodput "
                       f"lost, p99 {p99}{gain}.", highlight=False)
         console.print(f"   {reason(f, good)}.", highlight=False)

@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.rule import Rule
+from rich.table import Table
 
 from reports.rank_console import render_rank
 
@@ -24,14 +25,17 @@ def render_review(doc: dict[str, Any], console: Console) -> None:
         console.print(narrative[0], highlight=False)
     for it in doc.get("items") or []:
         console.print()
-        name = it["flaw"].split(":", 1)[0]
-        console.print(f"[bold]Item {it['item']}: {name}[/] (rank {it.get('rank', '?')})", highlight=False)
+        name, _, failure = it["flaw"].partition(":")
+        where = "Implicit flaw" if it["item"] == "implicit" else f"Item {it['item']}"
+        console.print(f"[bold]{where}: {name}[/] (rank {it.get('rank', '?')})", highlight=False)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style="bold", min_width=13)
+        grid.add_column(overflow="fold")
         for key in _FIELDS:
-            text = it.get(key)
-            if key == "flaw":
-                text = it["flaw"].split(":", 1)[-1].strip()
+            text = failure.strip() if key == "flaw" else it.get(key)
             if text:
-                console.print(f"  [bold]{key}:[/] {text}", highlight=False)
+                grid.add_row(f"  {key}", str(text))
+        console.print(grid, highlight=False)
     if doc.get("rank"):
         console.print()
         console.print(Rule("ranking"))

@@ -55,9 +55,9 @@ class BatchPolicy:
         if queued <= 0:
             return WAIT
         b = self.max_batch
-        if self.kind is Batching.ADAPTIVE and gpu_free:
+        if self.kind is Batching.ADAPTIVE:
             free = (1 if gpu_free else 0) if free_gpus is None else free_gpus
-            if free > self.reserve_gpus:
+            if gpu_free and free > self.reserve_gpus:
                 return Decision(take=min(b, queued))
         if self.kind is Batching.FULL:
             return Decision(take=b) if queued >= b else WAIT
@@ -118,8 +118,10 @@ class Batcher:
         """Form and hand over every batch the policy allows right now."""
         now = self._loop.time()
         while True:
-            free = self.pool.free_gpus() if self.pull else 1 << 30
-            gpu_free = free > 0
+            # Push mode can always hand a batch over (the pool parks it), but
+            # ADAPTIVE still needs the real count of idle GPUs to judge slack.
+            free = self.pool.free_gpus()
+            gpu_free = free > 0 or not self.pull
             if isinstance(self.queue, BucketedQueue):
                 decision, source = WAIT, None
                 for sub in self.queue.sub_queues():

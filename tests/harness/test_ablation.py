@@ -116,7 +116,8 @@ def test_every_flaw_gets_a_measured_cost(tiny_rank):
         assert f["cost"]["scenario"] in {"night", "steady"}
         assert 0.0 <= f["cost"]["goodput_loss"] <= 1.0
         assert f["gain"]["scenario"] in {"night", "steady"}
-    assert tiny_rank["runs"] == 2 * (len(FLAW_IDS) + 1) * 2
+    assert tiny_rank["ablation_runs"] == 2 * (len(FLAW_IDS) + 1) * 2
+    assert tiny_rank["runs"] == tiny_rank["ablation_runs"] + tiny_rank.get("probe_runs", 0)
     for p in tiny_rank.get("interactions", []):  # every probe names a partner and a measured change
         assert p["kind"] in {"compounding", "masked"} and p["probes"]
         assert all(isinstance(r["goodput"], float) for r in p["probes"])

@@ -76,17 +76,23 @@ def test_cli_exit_codes_and_reports(passing, tmp_path):
     path, _ = passing
     runner = CliRunner()
     junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
-    ok = runner.invoke(app, ["gate", str(path), "--jobs", "1", "--junit", str(junit), "--markdown", str(md)])
+    ok = runner.invoke(app, ["gate", str(path), "--jobs", "1", "--junit", str(junit), "--markdown", str(md),
+                             "--out", str(tmp_path / "gate.json")])
     assert ok.exit_code == 0, ok.output
     assert "PASSED" in ok.output and "latency_s.p99" in ok.output
     suite = ET.parse(junit).getroot()
     cases = suite.findall(".//testcase")
     assert len(cases) == 6 and suite.get("failures") == "0" and suite.get("skipped") == "1"
     assert "| night | hardened |" in md.read_text()
-    bad = runner.invoke(app, ["gate", str(path), "--jobs", "1", "--target", "naive", "--junit", str(junit)])
+    bad = runner.invoke(app, ["gate", str(path), "--jobs", "1", "--target", "naive", "--junit", str(junit),
+                              "--out", str(tmp_path / "gate-naive.json")])
     assert bad.exit_code == 1, bad.output
     assert "FAIL" in bad.output
     assert int(ET.parse(junit).getroot().get("failures")) >= 3
+    # The saved result is a baseline for the next run, and re-renders.
+    again = runner.invoke(app, ["gate", str(path), "--jobs", "1", "--baseline", str(tmp_path / "gate.json"),
+                                "--out", str(tmp_path / "gate2.json")])
+    assert again.exit_code == 0 and "skip" not in again.output, again.output
 
 
 @pytest.mark.parametrize("text, key, problem", [

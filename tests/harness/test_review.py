@@ -62,6 +62,7 @@ def test_user_design_replaces_naive(tmp_path):
     assert d["rank"]["flawed"] == "mine"
     fbo = next(it for it in d["items"] if it["flaw"].startswith("full-batch-only"))
     assert "already fixed in mine" in fbo["gain"]
+    assert "full-batch-only" not in d["rank"]["top"]  # insist only on flaws the design still has
     br = next(f for f in d["rank"]["flaws"] if f["id"] == "blind-retries")
     assert "mine-blind-retries" in br["per_scenario"]["night"]["goodput"]
 

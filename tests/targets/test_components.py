@@ -105,3 +105,15 @@ def test_pool_kill_loses_in_flight_without_failure_handling_and_redispatches_wit
             assert lost == [] and rerun == [[0, 1]] and sorted(done) == [[0, 1], [2]]
         else:
             assert lost == [0, 1] and done == [[2]]
+
+
+def test_adaptive_is_greedy_only_while_gpus_are_spare_also_in_push_mode():
+    policy = BatchPolicy(Batching.ADAPTIVE, 4, max_wait_s=0.05, reserve_gpus=1)
+    assert policy.decide(2, 0.0, gpu_free=True, free_gpus=3).take == 2       # plenty spare: go now
+    assert policy.decide(2, 0.0, gpu_free=True, free_gpus=1).take == 0       # at the reserve: wait
+    assert policy.decide(4, 0.0, gpu_free=True, free_gpus=0).take == 4       # push mode, full batch
+    # push mode (per-server queues) with both GPUs busy: batches stay full
+    log = _run(BatchPolicy(Batching.ADAPTIVE, 3, max_wait_s=0.05, reserve_gpus=0),
+               [0.0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.007], gpus=2, pull=False)
+    assert [len(b) for _, b in log][:2] == [1, 1]  # the two idle GPUs take the first arrivals
+    assert all(len(b) == 3 for _, b in log[2:4])   # then full batches while both are busy
