@@ -99,8 +99,9 @@ def main() -> None:
             r = rows[-1]
             print(f"{target} at {rate:g} req/s done: sim p99 {_ms(r['sim']['p99'])}, live p99 {_ms(r['live']['p99'])}",
                   file=sys.stderr)
-    print("latency in ms; sim: 100 ms batches; live: real; cal: sim with live's measured batch time")
-    print(f"{'rate':>4} {'target':<8} {'util':>4} | {'p50 sim':>7} {'live':>5} {'cal':>5} | "
+    print("latency in ms; sim: 100 ms batches; live: real; cal: sim with live's measured batch time;\n"
+          "load: offered rate / the fleet's rate at full batches")
+    print(f"{'rate':>4} {'target':<8} {'load':>4} | {'p50 sim':>7} {'live':>5} {'cal':>5} | "
           f"{'p99 sim':>7} {'live':>5} {'cal':>5} | {'goodput sim':>11} {'live':>5} {'cal':>5}")
     for r in rows:
         s, v, c = r["sim"], r["live"], r["calibrated"]

@@ -23,7 +23,7 @@ from reports.console import render_compare, render_run
 from targets.config import TargetConfig
 from targets.flaws import FLAWS
 from targets.spec import base_names, parse_overrides, resolve_target
-from workloads.loader import ConfigError, load_suite, load_workload, scenario_names, suite_names
+from workloads.loader import ConfigError, load_suite, load_workload, scenario_names, suite_durations, suite_names
 
 app = typer.Typer(
     add_completion=False,
@@ -134,6 +134,7 @@ def compare(
         resolve_target(a, overrides)
         resolve_target(b, overrides)
         names = list(workload) if workload else load_suite(suite)
+        durations = {} if workload else suite_durations(suite)
         for w in names:
             load_workload(w)
     except ConfigError as exc:
@@ -146,7 +147,7 @@ def compare(
         from harness.progress import job_progress
 
         with job_progress(2 * len(names), enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
-            doc = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick)
+            doc = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick, durations=durations)
     path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), doc)
     if as_json:
         sys.stdout.write(json.dumps(results._clean(compare_summary(doc)), indent=1) + "\n")

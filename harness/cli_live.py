@@ -74,7 +74,7 @@ def _live_run(target: str, workload: str, seed: int, overrides: dict[str, Any], 
             url = _parse_url(target, allow_remote)
             cfg = resolve_target("naive", {**overrides, "name": target})
             wl = wl.scaled(asked)
-            plan = f"live: {target} at scale {asked:.4g}: {wl.peak_rps:,.0f} req/s peak"
+            plan = f"live: {target} on {wl.name}, scale {asked:.4g}: {wl.peak_rps:,.0f} req/s peak"
             run = LiveRun(cfg, wl, seed, None, url=url, payloads=payloads)
         else:
             design = resolve_target(target, overrides)
@@ -87,16 +87,16 @@ def _live_run(target: str, workload: str, seed: int, overrides: dict[str, Any], 
             spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
                             tenants=[t.name for t in wl.tenants], seed=seed)
             pad = spec.effective_pad_s(cfg)
-            plan = (f"live: {target} on {wl.name} at scale {eff:.4g} (asked {asked:.4g}): {wl.peak_rps:,.0f} req/s "
-                    f"peak, {cfg.api_servers} API server(s), {cfg.fleet_gpus} GPU worker(s) running {model}"
-                    f"{f' padded to {pad * 1000:.0f} ms' if pad else ''}; {info.per_gpu_rps_live:,.0f} req/s per "
-                    f"GPU (design {info.per_gpu_rps_design:,.0f}), {info.per_server_rps_live:,.0f} per API "
-                    f"server (design {info.per_server_rps_design:,.0f})")
+            plan = (f"live: {target} on {wl.name}, scale {eff:.4g} (asked {asked:.4g}): {wl.peak_rps:,.0f} req/s peak\n"
+                    f"  {cfg.api_servers} API server(s), {cfg.fleet_gpus} GPU worker(s) running {model}"
+                    f"{f' padded to {pad * 1000:.0f} ms' if pad else ''}\n"
+                    f"  per GPU {info.per_gpu_rps_live:,.0f} req/s (design {info.per_gpu_rps_design:,.0f}); "
+                    f"per API server {info.per_server_rps_live:,.0f} (design {info.per_server_rps_design:,.0f})")
             run = LiveRun(cfg, wl, seed, spec, scaling=info, payloads=payloads)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
     if not quiet:
-        err.print(plan, highlight=False)
+        err.print(plan, highlight=False, soft_wrap=True)
     with _progress(enabled=not quiet and err.is_terminal) as progress:
         run.progress = progress
         try:
@@ -104,7 +104,7 @@ def _live_run(target: str, workload: str, seed: int, overrides: dict[str, Any], 
         except RuntimeError as exc:
             fail(str(exc), code=1)
     if not quiet:
-        err.print(fmt_lag(doc["summary"]["live"]), highlight=False)
+        err.print(fmt_lag(doc["summary"]["live"]), highlight=False, soft_wrap=True)
         if doc["summary"]["partial"]:
             err.print("[bold red]interrupted[/]: the result covers the part that ran", highlight=False)
     return doc
@@ -183,12 +183,13 @@ def serve(
             await th.stop()
             fail(str(exc), code=1)
         pad = ready["pad_to_s"]
-        out.print(f"serving {target} at http://{host}:{ready['proxy_port']}/predict  (also /healthz, /metrics)\n"
-                  f"  scale {info.effective:.4g}: {cfg.api_servers} API server(s) on ports {ready['api_ports']}, "
-                  f"{ready['gpus']} GPU worker(s): {model} on {ready['device']}"
-                  f"{f', padded to {pad * 1000:.0f} ms' if pad else ''}\n"
-                  '  POST {"tenant": "t0", "request_id": "r1", "deadline_ms": 1000, "input": [...]}; Ctrl-C stops',
-                  highlight=False)
+        servers = ", ".join(str(p) for p in ready["api_ports"])
+        out.print(f"serving {target} at http://{host}:{ready['proxy_port']}/predict (and /healthz, /metrics)\n"
+                  f"  {cfg.api_servers} API server(s) on port(s) {servers}; {ready['gpus']} GPU worker(s): "
+                  f"{model} on {ready['device']}{f', padded to {pad * 1000:.0f} ms' if pad else ''}\n"
+                  f"  scale {info.effective:.4g} of the design: {cfg.peak_qps:,.0f} req/s peak\n"
+                  '  body: {"tenant", "request_id"?, "deadline_ms"?, "input"}; Ctrl-C stops',
+                  highlight=False, soft_wrap=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -219,18 +220,27 @@ def profile(
     try:
         sizes = tuple(int(x) for x in batch_sizes.split(",") if x)
         lens = tuple(int(x) for x in lengths.split(",") if x) if lengths else None
-        table = profile_model(model, device, sizes, lens, repeats, threads=threads)
+        shown = err.is_terminal
+
+        def point(pt) -> None:
+            if shown:
+                err.print(f"  batch {pt.batch}{'' if pt.length is None else f' x {pt.length} tokens'}: "
+                          f"{pt.seconds * 1000:.2f} ms", highlight=False)
+
+        table = profile_model(model, device, sizes, lens, repeats, threads=threads, progress=point)
     except (ValueError, RuntimeError) as exc:
         fail(str(exc))
     path = out_path or Path("runs") / f"costs-{model}-{table.device.split(' ')[0].replace(':', '')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     table.to_json(path)
-    t = Table(title=f"{model} on {table.device} (torch {table.torch}, {table.threads} threads)", header_style="bold")
+    out.print(f"{model} on {table.device}: torch {table.torch}, {table.threads} threads; median of {repeats}",
+              highlight=False)
+    t = Table(header_style="bold")
     for col in ("batch", "length", "batch ms", "req/s"):
         t.add_column(col, justify="right")
     for p in table.points:
         t.add_row(str(p.batch), "-" if p.length is None else str(p.length), f"{p.seconds * 1000:.2f}",
                   f"{p.batch / p.seconds:,.0f}" if p.seconds else "-")
     out.print(t)
-    out.print(f"cost table: {path}\nuse in sim: harness run naive --set cost_model=table --set cost_table={path}",
-              highlight=False)
+    out.print(f"cost table: {path}\nuse it in sim:\n  harness run naive --set cost_model=table "
+              f"--set cost_table={path}", highlight=False, soft_wrap=True)

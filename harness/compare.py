@@ -10,14 +10,17 @@ from harness.result import SCHEMA, versions
 
 def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
             duration_s: float | None = None, rate_rps: float | None = None, workers: int | None = None,
-            on_done: Callable | None = None) -> dict[str, Any]:
+            on_done: Callable | None = None, durations: dict[str, float] | None = None) -> dict[str, Any]:
     """Runs every workload on both targets; returns a compare document.
 
     `overrides` apply to both sides; give a side its own knobs with a spec
-    (`hardened:gpus=40`) or a TOML file.
+    (`hardened:gpus=40`) or a TOML file. `duration_s` applies to every
+    workload; else `durations` (a suite's table) to the ones it names.
     """
+    durations = durations or {}
     label_b = b if b != a else f"{b} (B)"
-    jobs = [SimJob(t, w, seed, overrides or {}, duration_s, rate_rps) for w in workloads for t in (a, b)]
+    jobs = [SimJob(t, w, seed, overrides or {}, duration_s or durations.get(w), rate_rps)
+            for w in workloads for t in (a, b)]
     docs = run_jobs(jobs, workers, on_done)
     scenarios: dict[str, dict[str, Any]] = {}
     runs: dict[str, dict[str, Any]] = {}

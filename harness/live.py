@@ -14,7 +14,10 @@ whole number of GPUs at the design's per-GPU rate (naive: 0.02 becomes 1/32,
 one GPU at 312.5 req/s as each of the doc's 32 GPUs carries); a target with
 another sizing rule (hardened's 80% and N+1) applies its rule at the scaled
 peak. API servers round to at least one, so their per-server rate can only
-match at larger scales; the result's `live.scale` block reports both.
+match at larger scales; the result's `live.scale` block reports both. A small
+fleet also pools less Poisson variance than the doc's 32 GPUs sharing a
+backlog, so near utilisation 1 it queues more than the full design would:
+compare a live run with sim at the same scale (benchmarks/sim_vs_live.py).
 
 Teardown is certain: Ctrl-C or SIGTERM ends the drive early, the host's
 figures are still collected, and the document is marked partial; the host
@@ -32,7 +35,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
 from harness.driver import Driver
-from harness.http_transport import HttpTransport, Payloads, new_loop
+from harness.http_transport import HttpTransport, Payloads, new_loop, quiet_gc
 from harness.live_host import HostProcess, HostSpec
 from harness.recorder import Recorder
 from harness.summary import build_document
@@ -193,7 +196,8 @@ class LiveRun:
                 self.events.append({"t_s": 0.0, "event": "faults-skipped", "reason": "external target"})
             driver = Driver(self.schedule, ClientPolicy.from_target(self.config), tr, self.recorder,
                             random.Random(self.client_seed))
-            await driver.run(t0=t0)
+            with quiet_gc():
+                await driver.run(t0=t0)
         except asyncio.CancelledError:
             self.partial = True
         finally:
@@ -310,13 +314,14 @@ def is_loopback(host: str) -> bool:
 
 
 def fmt_lag(block: dict[str, Any]) -> str:
-    """One line on the driver's lateness, for the terminal."""
+    """Two lines on the driver's lateness and cost, for the terminal."""
     lag = block.get("send_lag_s") or {}
     if lag.get("p99") is None:
         return "driver send lag: not measured"
     ms = {k: 1000 * v for k, v in lag.items() if v is not None}
     verdict = "FELL BEHIND: latencies include its lag" if block.get("driver_behind") else "kept up"
     wire = (block.get("write_lag_s") or {}).get("p99")
-    wire_text = f"; on the wire p99 {1000 * wire:.1f} ms (waits for connections)" if wire is not None else ""
-    return (f"driver send lag p50 {ms['p50']:.2f} ms, p99 {ms['p99']:.2f} ms, max {ms['max']:.1f} ms ({verdict})"
-            f"{wire_text}; {math.ceil(block.get('driver_cpu_us_per_attempt', 0))} CPU-us per attempt")
+    wire_text = f"on the wire p99 {1000 * wire:.1f} ms (with waits for connections)" if wire is not None else ""
+    return (f"driver send lag p50 {ms['p50']:.2f} ms, p99 {ms['p99']:.2f} ms, max {ms['max']:.1f} ms: {verdict}\n"
+            f"  {wire_text}{'; ' if wire_text else ''}"
+            f"{math.ceil(block.get('driver_cpu_us_per_attempt', 0))} CPU-us per attempt")

@@ -22,6 +22,7 @@ to SIGTERM it if the parent dies, so no host outlives its run.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import random
@@ -32,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from targets.config import CostModel, Routing, TargetConfig
+from targets.config import CacheMode, CostModel, Routing, TargetConfig
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,8 @@ class TargetHost:
         metrics = ApiMetrics(self.target, tenants)
         l4 = cfg.routing is Routing.L4_ROUND_ROBIN
         doors = [FrontDoor(self.target, i if l4 else None, handle.validate, size_of, metrics, tenants,
-                           spec.max_body_bytes, cache_keys=self.target.cache is not None)
+                           spec.max_body_bytes, cache_keys=None if cfg.cache is CacheMode.OFF
+                           else "exact" if cfg.cache is CacheMode.EXACT else "normalized")
                  for i in range(cfg.api_servers)]
         self.servers = ApiServers(doors)
         self.ports = await self.servers.start()
@@ -126,8 +128,9 @@ class TargetHost:
             "dedupe": asdict(t.dedupe.stats) if t.dedupe is not None else None,
             "proxy": {"accepted": self.proxy.stats.accepted, "failed": self.proxy.stats.failed,
                       "per_api_server": self.proxy.stats.per_backend},
-            "executors": {"batches": sum(e.batches_run for e in ex), "overruns": sum(e.overruns for e in ex),
-                          "busy_s": sum(e.busy_s for e in ex)},
+            # compute_s: time in the worker threads (collate, forward, copy back), pads excluded.
+            "executors": {"batches": sum(e.batches_run for e in ex), "overruns": sum(g.overruns for g in self.gpus),
+                          "compute_s": sum(e.busy_s for e in ex)},
         }
 
     def command(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -269,7 +272,10 @@ async def _child(spec: HostSpec, ctl: int) -> None:
 
     host = TargetHost(spec)
     try:
-        reply(await host.start())
+        ready = await host.start()
+        gc.collect()
+        gc.freeze()  # the models and the app stay: keep full collections from scanning them
+        reply(ready)
     except Exception as exc:  # noqa: BLE001 - tell the parent why, then exit
         reply({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         await host.stop()

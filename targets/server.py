@@ -225,7 +225,7 @@ class FrontDoor:
     tenants: frozenset[str] | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     hold_s: float = 300.0
-    cache_keys: bool = False
+    cache_keys: str | None = None  # "exact": the body's bytes; "normalized": the input's value; None: no cache
     _uids: Any = field(default_factory=lambda: itertools.count(-1, -1))
 
 
@@ -246,7 +246,7 @@ def _error(status: int, kind: str, reason: str, retry_after_s: float | None = No
 
 def _header_int(request: web.Request, name: str) -> int | None:
     raw = request.headers.get(name)
-    if raw is None or not raw.isdigit() or len(raw) > 18:
+    if raw is None or not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         return None
     return int(raw)
 
@@ -285,7 +285,12 @@ async def _predict(request: web.Request) -> web.Response:
     if attempt_no:
         m.retries.labels(tenant).inc()
     uid = _header_int(request, "X-Harness-Uid")
-    content, variant = (_content_key(req.input), hash(body)) if door.cache_keys else (0, 0)
+    # The response cache keys on (content, variant) when exact, on content otherwise.
+    content, variant = 0, 0
+    if door.cache_keys == "exact":
+        variant = hash(body)
+    elif door.cache_keys is not None:
+        content = _content_key(req.input)
     a = Attempt(
         uid=next(door._uids) if uid is None else uid, tenant=req.tenant, conn=0, content=content,
         variant=variant, size=door.size_of(req.input), sent_s=now, attempt_no=attempt_no,

@@ -12,6 +12,7 @@ and the aiohttp front doors (live).
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
@@ -89,6 +90,7 @@ class ServingTarget:
         # Measured/expected batch time, smoothed: admission must see a slowdown
         # (throttling, a bad node) in the service rate it predicts from.
         self.slowness = 1.0
+        self._slowness_at = 0.0
         self._computed: set[int] = set()
 
     # -- construction helpers ------------------------------------------------------
@@ -185,11 +187,20 @@ class ServingTarget:
             ahead = min(ahead, (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants()))
         gpus = self.pool.alive_gpus() / len(self.batchers)
         ahead += self.pool.backlog_items() / len(self.batchers)
-        batch_s = self.batch_s * self.slowness
+        slow = self.current_slowness()
+        batch_s = self.batch_s * slow
         capacity = gpus * c.batch_size / batch_s
         fill = 0.0 if ahead + 1 >= c.batch_size or c.batching is Batching.GREEDY else c.effective_max_wait_s
-        own_batch_s = self.cost(c.batch_size, a.size) * self.slowness
+        own_batch_s = self.cost(c.batch_size, a.size) * slow
         return predicted_latency_s(int(ahead), capacity, own_batch_s, fill)
+
+    def current_slowness(self) -> float:
+        """The smoothed measured/expected batch time, fading back to 1 while no
+        batch completes: if admission sheds everything, no batch would ever
+        report that the slowdown is over (a trap), so old evidence expires."""
+        age = self.loop.time() - self._slowness_at
+        tau = max(1.0, 10 * self.batch_s)
+        return 1.0 + (self.slowness - 1.0) * math.exp(-age / tau)
 
     def _expired(self, a: Attempt, now: float) -> bool:
         return a.deadline_s is not None and now + self.batch_s > a.deadline_s
@@ -211,7 +222,8 @@ class ServingTarget:
         share = seconds / len(batch)
         nominal = self.cost(len(batch), max(a.size for a in batch))
         if nominal > 0:
-            self.slowness += 0.2 * (seconds / nominal - self.slowness)
+            self.slowness = self.current_slowness() + 0.2 * (seconds / nominal - self.current_slowness())
+            self._slowness_at = self.loop.time()
         stats, computed, dedupe, cache = self.stats, self._computed, self.dedupe, self.cache
         longest = max(a.size for a in batch)
         if longest > self.config.reference_length:

@@ -50,6 +50,7 @@ class TorchGpu:
         self.cost = cost
         self.pad_s = pad_s
         self.slowdown = 1.0
+        self.overruns = 0  # padded batches whose own run already took longer than the pad
         # When the pool handed this worker its batch (GpuPool's Worker.started_s):
         # the batch task first runs a loop iteration later, after the previous
         # batch's answers, so holding from there would stretch every batch.
@@ -79,6 +80,8 @@ class TorchGpu:
             raise
         target_s = self.pad_s(batch) if self.pad_s is not None else loop.time() - started
         hold = target_s * self.slowdown - (loop.time() - started)
+        if hold <= 0 and self.pad_s is not None:
+            self.overruns += 1
         if hold > 0:
             waker = self._waker = loop.create_future()
             timer = loop.call_later(hold, _wake, waker)

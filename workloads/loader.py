@@ -102,4 +102,24 @@ def load_suite(name_or_path: str) -> list[str]:
         raise ConfigError(f"{path}: key 'scenarios': must be a non-empty list of workload names")
     for s in scenarios:
         resolve_scenario_path(s)
+    suite_durations(name_or_path)
     return scenarios
+
+
+def suite_durations(name_or_path: str) -> dict[str, float]:
+    """Per-scenario run lengths a suite asks for (its `[durations]` table)."""
+    path = Path(name_or_path)
+    if not (path.suffix == ".toml" or path.exists()):
+        path = SUITE_DIR / f"{name_or_path}.toml"
+    data = read_toml(path)
+    table = data.get("durations", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: key 'durations': must be a table of scenario = seconds")
+    out: dict[str, float] = {}
+    for key, value in table.items():
+        if key not in data.get("scenarios", []):
+            raise ConfigError(f"{path}: key 'durations.{key}': not one of the suite's scenarios")
+        if not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"{path}: key 'durations.{key}': must be a positive number of seconds")
+        out[key] = float(value)
+    return out

@@ -144,3 +144,40 @@ def test_ctrl_c_and_sigterm_leave_a_valid_partial_result_and_no_child(tmp_path: 
         assert s["end_s"] < 30 and s["requests"]["unfinished"] > 0  # stopped long before 60 s
         for pid in hosts[k]:
             assert not Path(f"/proc/{pid}").exists(), f"host {pid} outlived its run"
+
+
+def test_url_targets_outside_loopback_are_refused_without_allow_remote() -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    runner = CliRunner()
+    for url in ("http://10.1.2.3:8000/predict", "http://example.com/predict"):
+        result = runner.invoke(app, ["run", url, "--mode", "live", "-q"])
+        assert result.exit_code == 2 and "--allow-remote" in result.output, result.output
+    result = runner.invoke(app, ["run", "https://127.0.0.1:1/predict", "--mode", "live", "-q"])
+    assert result.exit_code == 2 and "only http://" in result.output
+    result = runner.invoke(app, ["run", "naive", "--mode", "warp", "-q"])
+    assert result.exit_code == 2 and "valid are sim, live" in result.output
+
+
+def test_scale_keeps_the_designs_per_gpu_rate() -> None:
+    from harness.live import default_scale, scale_for_live, snap_scale
+
+    naive, hardened = resolve_target("naive"), resolve_target("hardened")
+    # The doc's fleet is ceil(10,000 x 0.1 / 32) = 32 GPUs: scales snap to k/32.
+    assert snap_scale(naive, 0.02) == snap_scale(hardened, 0.02) == 1 / 32
+    assert snap_scale(naive, 0.001) == 1 / 32 and snap_scale(naive, 0.5) == 0.5
+    assert snap_scale(naive, default_scale(load_workload("steady"))) == 1 / 32
+    small, info = scale_for_live(naive, 1 / 32)
+    assert (small.fleet_gpus, small.api_servers, small.peak_qps) == (1, 1, 312.5)
+    assert info.per_gpu_rps_live == info.per_gpu_rps_design == 312.5
+    assert (info.per_server_rps_design, info.per_server_rps_live) == (1000, 312.5)
+    # Hardened sizes by its own rule at the scaled peak: ceil(0.977 / 0.8) + 1 spare.
+    assert scale_for_live(hardened, 1 / 32)[0].fleet_gpus == 3
+    half, _ = scale_for_live(naive, 0.5)
+    assert (half.fleet_gpus, half.api_servers) == (16, 5)
+    fixed, _ = scale_for_live(resolve_target("naive:gpus=40"), 0.25)
+    assert fixed.fleet_gpus == 10
+    with pytest.raises(ValueError):
+        snap_scale(naive, 0)

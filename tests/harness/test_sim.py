@@ -114,3 +114,13 @@ def test_result_load_rejects_non_results(tmp_path):
     p.write_text("{")
     with pytest.raises(ValueError, match="invalid JSON"):
         load(p)
+
+
+def test_admission_is_not_trapped_after_a_slowdown_at_small_scale():
+    """Shedding everything means no batch completes to report that the
+    slowdown ended; the measured slowness must fade so admission recovers."""
+    wl = load_workload("slowdown").scaled(250 / 8000)
+    cfg = resolve_target("hardened", {"peak_qps": 312.5, "api_servers": 1})
+    s = run_sim(cfg, wl, 1)["summary"]
+    assert s["recovery"]["recovered_after_s"] is not None
+    assert s["recovery"]["recovered_after_s"] <= 2.0

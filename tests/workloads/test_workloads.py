@@ -89,7 +89,7 @@ def test_scaled_changes_rates_and_duration():
     half = wl.scaled(0.5, 20)
     assert half.peak_rps == wl.peak_rps / 2
     assert half.duration_s == 20
-    assert half.disturbance_end_s() == pytest.approx(wl.disturbance_end_s() * 0.5)
+    assert half.disturbance_end_s() == pytest.approx(wl.disturbance_end_s() * 20 / wl.duration_s)
 
 
 @pytest.mark.parametrize("name", ["steady", "low-traffic"])
