@@ -232,6 +232,17 @@ class WorkloadConfig(_Frozen):
 
     def scaled(self, rate_factor: float = 1.0, duration_s: float | None = None) -> "WorkloadConfig":
         """Rates times `rate_factor`; phases cut or stretched to `duration_s`."""
+        out = self._scaled(rate_factor, duration_s)
+        notes = []
+        if rate_factor != 1.0:
+            notes.append(f"rates x{rate_factor:.3g}")
+        if duration_s is not None and duration_s != self.duration_s:
+            notes.append(f"run for {duration_s:g} s")
+        if notes:
+            out = out.model_copy(update={"description": f"{self.description} [{', '.join(notes)}]"})
+        return out
+
+    def _scaled(self, rate_factor: float, duration_s: float | None) -> "WorkloadConfig":
         phases = []
         for p in self.phases:
             upd = {k: v * rate_factor for k, v in p.model_dump().items() if k.endswith("_rps")}
