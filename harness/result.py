@@ -51,12 +51,19 @@ def dumps(doc: dict[str, Any]) -> str:
 
 def write_atomic(path: Path, doc: dict[str, Any]) -> Path:
     """Write JSON to `path` via a temp file + rename: never a torn file."""
+    return write_text_atomic(Path(path), dumps(doc))
+
+
+def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
+    """Write `text` via a temp file in the same folder + rename. `mode` sets
+    permissions (mkstemp's default is 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(doc)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

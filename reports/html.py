@@ -24,6 +24,8 @@ from typing import Any, Callable
 
 import plotly.graph_objects as go
 
+from harness.result import write_text_atomic
+
 __all__ = ["SECTIONS", "Section", "doc_sections", "page_html", "section_builder", "write_html"]
 
 
@@ -225,20 +227,6 @@ def page_html(docs: list[dict[str, Any]], plotly_js: str | None = None, title: s
 def write_html(docs: list[dict[str, Any]], path: str | Path) -> Path:
     """Render `docs` (any kinds in SECTIONS) into one offline HTML file at
     `path` (parents created; written via a temp file, never torn)."""
-    import os
-    import tempfile
-
     text = page_html(list(docs))
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)  # a report is for sharing, unlike mkstemp's default 0600
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return p
+    # A report is for sharing, unlike mkstemp's default 0600.
+    return write_text_atomic(Path(path), text, mode=0o644)

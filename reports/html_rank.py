@@ -15,7 +15,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from reports.console import fmt_s
+from reports.console import fmt_pct, fmt_s
 from reports.html import Section
 from reports.html_run import FONT
 
@@ -32,10 +32,6 @@ def _ordered(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def _label(f: dict[str, Any], top: set[str]) -> str:
     star = " ★" if f["id"] in top else ""
     return f"{f.get('rank', '?')}. {f['id']}{star}"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 def _p99(x: float | None) -> str:
@@ -164,10 +160,10 @@ def ranking_table(doc: dict[str, Any]) -> str:
         cls = " class='top'" if f["id"] in top else ""
         rows.append(
             f"<tr{cls}><td>{f.get('rank', '?')}</td><td class='l'><b>{_html.escape(f['id'])}</b></td>"
-            f"<td>{_html.escape(str(f.get('doc_item', '')))}</td><td>{_pct(c.get('goodput_loss'))}</td>"
+            f"<td>{_html.escape(str(f.get('doc_item', '')))}</td><td>{fmt_pct(c.get('goodput_loss'))}</td>"
             f"<td>{_html.escape(_p99(c.get('p99_increase_s')))}</td><td>{c.get('wasted_gpu_s') or 0:,.1f}</td>"
             f"<td class='l'>{_html.escape(str(c.get('scenario', '-')))}</td>"
-            f"<td>{_pct(g.get('goodput_gain'))}</td><td class='l'>{detail}</td></tr>")
+            f"<td>{fmt_pct(g.get('goodput_gain'))}</td><td class='l'>{detail}</td></tr>")
     return f"<table class='data'>{head}{''.join(rows)}</table>"
 
 
@@ -175,7 +171,7 @@ def sections(doc: dict[str, Any]) -> list[Section]:
     """Sections of one rank document: verdict, chart, heatmap, table."""
     flaws = _ordered(doc)
     top = [f for f in flaws if f["id"] in set(doc.get("top") or [])]
-    names = ", ".join(f"{f['id']} ({_pct(f['cost'].get('goodput_loss'))} goodput lost in "
+    names = ", ".join(f"{f['id']} ({fmt_pct(f['cost'].get('goodput_loss'))} goodput lost in "
                       f"{f['cost'].get('scenario', '?')})" for f in top)
     slo = doc.get("slo_s")
     verdict = (f"<p><b>Insist on fixing before shipping:</b> {_html.escape(names) or 'none measured'}.</p>"
