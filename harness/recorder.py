@@ -223,23 +223,26 @@ class Recorder:
             "gpu_busy": busy,
         }
 
-    def recovery(self, disturbance_end_s: float | None, series: dict[str, Any], threshold: float = 0.99) -> dict[str, Any]:
-        """Seconds from the disturbance's end until every later full window
-        has goodput >= threshold x offered (None: never, within the run)."""
+    def recovery(self, disturbance_end_s: float | None, series: dict[str, Any], threshold: float = 0.99,
+                 stable_windows: int = 3) -> dict[str, Any]:
+        """Seconds from the disturbance's end until goodput is back to
+        >= threshold x offered and stays there for `stable_windows` full
+        windows (or to the end of the traffic, if sooner). None: never,
+        within the run. Judged on full windows only."""
+        out = {"disturbance_end_s": disturbance_end_s, "recovered_after_s": None, "threshold": threshold}
         if disturbance_end_s is None:
-            return {"disturbance_end_s": None, "recovered_after_s": None, "threshold": threshold}
+            return out
         w = self.window_s
         t = series["t_s"]
         full = [j for j in range(len(t)) if t[j] + w <= self.duration_s + 1e-9]
         ok = [series["goodput_rps"][j] >= threshold * series["offered_rps"][j] for j in full]
-        recovered = None
         for pos, j in enumerate(full):
             if t[j] + w <= disturbance_end_s + 1e-9:
                 continue
-            if all(ok[pos:]):
-                recovered = max(0.0, t[j] - disturbance_end_s)
+            if all(ok[pos:pos + stable_windows]):
+                out["recovered_after_s"] = max(0.0, t[j] - disturbance_end_s)
                 break
-        return {"disturbance_end_s": disturbance_end_s, "recovered_after_s": recovered, "threshold": threshold}
+        return out
 
     def _sampled(self, k: int) -> tuple[list, list]:
         depth = [0.0] * k

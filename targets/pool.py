@@ -59,7 +59,10 @@ class Worker:
 class GpuPool:
     """`on_done(batch, outputs, seconds)` is called for every completed batch;
     `redispatch(batch)` (when failure handling is on) puts a dead worker's
-    batch back at the front of its queue."""
+    batch back at the front of its queue. With deadline propagation,
+    `expired(attempt, now)` is checked again when a parked batch finally gets
+    a GPU (it may have waited long in the backlog); `on_drop` gets each one
+    removed, before it costs any GPU time."""
 
     def __init__(
         self,
@@ -70,7 +73,11 @@ class GpuPool:
         batch_timeout_factor: float = 2.0,
         redispatch: Callable[[list[Attempt]], None] | None = None,
         on_lost: Callable[[Attempt], None] | None = None,
+        expired: Callable[[Attempt, float], bool] | None = None,
+        on_drop: Callable[[Attempt], None] | None = None,
     ) -> None:
+        self._expired = expired
+        self._on_drop = on_drop
         self.workers = [Worker(i) for i in range(gpus)]
         self.executors = [executor_for(i) for i in range(gpus)]
         self._free: deque[Worker] = deque(self.workers)
@@ -149,9 +156,13 @@ class GpuPool:
     def _release(self, worker: Worker) -> None:
         if not worker.alive:
             return
-        if self._backlog:
+        while self._backlog:
             batch = self._backlog.popleft()
             self._backlog_items -= len(batch)
+            if self._expired is not None:
+                batch = self._drop_expired(batch)
+                if not batch:
+                    continue
             self._start(worker, batch)
             return
         self._free.append(worker)
@@ -163,6 +174,17 @@ class GpuPool:
             self._listeners[(self._next_listener + i) % n]()
         if n:
             self._next_listener = (self._next_listener + 1) % n
+
+    def _drop_expired(self, batch: list[Attempt]) -> list[Attempt]:
+        now = self._loop.time()
+        kept = []
+        for a in batch:
+            if self._expired(a, now):
+                if self._on_drop is not None:
+                    self._on_drop(a)
+            else:
+                kept.append(a)
+        return kept
 
     # -- failures ---------------------------------------------------------------------
     def kill(self, count: int) -> list[int]:

@@ -68,6 +68,8 @@ class ServingTarget:
             batch_timeout_factor=config.batch_timeout_factor,
             redispatch=self._redispatch,
             on_lost=self._lost,
+            expired=self._expired if config.propagate_deadline else None,
+            on_drop=self._dropped,
         )
         n = config.api_servers
         self.balancer = create_balancer(config.routing, n, rng)

@@ -117,3 +117,23 @@ def test_adaptive_is_greedy_only_while_gpus_are_spare_also_in_push_mode():
                [0.0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.007], gpus=2, pull=False)
     assert [len(b) for _, b in log][:2] == [1, 1]  # the two idle GPUs take the first arrivals
     assert all(len(b) == 3 for _, b in log[2:4])   # then full batches while both are busy
+
+
+def test_parked_batches_drop_expired_requests_before_they_reach_a_gpu():
+    ran, dropped = [], []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        pool = GpuPool(1, lambda i: ModeledExecutor(lambda b, L: 0.1),
+                       on_done=lambda b, o, s: ran.append([a.uid for a in b]),
+                       expired=lambda a, now: a.deadline_s is not None and now + 0.1 > a.deadline_s,
+                       on_drop=lambda a: dropped.append(a.uid))
+        first, late, fine = att(0), att(1), att(2)
+        late.deadline_s = 0.15   # would finish at 0.2: useless by then
+        fine.deadline_s = 0.5
+        pool.submit([first])
+        pool.submit([late, fine])  # parked behind the first batch
+        await asyncio.sleep(1)
+
+    run_virtual(main())
+    assert ran == [[0], [2]] and dropped == [1]
