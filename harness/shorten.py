@@ -31,7 +31,7 @@ REQUEST_BUDGET = 20_000   # expected requests of a shortened stationary run
 MIN_S = 2.0               # shortest stationary run
 BEFORE_S = 1.0            # calm kept before a disturbance (queues and caches warm up)
 DISTURBANCE_S = 3.0       # longest disturbance kept: queues pass the 1 s timeout and retries start
-AFTER_S = 2.0             # recovery kept after it (a metastable storm outlives its trigger)
+AFTER_S = 5.0             # recovery kept after it (long enough to see a metastable storm outlive its trigger)
 
 
 @dataclass(frozen=True)
