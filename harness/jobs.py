@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from harness.sim import run_sim
 from targets.spec import resolve_target
@@ -73,7 +73,3 @@ def _weight(job: SimJob) -> float:
         return wl.duration_s * wl.peak_rps
     except Exception:
         return 0.0
-
-
-def iter_pairs(targets: Iterable[str], workloads: Iterable[str]) -> list[tuple[str, str]]:
-    return [(t, w) for w in workloads for t in targets]

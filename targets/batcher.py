@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from targets.config import Batching
 from targets.protocol import Attempt, Response, Status
@@ -177,7 +177,7 @@ class Batcher:
         self.pump()
 
 
-class GpuPoolLike:
+class GpuPoolLike(Protocol):
     """What a Batcher needs of a pool (see targets.pool.GpuPool)."""
 
     def free_gpus(self) -> int: ...
