@@ -50,7 +50,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from targets.spec import resolve_target
 from workloads.loader import ConfigError, load_workload, read_toml
@@ -141,24 +141,23 @@ def _number(data: dict[str, Any], path: str, key: str, name: str, default: Any) 
     return float(v)
 
 
-def _target(spec: Any, path: str, key: str) -> str:
-    if not isinstance(spec, str):
-        raise _err(path, key, "must be a target spec string (naive, hardened+blind-retries, a .toml design)")
+def _resolvable(value: Any, resolve: Callable[[str], Any], what: str, path: str, key: str) -> str:
+    """`value` must be a string that `resolve` accepts; its error names the key."""
+    if not isinstance(value, str):
+        raise _err(path, key, f"must be {what}")
     try:
-        resolve_target(spec)
+        resolve(value)
     except ConfigError as exc:
         raise _err(path, key, str(exc)) from None
-    return spec
+    return value
+
+
+def _target(spec: Any, path: str, key: str) -> str:
+    return _resolvable(spec, resolve_target, "a target spec string (naive, hardened+blind-retries, a .toml design)", path, key)
 
 
 def _scenario(name: Any, path: str, key: str) -> str:
-    if not isinstance(name, str):
-        raise _err(path, key, "must be a scenario name or workload TOML path")
-    try:
-        load_workload(name)
-    except ConfigError as exc:
-        raise _err(path, key, str(exc)) from None
-    return name
+    return _resolvable(name, load_workload, "a scenario name or workload TOML path", path, key)
 
 
 def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:

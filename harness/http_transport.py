@@ -37,7 +37,7 @@ import httptools
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from targets.delayline import DelayLine
+from targets.delayline import DelayLines
 from targets.protocol import TIMEOUT_RESPONSE, Attempt, Response, Status
 
 _STATUS = {200: Status.OK, 400: Status.BAD_REQUEST, 413: Status.BAD_REQUEST, 415: Status.BAD_REQUEST,
@@ -275,7 +275,7 @@ class HttpTransport:
             b"Host: %s", b"Host: " + f"{host}:{port}".encode())
         self._pools: dict[str, _Pool] = {}
         self._inflight: dict[Attempt, _Conn] = {}
-        self._timeouts: dict[float, DelayLine] = {}
+        self._timeouts = DelayLines(self.loop)
         self._tasks: set[asyncio.Task] = set()
         self._t0 = 0.0
         self._sched: list[float] | None = None
@@ -314,10 +314,7 @@ class HttpTransport:
         if attempt.attempt_no == 0 and self._sched is not None:
             self._lag(time.monotonic() - self._t0 - self._sched[attempt.uid])
         attempt.on_answer = on_done
-        line = self._timeouts.get(timeout_s)
-        if line is None:
-            line = self._timeouts[timeout_s] = DelayLine(timeout_s, self.loop)
-        line.push(self._expire, attempt)
+        self._timeouts.push(timeout_s, self._expire, attempt)
         pool = self._pools.get(attempt.tenant) or self._pool(attempt.tenant)
         idle = pool.idle
         while idle:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Callable
 
-from targets.delayline import DelayLine
+from targets.delayline import DelayLines
 from targets.protocol import TIMEOUT_RESPONSE, Attempt, Response
 
 
@@ -23,14 +23,11 @@ class InProcessTransport:
     def __init__(self, target) -> None:
         self.target = target
         self.loop = asyncio.get_running_loop()
-        self._timeouts: dict[float, DelayLine] = {}
+        self._timeouts = DelayLines(self.loop, TIMEOUT_RESOLUTION_S)
 
     def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
         attempt.on_answer = on_done
-        line = self._timeouts.get(timeout_s)
-        if line is None:
-            line = self._timeouts[timeout_s] = DelayLine(timeout_s, self.loop, TIMEOUT_RESOLUTION_S)
-        line.push(_expire, attempt)
+        self._timeouts.push(timeout_s, _expire, attempt)
         self.target.submit(attempt)
 
 

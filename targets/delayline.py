@@ -48,3 +48,19 @@ class DelayLine:
             self.loop.call_at(max(items[0][0], now + self.resolution_s), self._fire)
         else:
             self._armed = False
+
+
+class DelayLines:
+    """One DelayLine per distinct delay, made on first use: what a transport
+    needs for client timeouts (one timeout per client policy, usually)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, resolution_s: float = 0.0) -> None:
+        self.loop = loop or asyncio.get_running_loop()
+        self.resolution_s = resolution_s
+        self._lines: dict[float, DelayLine] = {}
+
+    def push(self, delay_s: float, callback: Callable[[Any], Any], arg: Any) -> None:
+        line = self._lines.get(delay_s)
+        if line is None:
+            line = self._lines[delay_s] = DelayLine(delay_s, self.loop, self.resolution_s)
+        line.push(callback, arg)

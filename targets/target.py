@@ -222,12 +222,13 @@ class ServingTarget:
     # -- completion -------------------------------------------------------------------------
     def _batch_done(self, batch: list[Attempt], outputs: list | None, seconds: float) -> None:
         share = seconds / len(batch)
-        nominal = self.cost(len(batch), max(a.size for a in batch))
+        longest = max(a.size for a in batch)
+        nominal = self.cost(len(batch), longest)
         if nominal > 0:
-            self.slowness = self.current_slowness() + 0.2 * (seconds / nominal - self.current_slowness())
+            slow = self.current_slowness()
+            self.slowness = slow + 0.2 * (seconds / nominal - slow)
             self._slowness_at = self.loop.time()
         stats, computed, dedupe, cache = self.stats, self._computed, self.dedupe, self.cache
-        longest = max(a.size for a in batch)
         if longest > self.config.reference_length:
             tokens = sum(max(a.size, self.config.reference_length) for a in batch)
             stats.wasted_padding_s += seconds * (1 - tokens / (len(batch) * longest))
