@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.jobs import SimJob, run_jobs
+from harness.engine.jobs import SimJob, run_jobs
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ tests/harness/test_closed_forms.py for the reasoning)."""
 
 from __future__ import annotations
 
-from harness.sim import run_sim
+from harness.engine.sim import run_sim
 from targets.spec import resolve_target
 from workloads.model import WorkloadConfig
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from harness.profile import describe_device, profile_model
+from harness.live.profile import describe_device, profile_model
 from targets.models import MODEL_NAMES, ModelHandle, create_model
 from targets.torch_executor import TorchExecutor, WorkerDied, resolve_device
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness.sim import run_sim
+from harness.engine.sim import run_sim
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 

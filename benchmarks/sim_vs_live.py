@@ -34,9 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.live import LiveRun, scale_for_live  # noqa: E402
-from harness.live_host import HostSpec  # noqa: E402
-from harness.sim import run_sim  # noqa: E402
+from harness.live.run import LiveRun, scale_for_live  # noqa: E402
+from harness.live.host import HostSpec  # noqa: E402
+from harness.engine.sim import run_sim  # noqa: E402
 from targets.spec import resolve_target  # noqa: E402
 from workloads.loader import load_workload  # noqa: E402
 

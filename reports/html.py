@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import plotly.graph_objects as go
 
-from harness.result import write_text_atomic
+from harness.results.io import write_text_atomic
 
 __all__ = ["SECTIONS", "Section", "doc_sections", "page_html", "section_builder", "write_html"]
 

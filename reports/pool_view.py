@@ -1,4 +1,4 @@
-"""HTML sections for a pool document (``kind: "pool"``, from ``harness.pool_cmd``).
+"""HTML sections for a pool document (``kind: "pool"``, from ``harness.cli.pool``).
 
 The capacity condition and verdicts, a per-policy comparison chart (p99 per model
 against the target; utilization and idle fragmentation), the GPU Gantt chart per

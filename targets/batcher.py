@@ -178,7 +178,7 @@ class Batcher:
 
 
 class GpuPoolLike(Protocol):
-    """What a Batcher needs of a pool (see targets.pool.GpuPool)."""
+    """What a Batcher needs of a pool (see targets.gpu_pool.GpuPool)."""
 
     def free_gpus(self) -> int: ...
     def submit(self, batch: list[Attempt]) -> None: ...

@@ -20,7 +20,7 @@ CostFn = Callable[[int, int], float]  # (batch size, longest input) -> seconds
 
 @lru_cache(maxsize=8)
 def _load_table(path: str):
-    from harness.profile import CostTable  # the profiler owns the file format
+    from harness.live.profile import CostTable  # the profiler owns the file format
 
     return CostTable.from_json(path)
 

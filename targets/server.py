@@ -1,6 +1,6 @@
 """The API servers of a live target: aiohttp apps in front of one ServingTarget.
 
-This module and harness.http_transport are the only ones that import aiohttp;
+This module and harness.live.http_transport are the only ones that import aiohttp;
 the target and its policies only see `Attempt` and `Response`.
 
 HTTP API (JSON bodies, UTF-8)::

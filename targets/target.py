@@ -25,7 +25,7 @@ from targets.config import Batching, CacheMode, TargetConfig, Topology
 from targets.dedupe import Deduper
 from targets.delayline import DelayLine
 from targets.executors import ModeledExecutor, cost_function
-from targets.pool import Executor, GpuPool
+from targets.gpu_pool import Executor, GpuPool
 from targets.protocol import Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
 

@@ -3,7 +3,7 @@
 ``TorchExecutor.run_batch(inputs)`` runs one real forward pass off the event loop, on a
 dedicated single-thread ``concurrent.futures`` executor, so an instance runs one batch at
 a time (as one GPU does) while the loop keeps serving requests. Live mode only: sim mode
-forbids threads and uses a cost model instead (see ``harness.profile.CostTable``).
+forbids threads and uses a cost model instead (see ``harness.live.profile.CostTable``).
 
 Timing contract (seconds, wall clock, ``time.perf_counter``):
 

@@ -20,7 +20,7 @@ Failures map onto the pool's two paths:
 - the pool kills the worker (`GpuPool.kill`, a scheduled fault) by cancelling
   `run_batch`: the executor is failed too, so its thread drops the results;
 - the worker dies by itself (`fail()`, or a real device error surfacing as
-  torch_executor.WorkerDied): `run_batch` raises `targets.pool.WorkerDied`,
+  torch_executor.WorkerDied): `run_batch` raises `targets.gpu_pool.WorkerDied`,
   which the pool treats exactly like a kill.
 
 A worker the pool has revived is recovered on its next batch. `slowdown`
@@ -34,7 +34,7 @@ import asyncio
 from typing import Any, Callable
 
 from targets import torch_executor
-from targets.pool import WorkerDied
+from targets.gpu_pool import WorkerDied
 from targets.protocol import Attempt
 from targets.torch_executor import TorchExecutor
 
@@ -64,7 +64,7 @@ class TorchGpu:
     async def run_batch(self, batch: list[Attempt]) -> list[dict[str, Any]]:
         """One forward pass over the attempts' payloads; one answer per attempt, in order.
 
-        Raises `targets.pool.WorkerDied` if the worker dies with the batch in flight.
+        Raises `targets.gpu_pool.WorkerDied` if the worker dies with the batch in flight.
         """
         ex = self.executor
         if ex.failed:

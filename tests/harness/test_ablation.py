@@ -6,9 +6,9 @@ import math
 import pytest
 from rich.console import Console
 
-from harness.ablation import rank, score_key, severity, tail_increase, worst
-from harness.interactions import classify
-from harness.shorten import Shortening, disturbance, expected_requests, plan, shorten
+from harness.analysis.ablation import rank, score_key, severity, tail_increase, worst
+from harness.analysis.interactions import classify
+from harness.analysis.shorten import Shortening, disturbance, expected_requests, plan, shorten
 from reports.rank_console import render_rank
 from targets.flaws import FLAW_IDS
 from workloads.loader import load_workload

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.capacity import (
+from harness.analysis.capacity import (
     Budget, CapacityInputs, batch_time_fn, formula_gpus, plan_capacity, table_by_b, theoretical_gpus,
 )
-from harness.capacity_sim import FleetSearch, Point, backlog, backlog_schedule, lowest_stable_fleet, traffic
+from harness.analysis.capacity_sim import FleetSearch, Point, backlog, backlog_schedule, lowest_stable_fleet, traffic
 from harness.cli import app
-from harness.result import dumps
+from harness.results.io import dumps
 
 runner = CliRunner()
 

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness.clock import SimulationError, SimulationStalled, VirtualTimeLoop, run_virtual
+from harness.engine.clock import SimulationError, SimulationStalled, VirtualTimeLoop, run_virtual
 
 
 def test_sleep_advances_virtual_time_exactly_and_costs_no_wall_time():

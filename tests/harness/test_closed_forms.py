@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sim import run_sim
+from harness.engine.sim import run_sim
 from targets.spec import resolve_target
 from workloads.model import WorkloadConfig
 

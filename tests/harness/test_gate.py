@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.gate import lookup, run_gate
-from harness.gate_file import load_gate_file
+from harness.gate.check import lookup, run_gate
+from harness.gate.file import load_gate_file
 from reports.gate_console import junit_xml, markdown
 from workloads.loader import ConfigError
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.http_transport import Payloads
+from harness.live.http_transport import Payloads
 from targets.models import create_model
 
 

@@ -14,9 +14,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.pool_cmd import pool_document, pool_summary
-from harness.pool_sim import ModelSpec, PoolConfig
-from targets.mixed_pool import policy_names
+from harness.cli.pool import pool_document, pool_summary
+from harness.analysis.gang_pool import ModelSpec, PoolConfig
+from targets.gang_schedulers import policy_names
 
 SHORT = PoolConfig(duration_s=10.0)
 OVER = PoolConfig(duration_s=5.0, small=ModelSpec(4000.0, 32, 0.05))  # 2.0 + 6.25 GPU-s/s > 8

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.pool_sim import (
+from harness.analysis.gang_pool import (
     ModelSpec, PoolConfig, PoolResult, PoolScheduleError, capacity_check, compare_policies,
     generate_arrivals, run_pool,
 )
-from targets.mixed_pool import Decision, ModelKind, PoolState, Start, policy_names
+from targets.gang_schedulers import Decision, ModelKind, PoolState, Start, policy_names
 
 L, S = ModelKind.LARGE, ModelKind.SMALL
 OVERLOAD = dict(large=ModelSpec(20.0, 8, 0.2), small=ModelSpec(4000.0, 32, 0.05))

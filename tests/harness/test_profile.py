@@ -1,4 +1,4 @@
-"""harness.profile: CostTable interpolation (hand values), JSON format, a tiny profile."""
+"""harness.live.profile: CostTable interpolation (hand values), JSON format, a tiny profile."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.profile import CostPoint, CostTable, profile_model
+from harness.live.profile import CostPoint, CostTable, profile_model
 
 
 def _table(points: list[tuple[int, int | None, float]]) -> CostTable:

@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 
-from harness.recorder import Recorder, new_histogram, percentiles
+from harness.engine.recorder import Recorder, new_histogram, percentiles
 from targets.protocol import Status
 
 

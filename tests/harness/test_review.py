@@ -8,7 +8,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from harness.review import pct, review
+from harness.analysis.review import pct, review
 from reports.review_console import render_review
 
 SMALL = {"full-batch-only": ["night"], "no-admission-control": ["night"], "blind-retries": ["night"]}
@@ -68,8 +68,8 @@ def test_user_design_replaces_naive(tmp_path):
 
 
 def test_missing_parts_become_notes(monkeypatch):
-    monkeypatch.setitem(sys.modules, "harness.capacity", None)  # import raises ImportError
-    monkeypatch.setitem(sys.modules, "harness.pool_cmd", None)
+    monkeypatch.setitem(sys.modules, "harness.analysis.capacity", None)  # import raises ImportError
+    monkeypatch.setitem(sys.modules, "harness.cli.pool", None)
     d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, parts=True, workers=1)
     assert d["capacity"] is None and d["pool"] is None
     notes = " ".join(d["notes"])

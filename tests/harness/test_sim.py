@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from harness.result import dumps, load, write_atomic
-from harness.sim import SimRun, run_sim
+from harness.results.io import dumps, load, write_atomic
+from harness.engine.sim import SimRun, run_sim
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.recorder import Recorder, percentiles
-from harness.result import SCHEMA
-from harness.sim import run_sim
+from harness.engine.recorder import Recorder, percentiles
+from harness.results.io import SCHEMA
+from harness.engine.sim import run_sim
 from reports.html import Section, doc_sections, page_html, section_builder, write_html
 from reports.html_rank import TOP
 from reports.html_run import markers, timeseries_figure, Side

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import random
 
-from harness.clock import run_virtual
+from harness.engine.clock import run_virtual
 from targets.balancer import L4RoundRobin, LeastLoaded, PowerOfTwo
 from targets.batcher import Batcher, BatchPolicy
 from targets.config import Batching
 from targets.executors import ModeledExecutor
-from targets.pool import GpuPool
+from targets.gpu_pool import GpuPool
 from targets.protocol import Attempt, Response, Status
 from targets.queues import FifoQueue
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from targets.mixed_pool import (
+from targets.gang_schedulers import (
     Decision, GangReservePolicy, GpuSlot, ModelKind, ModelSpec, PoolSpec, PoolState,
     ProportionalPolicy, QueueView, TimeSlicePolicy, batch_due, create_policy, due_at_s,
     policy_names,

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from harness.clock import run_virtual
-from targets.pool import GpuPool, WorkerDied
+from harness.engine.clock import run_virtual
+from targets.gpu_pool import GpuPool, WorkerDied
 from targets.protocol import Attempt
 from targets.torch_gpu import TorchGpu, torch_gpus
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from harness.capacity_sim import Point, lowest_stable_fleet
+from harness.analysis.capacity_sim import Point, lowest_stable_fleet
 from workloads.model import Fault, FaultKind, Sizes
 
 __all__ = ["LOW_LOAD", "MID_LOAD", "loss_points", "measure_losses"]

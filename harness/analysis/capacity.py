@@ -12,7 +12,7 @@
   ``headroom_factor`` x peak (``headroom_gpus``), plus one GPU for a failure
   (``realtime_with_headroom_gpus``, N+1);
 - ``losses``: each source of lost throughput measured by targeted runs
-  (``harness.capacity_losses``);
+  (``harness.analysis.capacity_losses``);
 - offline: a backlog processed in full batches on the formula's fleet, its
   throughput over the formula's (``offline_efficiency``);
 - ``curve`` (p99 and utilization against fleet size at peak) and
@@ -30,10 +30,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from harness.capacity_losses import LOW_LOAD, MID_LOAD, loss_points, measure_losses
-from harness.capacity_sim import FleetSearch, Point, backlog, lowest_stable_fleet, traffic
-from harness.jobs import default_jobs, run_jobs
-from harness.result import SCHEMA, versions
+from harness.analysis.capacity_losses import LOW_LOAD, MID_LOAD, loss_points, measure_losses
+from harness.analysis.capacity_sim import FleetSearch, Point, backlog, lowest_stable_fleet, traffic
+from harness.engine.jobs import default_jobs, run_jobs
+from harness.results.io import SCHEMA, versions
 from targets.spec import resolve_target
 from workloads.model import ArrivalProcess
 
@@ -113,7 +113,7 @@ def batch_time_fn(inp: CapacityInputs) -> tuple[Callable[[int], float], dict[str
         t0, k = AFFINE_FIXED_SHARE * t, (1 - AFFINE_FIXED_SHARE) * t / b_max
         return (lambda b: t0 + k * b), {"cost_model": "affine", "batch_time_s": t,
                                         "cost_t0_s": t0, "cost_per_item_s": k}
-    from harness.profile import CostTable  # imports torch: only for table plans
+    from harness.live.profile import CostTable  # imports torch: only for table plans
     from targets.config import TargetConfig
 
     table = CostTable.from_json(str(inp.cost_table))

@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.sim import run_sim
+from harness.engine.sim import run_sim
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 

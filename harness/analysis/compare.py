@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from harness.jobs import SimJob, run_jobs
-from harness.result import SCHEMA, versions
+from harness.engine.jobs import SimJob, run_jobs
+from harness.results.io import SCHEMA, versions
 
 
 def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,

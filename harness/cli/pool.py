@@ -1,6 +1,6 @@
 """Part 3 in the product: the pool document and the `harness pool` command.
 
-``pool_document(config)`` wraps ``harness.pool_sim.compare_policies`` into a
+``pool_document(config)`` wraps ``harness.analysis.gang_pool.compare_policies`` into a
 ``kind: "pool"`` result document: every policy on the same arrivals, the capacity
 condition, and plain-text verdicts (why policies fail). The command parses options
 into a ``PoolConfig``, calls it, writes the result file and renders it.
@@ -15,10 +15,10 @@ from typing import Any, List, Optional, Sequence
 
 import typer
 
-from harness import result as results
-from harness.cli import JSON, OUT, app, fail, out
-from harness.pool_sim import ModelSpec, PoolConfig, capacity_check, compare_policies
-from targets.mixed_pool import create_policy, policy_names
+from harness.results import io as results
+from harness.cli.common import JSON, OUT, fail, out
+from harness.analysis.gang_pool import ModelSpec, PoolConfig, capacity_check, compare_policies
+from targets.gang_schedulers import create_policy, policy_names
 
 __all__ = ["pool_document", "pool_summary"]
 
@@ -67,7 +67,6 @@ def pool_summary(doc: dict[str, Any]) -> dict[str, Any]:
 _DEFAULT = PoolConfig()
 
 
-@app.command()
 def pool(
     compare: bool = typer.Option(False, "--compare", help="Run every policy on the same arrivals, side by side."),
     policy: Optional[List[str]] = typer.Option(
@@ -90,7 +89,7 @@ def pool(
 ) -> None:
     """Part 3: a gang model (all GPUs per batch) and a 1-GPU model on one pool, by policy."""
     # Prints per-model latency, starvation, utilization, idle fragmentation and GPU time
-    # per request beside the capacity condition; no arithmetic here (see harness.pool_sim).
+    # per request beside the capacity condition; no arithmetic here (see harness.analysis.gang_pool).
     names = list(policy) if policy else (list(policy_names()) if compare else ["proportional"])
     try:
         cfg = PoolConfig(large=ModelSpec(large_rate, large_batch, large_time),
@@ -109,7 +108,7 @@ def pool(
 
         write_html([doc], html)
     if as_json:
-        sys.stdout.write(json.dumps(results._clean(pool_summary(doc)), indent=1) + "\n")
+        sys.stdout.write(json.dumps(results.clean(pool_summary(doc)), indent=1) + "\n")
         return
     from reports.pool_console import render_pool_doc
 

@@ -35,12 +35,12 @@ first), then the fix's goodput gain from the naive side, then extra waste.
 
 Durations: 20 targets x 11 scenarios at the scenarios' full lengths (up to
 600,000 requests a run) take most of an hour on 2 cores, so each scenario is
-shortened by `harness.shorten.plan`: stationary scripts cut to about
+shortened by `harness.analysis.shorten.plan`: stationary scripts cut to about
 `request_budget` requests, disturbed ones cut to a little calm, the
 disturbance (up to 3 s) and a little recovery; `duration_scale` scales all
 of it. The plan used is in the document (`durations`).
 
-Interactions: see `harness.interactions`.
+Interactions: see `harness.analysis.interactions`.
 """
 
 from __future__ import annotations
@@ -50,14 +50,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.jobs import run_jobs
-from harness.result import SCHEMA, versions
-from harness.sim import run_sim
+from harness.engine.jobs import run_jobs
+from harness.results.io import SCHEMA, versions
+from harness.engine.sim import run_sim
 from targets.config import TargetConfig
 from targets.flaws import FLAWS, Flaw
 from targets.spec import flaws_present, resolve_target
-from harness.shorten import REQUEST_BUDGET, Shortening, plan_for_json, shorten
-from harness.shorten import plan as plan_runs
+from harness.analysis.shorten import REQUEST_BUDGET, Shortening, plan_for_json, shorten
+from harness.analysis.shorten import plan as plan_runs
 from workloads.loader import load_suite, load_workload
 
 TIE = 0.005            # goodput differences under half a point are ties (noise)
@@ -242,7 +242,7 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         "flaws_in_flawed": sorted(present), "versions": versions(),
     }
     if interactions:
-        from harness.interactions import find_interactions
+        from harness.analysis.interactions import find_interactions
 
         find_interactions(doc, good_knobs, flawed_knobs, summaries, plan, workers, on_done)
     doc["wall_s"] = time.perf_counter() - started

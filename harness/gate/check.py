@@ -1,7 +1,7 @@
 """CI performance gates: run the scenarios a gate file names, check thresholds.
 
-The gate file format is documented in harness/gate_file.py (example:
-harness/gates/ci.toml). `run_gate(path)` runs every (scenario, target) the
+The gate file format is documented in harness/gate/file.py (example:
+harness/gate/ci.toml). `run_gate(path)` runs every (scenario, target) the
 file needs once, in sim mode with the file's seed (deterministic, so a gate is
 stable on a noisy CI machine), evaluates every check and returns a gate
 document:
@@ -24,11 +24,11 @@ import operator
 import time
 from typing import Any, Callable
 
-from harness.ablation import VariantJob, knobs_of
-from harness.jobs import run_jobs
-from harness.shorten import Shortening
-from harness.gate_file import Check, Gate, GateFile, check_keys, load_gate_file
-from harness.result import SCHEMA, versions
+from harness.analysis.ablation import VariantJob, knobs_of
+from harness.engine.jobs import run_jobs
+from harness.analysis.shorten import Shortening
+from harness.gate.file import Check, Gate, GateFile, check_keys, load_gate_file
+from harness.results.io import SCHEMA, versions
 
 COMPARE: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne,

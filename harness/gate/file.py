@@ -1,6 +1,6 @@
 """Gate files: the thresholds a CI performance gate checks, parsed and validated.
 
-A gate file is TOML (example: harness/gates/ci.toml)::
+A gate file is TOML (example: harness/gate/ci.toml)::
 
     [defaults]                  # all optional
     target = "hardened"         # the target under test (`--target` replaces it)

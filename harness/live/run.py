@@ -1,11 +1,11 @@
 """Live mode: one run of a real target on the wall clock, driven over HTTP.
 
-A run starts a target host in a child process (harness.live_host: a layer-4
+A run starts a target host in a child process (harness.live.host: a layer-4
 proxy, N aiohttp API servers, GPU workers on real torch models, the same
 ServingTarget as sim), drives the workload at it with the same Driver, Client
 and Recorder as sim through the HTTP transport, injects the workload's faults
 on schedule, stops the host and builds the same result document as sim
-(harness.summary.build_document, mode "live") plus a `live` block: the
+(harness.engine.summary.build_document, mode "live") plus a `live` block: the
 driver's send lag, connections, the scale and the host's figures.
 
 Scale: a 2-core machine cannot carry 10,000 QPS, so `scale_for_live` shrinks
@@ -34,16 +34,16 @@ import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
-from harness.driver import Driver
-from harness.http_transport import HttpTransport, Payloads, new_loop, quiet_gc
-from harness.live_host import HostProcess, HostSpec
-from harness.recorder import Recorder
-from harness.summary import build_document
+from harness.engine.driver import Driver
+from harness.live.http_transport import HttpTransport, Payloads, new_loop, quiet_gc
+from harness.live.host import HostProcess, HostSpec
+from harness.engine.recorder import Recorder
+from harness.engine.summary import build_document
 from targets.cache import CacheStats
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
 from targets.dedupe import DedupeStats
-from targets.pool import PoolStats
+from targets.gpu_pool import PoolStats
 from targets.target import TargetStats
 from workloads.arrivals import build_schedule
 from workloads.model import FaultKind, WorkloadConfig

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.recorder import Recorder
-from harness.result import SCHEMA, versions
+from harness.engine.recorder import Recorder
+from harness.results.io import SCHEMA, versions
 from targets.config import TargetConfig
 from targets.spec import flaws_present
 from workloads.model import WorkloadConfig

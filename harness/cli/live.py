@@ -1,7 +1,7 @@
 """Live-mode commands: `run --mode live`, `compare --mode live`, `serve` and `profile`.
 
-Only parsing, printing and calling the library (harness.live, harness.live_host,
-harness.profile) live here.
+Only parsing, printing and calling the library (harness.live.run, harness.live.host,
+harness.live.profile) live here.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness.cli import app, err, fail, out
-from harness.jobs import SimJob
-from harness.result import SCHEMA, versions
+from harness.cli.common import err, fail, out
+from harness.engine.jobs import SimJob
+from harness.results.io import SCHEMA, versions
 from workloads.loader import ConfigError, load_workload
 
 
@@ -45,7 +45,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None
 
 
 def _parse_url(text: str, allow_remote: bool) -> tuple[str, int, str]:
-    from harness.live import is_loopback
+    from harness.live.run import is_loopback
 
     u = urlsplit(text)
     if u.scheme != "http" or not u.hostname:
@@ -59,9 +59,9 @@ def _parse_url(text: str, allow_remote: bool) -> tuple[str, int, str]:
 def _live_run(target: str, workload: str, seed: int, overrides: dict[str, Any], duration_s: float | None,
               rate_rps: float | None, scale: float | None, model: str, device: str, pad_to_s: float | None,
               template: Path | None, allow_remote: bool, quiet: bool, scale_from: Any = None) -> dict[str, Any]:
-    from harness.http_transport import Payloads
-    from harness.live import LiveRun, default_scale, fmt_lag, scale_for_live, snap_scale
-    from harness.live_host import HostSpec
+    from harness.live.http_transport import Payloads
+    from harness.live.run import LiveRun, default_scale, fmt_lag, scale_for_live, snap_scale
+    from harness.live.host import HostSpec
     from targets.spec import resolve_target
 
     try:
@@ -150,7 +150,6 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
             "scenarios": scenarios, "runs": runs, "versions": versions()}
 
 
-@app.command()
 def serve(
     target: str = typer.Argument(..., help="Target spec (naive, hardened, ...) or TOML file."),
     port: int = typer.Option(8000, "--port", help="Port of the layer-4 proxy, the target's front door (0: any free)."),
@@ -163,8 +162,8 @@ def serve(
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable)."),
 ) -> None:
     """Start a target for real (proxy, API servers, GPU workers) until Ctrl-C."""
-    from harness.live import DEFAULT_PEAK_RPS, scale_for_live, snap_scale
-    from harness.live_host import HostSpec, TargetHost
+    from harness.live.run import DEFAULT_PEAK_RPS, scale_for_live, snap_scale
+    from harness.live.host import HostSpec, TargetHost
     from targets.spec import parse_overrides, resolve_target
 
     try:
@@ -198,13 +197,12 @@ def serve(
         await th.stop()
         out.print("stopped", highlight=False)
 
-    from harness.http_transport import new_loop
+    from harness.live.http_transport import new_loop
 
     with asyncio.Runner(loop_factory=new_loop) as runner:
         runner.run(main())
 
 
-@app.command()
 def profile(
     model: str = typer.Argument(..., help="mlp, cnn or transformer."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when present), cpu or cuda."),
@@ -215,7 +213,7 @@ def profile(
     threads: Optional[int] = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's)."),
 ) -> None:
     """Measure batch time against batch size on this machine; write a cost table for sim."""
-    from harness.profile import profile_model
+    from harness.live.profile import profile_model
 
     try:
         sizes = tuple(int(x) for x in batch_sizes.split(",") if x)

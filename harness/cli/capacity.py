@@ -1,6 +1,6 @@
 """`harness capacity`: Part 2, the doc's formula beside the simulated realtime and offline fleets.
 
-Parses options, calls ``harness.capacity.plan_capacity``, writes the result file and
+Parses options, calls ``harness.analysis.capacity.plan_capacity``, writes the result file and
 renders it; no arithmetic lives here.
 """
 
@@ -14,8 +14,8 @@ from typing import Callable, Iterator, Optional
 
 import typer
 
-from harness import result as results
-from harness.cli import JSON, OUT, QUIET, SEED, app, err, fail, out
+from harness.results import io as results
+from harness.cli.common import JSON, OUT, QUIET, SEED, err, fail, out
 
 
 @contextmanager
@@ -37,7 +37,6 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]
         yield update
 
 
-@app.command()
 def capacity(
     qps: float = typer.Option(10_000, "--qps", help="Peak load to size for (requests/s)."),
     batch_size: int = typer.Option(32, "--batch-size", "-B", help="B, the model's maximum batch."),
@@ -56,7 +55,7 @@ def capacity(
     quiet: bool = QUIET,
 ) -> None:
     """Part 2: the formula's fleet beside the simulated realtime (+headroom, N+1) and offline ones."""
-    from harness.capacity import plan_capacity
+    from harness.analysis.capacity import plan_capacity
 
     if cost_table is not None and not cost_table.is_file():
         fail(f"--cost-table {cost_table}: no such file")
@@ -76,7 +75,7 @@ def capacity(
         write_html([doc], html)
     if as_json:
         slim = {k: v for k, v in doc.items() if k != "versions"}
-        sys.stdout.write(json.dumps(results._clean(slim), indent=1) + "\n")
+        sys.stdout.write(json.dumps(results.clean(slim), indent=1) + "\n")
         return
     from reports.capacity_console import render_capacity
 

@@ -14,18 +14,17 @@ from typing import Optional
 
 import typer
 
-from harness import result as results
-from harness.cli import JSON, OUT, QUIET, SEED, app, err, fail, out
+from harness.results import io as results
+from harness.cli.common import JSON, OUT, QUIET, SEED, err, fail, out
 from workloads.loader import ConfigError, load_suite
 
 
 def _progress(total: int, quiet: bool):
-    from harness.progress import job_progress
+    from harness.cli.progress import job_progress
 
     return job_progress(total, enabled=not quiet and err.is_terminal, console=err)
 
 
-@app.command()
 def rank(
     suite: str = typer.Option("bad-day", "--suite", help="Suite of scenarios to rank the flaws over."),
     seed: int = SEED,
@@ -37,8 +36,8 @@ def rank(
     quiet: bool = QUIET,
 ) -> None:
     """Rank the design doc's flaws: each put back into hardened, each fixed alone in naive."""
-    from harness.ablation import REQUEST_BUDGET, job_count
-    from harness.ablation import rank as run_rank
+    from harness.analysis.ablation import REQUEST_BUDGET, job_count
+    from harness.analysis.ablation import rank as run_rank
     from targets.flaws import FLAWS
 
     try:
@@ -60,7 +59,6 @@ def rank(
     out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
 
 
-@app.command()
 def review(
     design: Optional[str] = typer.Argument(None, help="Design to review: a target spec or TOML file (default: naive, the doc)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the self-contained HTML report here."),
@@ -74,8 +72,8 @@ def review(
     quiet: bool = QUIET,
 ) -> None:
     """The design-review demo: each doc item's flaw, experiment, cost, fix and gain, then the ranking."""
-    from harness.review import check_design, review_scenarios
-    from harness.review import review as run_review
+    from harness.analysis.review import check_design, review_scenarios
+    from harness.analysis.review import review as run_review
 
     rank_doc = None
     try:
@@ -107,9 +105,8 @@ def review(
     out.print(f"result: {path}" + (f"  html: {html}" if html else ""), highlight=False)
 
 
-@app.command()
 def gate(
-    gate_file: Path = typer.Argument(..., help="Gate file (TOML; format: harness/gate_file.py, example harness/gates/ci.toml)."),
+    gate_file: Path = typer.Argument(..., help="Gate file (TOML; format: harness/gate/file.py, example harness/gate/ci.toml)."),
     target: Optional[str] = typer.Option(None, "--target", help="Replace the target under test (every gate's target, side A of paired gates)."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Result file the 'baseline' checks compare with."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
@@ -119,7 +116,7 @@ def gate(
     out_path: Optional[Path] = OUT,
 ) -> None:
     """CI performance gate: run the gate file's scenarios (sim, seeded); exit 0 pass, 1 violation, 2 bad file."""
-    from harness.gate import run_gate
+    from harness.gate.check import run_gate
     from reports.gate_console import junit_xml, markdown as to_markdown, render_gate
 
     try:

@@ -7,11 +7,11 @@ import random
 import time
 from typing import Any, Callable
 
-from harness.clock import run_virtual
-from harness.driver import Driver
-from harness.recorder import Recorder
-from harness.summary import build_document
-from harness.transports import InProcessTransport
+from harness.engine.clock import run_virtual
+from harness.engine.driver import Driver
+from harness.engine.recorder import Recorder
+from harness.engine.summary import build_document
+from harness.engine.transports import InProcessTransport
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
 from targets.target import ServingTarget

@@ -1,6 +1,6 @@
 """Discrete-event simulation of one GPU pool shared by a large (gang) and a small model.
 
-``run_pool(config, policy)`` drives a ``targets.mixed_pool`` step machine with seeded
+``run_pool(config, policy)`` drives a ``targets.gang_schedulers`` step machine with seeded
 Poisson arrivals for ``duration_s`` seconds of virtual time, then lets queued work
 drain for ``drain_s`` seconds with no new arrivals. It is a plain heapq event loop:
 deterministic under ``seed``, no wall clock, every loop bounded (``max_events``).
@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from targets.mixed_pool import (
+from targets.gang_schedulers import (
     EPS_S, Decision, GpuSlot, ModelKind, ModelSpec, PoolPolicy, PoolSpec, PoolState, QueueView,
     create_policy, policy_names,
 )

@@ -32,21 +32,21 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _clean(obj: Any) -> Any:
+def clean(obj: Any) -> Any:
     """JSON-safe: non-finite floats become None (JSON has no Infinity)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [clean(v) for v in obj]
     if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return _clean(obj.item())
+        return clean(obj.item())
     return obj
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    return json.dumps(_clean(doc), indent=1, sort_keys=False, allow_nan=False)
+    return json.dumps(clean(doc), indent=1, sort_keys=False, allow_nan=False)
 
 
 def write_atomic(path: Path, doc: dict[str, Any]) -> Path:
@@ -89,3 +89,6 @@ def load(path: str | Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("harness."):
         raise ValueError(f"{p}: not a harness result file (no 'schema' key)")
     return doc
+
+
+_clean = clean  # older name, kept for scripts that imported it

@@ -4,7 +4,7 @@ A `TargetHost` builds one ServingTarget (the same policy code as sim) whose
 GPU pool runs real torch models (targets.torch_gpu), puts N aiohttp API
 servers in front of it (targets.server) and a layer-4 round-robin proxy in
 front of those (targets.l4proxy). `harness serve` runs one in the foreground;
-live runs run one in a child process (`python -m harness.live_host`) that the
+live runs run one in a child process (`python -m harness.live.host`) that the
 driver's process controls over a pipe:
 
 - the first line on stdin is the HostSpec as JSON; the child answers one JSON
@@ -175,7 +175,7 @@ class HostProcess:
     async def start(self, timeout_s: float = 120.0) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         # A new session: a terminal's Ctrl-C reaches only the parent, which stops the host.
-        self.proc = subprocess.Popen([sys.executable, "-m", "harness.live_host"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "harness.live.host"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, start_new_session=True)
         self._reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), self.proc.stdout)
@@ -312,8 +312,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     spec = HostSpec(**json.loads(_read_line(0)))
-    from harness.http_transport import new_loop
-    from harness.live import raise_fd_limit
+    from harness.live.http_transport import new_loop
+    from harness.live.run import raise_fd_limit
 
     raise_fd_limit()
 

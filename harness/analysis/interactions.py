@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from harness.ablation import TIE, VariantJob, inf, run_summaries, severity, tail_increase, p99, variant
+from harness.analysis.ablation import TIE, VariantJob, inf, run_summaries, severity, tail_increase, p99, variant
 from targets.flaws import FLAWS
 
 MATTERS = 0.02

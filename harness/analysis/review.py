@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from harness.ablation import ablate
-from harness.shorten import plan as plan_runs
-from harness.result import SCHEMA, versions
+from harness.analysis.ablation import ablate
+from harness.analysis.shorten import plan as plan_runs
+from harness.results.io import SCHEMA, versions
 from reports.console import fmt_s
 from targets.flaws import FLAWS
 from workloads.loader import load_workload
@@ -227,11 +227,11 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     capacity = pool = None
     if parts:
         def cap() -> dict[str, Any]:
-            from harness.capacity import plan_capacity
+            from harness.analysis.capacity import plan_capacity
             return plan_capacity(seed=seed, quick=True, workers=workers)
 
         def pool_doc() -> dict[str, Any]:
-            from harness.pool_cmd import pool_document
+            from harness.cli.pool import pool_document
             return pool_document()
         capacity = _optional("Part 2 (capacity)", cap, notes)
         pool = _optional("Part 3 (pool)", pool_doc, notes)

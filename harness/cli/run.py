@@ -1,0 +1,117 @@
+"""`harness run` and `harness compare`: one target under one workload, or two side by side."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from harness.results import io as results
+from harness.analysis.compare import compare as run_compare
+from harness.analysis.compare import compare_summary
+from harness.engine.jobs import SimJob
+from harness.cli.common import DURATION, JSON, OUT, QUIET, RATE, SEED, SET, err, fail, out
+from reports.console import render_compare, render_run
+from targets.spec import parse_overrides, resolve_target
+from workloads.loader import ConfigError, load_suite, load_workload, suite_durations
+
+
+def run(
+    target: str = typer.Argument(..., help="Target spec (naive, hardened+blind-retries, ...) or TOML file."),
+    workload: str = typer.Option("steady", "--workload", "-w", help="Workload name or TOML file."),
+    mode: str = typer.Option("sim", "--mode", help="sim (virtual time) or live (real servers)."),
+    seed: int = SEED,
+    duration: Optional[float] = DURATION,
+    rate: Optional[float] = RATE,
+    set_: Optional[List[str]] = SET,
+    as_json: bool = JSON,
+    out_path: Optional[Path] = OUT,
+    quiet: bool = QUIET,
+    scale: Optional[float] = typer.Option(None, "--scale", help="live: shrink rates and fleet together (default: ~310 req/s peak)."),
+    model: str = typer.Option("mlp", "--model", help="live: torch model of the GPU workers (mlp, cnn, transformer)."),
+    device: str = typer.Option("auto", "--device", help="live: auto, cpu or cuda."),
+    template: Optional[Path] = typer.Option(None, "--template", help="live, URL target: JSON body template ({{input}}, ...)."),
+    allow_remote: bool = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback."),
+) -> None:
+    """Run one target under one workload and write its result file."""
+    try:
+        job = SimJob(target, workload, seed, parse_overrides(set_ or []), duration, rate)
+        if not (mode == "live" and "://" in target):  # a URL target has no knobs to resolve
+            resolve_target(target, job.overrides)
+        load_workload(workload)
+    except ConfigError as exc:
+        fail(str(exc))
+    if mode != "sim":
+        from harness.cli.live import run_live  # live mode lives in its own module
+
+        doc = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
+                       template=template, allow_remote=allow_remote)
+    else:
+        from harness.cli.progress import sim_progress
+
+        with sim_progress(enabled=not (quiet or as_json) and out.is_terminal, console=err) as progress:
+            doc = _run_job(job, progress)
+    path = results.write_atomic(out_path or results.default_path("run", f"{target}-{workload}"), doc)
+    if as_json:
+        sys.stdout.write(json.dumps(results.clean(doc["summary"]), indent=1) + "\n")
+        return
+    render_run(doc["summary"], out)
+    out.print(f"result: {path}", highlight=False)
+
+
+def _run_job(job: SimJob, progress) -> dict:
+    from harness.engine.sim import SimRun
+
+    config = resolve_target(job.target, job.overrides)
+    wl = load_workload(job.workload)
+    factor = (job.rate_rps / wl.peak_rps) if job.rate_rps and wl.peak_rps else 1.0
+    if factor != 1.0 or job.duration_s:
+        wl = wl.scaled(factor, job.duration_s)
+    return SimRun(config, wl, job.seed, progress).run()
+
+
+def compare(
+    a: str = typer.Argument(..., help="Target A (spec or TOML file)."),
+    b: str = typer.Argument(..., help="Target B (spec or TOML file)."),
+    workload: Optional[List[str]] = typer.Option(None, "--workload", "-w", help="Workload (repeatable); default: the suite."),
+    suite: str = typer.Option("bad-day", "--suite", help="Suite to run when no --workload is given."),
+    seed: int = SEED,
+    duration: Optional[float] = DURATION,
+    rate: Optional[float] = RATE,
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Knob KEY=VALUE for BOTH sides (repeatable)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core)."),
+    as_json: bool = JSON,
+    out_path: Optional[Path] = OUT,
+    quiet: bool = QUIET,
+    mode: str = typer.Option("sim", "--mode", help="sim (virtual time) or live (real servers, one run at a time)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="live: shrink rates and fleet together."),
+) -> None:
+    """Run two targets side by side over a suite (same seeds, same arrivals)."""
+    try:
+        overrides = parse_overrides(set_ or [])
+        resolve_target(a, overrides)
+        resolve_target(b, overrides)
+        names = list(workload) if workload else load_suite(suite)
+        durations = {} if workload else suite_durations(suite)
+        for w in names:
+            load_workload(w)
+    except ConfigError as exc:
+        fail(str(exc))
+    if mode != "sim":
+        from harness.cli.live import compare_live
+
+        doc = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json)
+    else:
+        from harness.cli.progress import job_progress
+
+        with job_progress(2 * len(names), enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
+            doc = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick, durations=durations)
+    path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), doc)
+    if as_json:
+        sys.stdout.write(json.dumps(results.clean(compare_summary(doc)), indent=1) + "\n")
+        return
+    render_compare(doc, out)
+    out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)

@@ -1,0 +1,45 @@
+"""Typed results: one kind per command that runs work, each `to_json` / `from_json`.
+
+RESULT_KINDS maps a document's `kind` to its type; `from_json(doc)` and
+`load_result(path)` pick the type by that key. A new kind (LLM runs, canaries,
+alerts, sweeps) plugs in with one entry here and one in `reports/registry.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.results.base import Result
+from harness.results.compare import CompareResult
+from harness.results.io import load as load_document
+from harness.results.run import RunResult, RunSummary
+
+__all__ = ["RESULT_KINDS", "CompareResult", "Result", "RunResult", "RunSummary", "from_json", "load_result"]
+
+RESULT_KINDS: dict[str, type[Result]] = {
+    "run": RunResult,
+    "compare": CompareResult,
+}
+
+
+def from_json(doc: dict[str, Any], source: str = "result") -> Result:
+    """The typed result of a document, by its `kind`; ValueError naming the problem."""
+    kind = str(doc.get("kind", "run"))
+    cls = RESULT_KINDS.get(kind)
+    if cls is None:
+        raise ValueError(f"{source}: unknown result kind '{kind}' (known: {', '.join(RESULT_KINDS)})")
+    try:
+        return cls.from_json(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{source}: not a valid '{kind}' result: key '{where}': {first['msg']}"
+                         f" ({exc.error_count()} problem(s))") from None
+
+
+def load_result(path: str | Path) -> Result:
+    """Read and validate one result file (ValueError naming the file on any problem)."""
+    return from_json(load_document(path), str(path))
