@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from targets.bounded import Bound, BoundedMap
+
 
 class TokenBucket:
     """`rate` tokens per second, at most `capacity` banked; starts full."""
@@ -68,3 +70,34 @@ def admit(predicted_s: float, budget_s: float) -> Verdict:
         return Verdict(True, predicted_s)
     retry = min(1.0, max(0.05, predicted_s - budget_s))
     return Verdict(False, predicted_s, retry)
+
+
+class TenantBuckets:
+    """One `TokenBucket` per tenant, bounded in number.
+
+    A bucket untouched for `capacity / rate` seconds has refilled: it is
+    indistinguishable from a new one, so it is dropped (the TTL loses
+    nothing). Past `max_tenants` live buckets the least recently used is
+    dropped, which at worst hands that tenant a fresh, full bucket.
+    """
+
+    def __init__(self, rate: float, capacity: float, max_tenants: int = 100_000) -> None:
+        TokenBucket(rate, capacity)  # validate once
+        self.rate = rate
+        self.capacity = capacity
+        self._map: BoundedMap[str, TokenBucket] = BoundedMap(Bound(max_tenants, capacity / rate))
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    @property
+    def max_tenants(self) -> int:
+        return self._map.bound.max_items
+
+    def bucket(self, tenant: str, now: float) -> TokenBucket:
+        """`tenant`'s bucket (a full one if it has none), kept alive as used now."""
+        b = self._map.get(tenant, now)
+        if b is None:
+            b = TokenBucket(self.rate, self.capacity, now)
+        self._map.put(tenant, b, now)
+        return b

@@ -1,71 +1,176 @@
-"""Server-side dedupe and coalescing by request ID.
+"""Server-side dedupe and coalescing by (tenant, request ID), checked against the input.
 
-While a request ID is in flight, later attempts with the same ID attach to it
-instead of being queued again, so one ID never runs twice at once; when it
-finishes, every attached attempt gets the one answer. Answers are remembered
-for `ttl_s` so a retry that arrives just after completion is answered at once.
-Attempts without an ID pass through (there is nothing to dedupe on).
+The contract:
+
+- The dedupe key is ``(tenant, request_id)``: two tenants that pick the same
+  ID never meet, so no caller can read another tenant's answer by guessing its
+  IDs. Attempts without an ID pass through (nothing to dedupe on).
+- Each key remembers a digest of its input (`input_digest`). An attempt whose
+  key is in flight, or was answered in the last `ttl_s`, with the *same*
+  digest is a retry: it attaches to the running work (coalesced) or gets the
+  remembered answer (replayed). With a *different* digest it is a client
+  error, answered with a `Conflict` (HTTP 409), never with the other input's
+  answer.
+- At most `max_waiters` attempts attach to one in-flight key; more are refused
+  with 429 (one ID cannot pin unbounded memory). Remembered answers are
+  bounded by count (`max_done`) and age (`ttl_s`); in-flight keys by the
+  work in flight, which admission bounds.
+
+The policy is clock-free: every call takes `now`, so it runs in sim as in live.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import hashlib
+import json
+from array import array
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Hashable
 
-from targets.protocol import Attempt, Response
+from targets.bounded import Bound, BoundedMap
+from targets.protocol import Attempt, Response, Status
+
+DEFAULT_MAX_DONE = 50_000
+DEFAULT_MAX_WAITERS = 256
+
+
+class Conflict(Response):
+    """The answer to a reused request ID with a different input: HTTP 409."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(Status.BAD_REQUEST, reason="request_id reused with a different input within its dedupe window")
+
+
+_TOO_MANY_WAITERS = Response(Status.TOO_MANY, retry_after_s=0.1, reason="too many duplicates of one request_id in flight")
 
 
 @dataclass
 class DedupeStats:
     coalesced: int = 0
     replayed: int = 0
+    conflicts: int = 0
+    refused: int = 0             # over max_waiters
 
 
 @dataclass
 class _Entry:
     primary: Attempt
+    digest: Hashable
     waiters: list[Attempt] = field(default_factory=list)
 
 
+def input_digest(value: Any) -> bytes:
+    """A 16-byte digest of a model input: equal inputs, equal digests (1 == 1.0).
+
+    Flat lists of numbers (the common case) are hashed as float64s; anything
+    else as canonical JSON. Raises ValueError/RecursionError only for a value
+    no JSON parser produces.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    _feed(h, value)
+    return h.digest()
+
+
+def _feed(h: Any, value: Any) -> None:
+    if isinstance(value, list):
+        if all(type(v) is float or type(v) is int for v in value):
+            try:
+                h.update(b"L%d;" % len(value))
+                h.update(array("d", value).tobytes())
+                return
+            except OverflowError:  # an int past float range: hash its text instead
+                pass
+        h.update(b"[%d;" % len(value))
+        for v in value:
+            _feed(h, v)
+        h.update(b"]")
+    else:
+        h.update(json.dumps(value, sort_keys=True, separators=(",", ":")).encode())
+        h.update(b";")
+
+
+def attempt_digest(a: Attempt) -> Hashable:
+    """The input identity the dedupe checks: the payload's digest when there is
+    one (live), else the workload's content and variant ids (sim)."""
+    if a.payload is not None:
+        return input_digest(a.payload)
+    return (a.content, a.variant)
+
+
 class Deduper:
-    def __init__(self, ttl_s: float = 5.0, max_done: int = 200_000) -> None:
+    """Coalesces and replays by (tenant, request_id); see the module docstring."""
+
+    def __init__(self, ttl_s: float = 5.0, max_done: int = DEFAULT_MAX_DONE,
+                 max_waiters: int = DEFAULT_MAX_WAITERS) -> None:
         self.ttl_s = ttl_s
         self.max_done = max_done
-        self._inflight: dict[str, _Entry] = {}
-        self._done: OrderedDict[str, tuple[float, Response]] = OrderedDict()
+        self.max_waiters = max_waiters
+        self._inflight: dict[tuple[str, str], _Entry] = {}
+        self._done: BoundedMap[tuple[str, str], tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
         self.stats = DedupeStats()
 
-    def inflight(self, request_id: str) -> bool:
-        return request_id in self._inflight
+    def __len__(self) -> int:
+        """Keys held: in flight plus remembered answers."""
+        return len(self._inflight) + len(self._done)
+
+    @property
+    def done_entries(self) -> int:
+        return len(self._done)
+
+    @property
+    def inflight_entries(self) -> int:
+        return len(self._inflight)
+
+    def inflight(self, tenant: str, request_id: str) -> bool:
+        return (tenant, request_id) in self._inflight
 
     def offer(self, a: Attempt, now: float) -> bool:
         """True if `a` is new work the caller must queue; False if it was
-        coalesced onto an in-flight twin or answered from recent results."""
+        answered here (replayed, or refused as a conflict) or coalesced onto
+        an in-flight twin, which will be answered by `finish`."""
         rid = a.request_id
         if rid is None:
             return True
-        done = self._done.get(rid)
-        if done is not None and now - done[0] <= self.ttl_s:
-            self.stats.replayed += 1
-            a.answer(done[1])
-            return False
-        entry = self._inflight.get(rid)
-        if entry is not None:
-            self.stats.coalesced += 1
-            entry.waiters.append(a)
-            p = entry.primary
-            # The work must now live as long as the newest waiter needs it.
-            if a.deadline_s is None or p.deadline_s is None:
-                p.deadline_s = None
+        key = (a.tenant, rid)
+        digest = attempt_digest(a)
+        done = self._done.get(key, now)
+        if done is not None:
+            if done[0] != digest:
+                self.stats.conflicts += 1
+                a.answer(Conflict())
             else:
-                p.deadline_s = max(p.deadline_s, a.deadline_s)
+                self.stats.replayed += 1
+                a.answer(done[1])
             return False
-        self._inflight[rid] = _Entry(a)
-        return True
+        entry = self._inflight.get(key)
+        if entry is None:
+            self._inflight[key] = _Entry(a, digest)
+            self._done.prune(now)
+            return True
+        if entry.digest != digest:
+            self.stats.conflicts += 1
+            a.answer(Conflict())
+            return False
+        if len(entry.waiters) >= self.max_waiters:
+            self.stats.refused += 1
+            a.answer(_TOO_MANY_WAITERS)
+            return False
+        self.stats.coalesced += 1
+        entry.waiters.append(a)
+        p = entry.primary
+        # The work must now live as long as the newest waiter needs it.
+        if a.deadline_s is None or p.deadline_s is None:
+            p.deadline_s = None
+        else:
+            p.deadline_s = max(p.deadline_s, a.deadline_s)
+        return False
 
     def waiters(self, a: Attempt) -> list[Attempt]:
-        entry = self._inflight.get(a.request_id) if a.request_id is not None else None
+        if a.request_id is None:
+            return []
+        entry = self._inflight.get((a.tenant, a.request_id))
         return entry.waiters if entry is not None and entry.primary is a else []
 
     def finish(self, a: Attempt, response: Response, now: float) -> list[Attempt]:
@@ -73,12 +178,11 @@ class Deduper:
         rid = a.request_id
         if rid is None:
             return [a]
-        entry = self._inflight.pop(rid, None)
-        if response.status == 200:
-            self._done[rid] = (now, response)
-            self._done.move_to_end(rid)
-            while len(self._done) > self.max_done:
-                self._done.popitem(last=False)
+        key = (a.tenant, rid)
+        entry = self._inflight.get(key)
         if entry is None or entry.primary is not a:
-            return [a]
+            return [a]  # not the key's primary: nothing of another attempt's to touch
+        del self._inflight[key]
+        if response.status == 200:
+            self._done.put(key, (entry.digest, response), now)
         return [a, *entry.waiters]

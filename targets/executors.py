@@ -13,15 +13,14 @@ from functools import lru_cache
 from typing import Callable
 
 from targets.config import CostModel, TargetConfig
+from targets.cost_table import CostTable
 from targets.protocol import Attempt
 
 CostFn = Callable[[int, int], float]  # (batch size, longest input) -> seconds
 
 
 @lru_cache(maxsize=8)
-def _load_table(path: str):
-    from harness.live.profile import CostTable  # the profiler owns the file format
-
+def _load_table(path: str) -> CostTable:
     return CostTable.from_json(path)
 
 

@@ -8,6 +8,14 @@ clients to one API server. Bytes are relayed untouched in both directions
 up, reading from the other side pauses. When either side closes, the other is
 closed after its pending bytes are written.
 
+It is also the front door's guard (targets.conn_table decides, this shell
+acts; limits in targets.limits.EdgeLimits): connections over the per-client or
+total cap are refused at once with a 503 (the longest-idle connection makes
+room first, when there is one), a request head that does not arrive within
+the header timeout is answered 408 and closed, idle connections are closed.
+The backend connection is opened only when the client sends its first byte,
+so an idle client costs one descriptor, not three. `stats` counts all of it.
+
 Run alone: ``python -m targets.l4proxy --listen 127.0.0.1:8000 --backend
 127.0.0.1:9001 --backend 127.0.0.1:9002`` (Ctrl-C stops it).
 """
@@ -16,9 +24,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import logging
+import resource
 import signal
 import sys
 from dataclasses import dataclass, field
+
+from targets.conn_table import Admit, ConnTable, Expiry
+from targets.limits import EdgeLimits, LogBudget, check_exposure
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -29,33 +45,61 @@ class ProxyStats:
     per_backend: list[int] = field(default_factory=list)  # connections assigned, ever
     bytes_up: int = 0
     bytes_down: int = 0
+    refused_client: int = 0              # over the per-client-address cap
+    refused_total: int = 0               # over the total cap, nothing idle to close
+    evicted: int = 0                     # idle, closed to make room for a new connection
+    header_timeouts: int = 0             # 408: the head did not arrive in time
+    idle_timeouts: int = 0
+    dropped: int = 0                     # the client reset the connection
+
+
+def _canned(status: str, kind: str, reason: str) -> bytes:
+    body = json.dumps({"error": kind, "reason": reason}).encode()
+    head = (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            f"Connection: close\r\n" + ("Retry-After: 1\r\n" if status.startswith("503") else "") + "\r\n")
+    return head.encode() + body
+
+
+_REFUSED = _canned("503 Service Unavailable", "too-many-connections",
+                   "the proxy holds its connection limit for this client or in all; retry later")
+_HEAD_TIMEOUT = _canned("408 Request Timeout", "header-timeout", "the request head did not arrive in time")
 
 
 class _Side(asyncio.Protocol):
     """One end of a relayed connection; `peer` is the other end's transport."""
 
-    def __init__(self, proxy: "L4Proxy", up: bool) -> None:
+    def __init__(self, proxy: "L4Proxy", up: bool, index: int = 0) -> None:
         self.proxy = proxy
         self.up = up                     # True: client side (bytes flow up to the backend)
+        self.index = index               # the backend this client was given
         self.transport: asyncio.Transport | None = None
         self.peer: "_Side | None" = None
         self.buffer: list[bytes] = []    # client bytes that arrive before the backend is connected
+        self.connecting = False
         self.closed = False
         self.eof = False                 # this side has sent us its FIN
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         if self.up:
-            transport.pause_reading()  # type: ignore[attr-defined]  # until the backend is connected
+            self.proxy._admit(self)
 
     def data_received(self, data: bytes) -> None:
-        peer = self.peer
+        proxy, peer = self.proxy, self.peer
+        now = proxy.now()
         if self.up:
-            self.proxy.stats.bytes_up += len(data)
+            proxy.stats.bytes_up += len(data)
+            proxy.table.upstream(self, data, now)
         else:
-            self.proxy.stats.bytes_down += len(data)
+            proxy.stats.bytes_down += len(data)
+            if self.peer is not None:
+                proxy.table.downstream(self.peer, now)
         if peer is None or peer.transport is None:
             self.buffer.append(data)
+            if self.up and not self.connecting and not self.closed:
+                self.connecting = True
+                self.transport.pause_reading()  # one chunk buffered until the backend is connected
+                proxy._spawn(proxy._connect(self))
             return
         peer.transport.write(data)
 
@@ -80,7 +124,7 @@ class _Side(asyncio.Protocol):
         if peer is not None and peer.transport is not None and not peer.closed:
             peer.transport.close()  # flushes what is already written
         if self.up:
-            self.proxy._gone(self)
+            self.proxy._gone(self, exc)
 
     # Flow control: our transport's write buffer is full, so stop reading the peer.
     def pause_writing(self) -> None:
@@ -96,42 +140,72 @@ class L4Proxy:
     """Listens on (host, port); connection k goes to backends[k mod n].
 
     `start()` returns the bound port (port 0 picks a free one); `stop()` closes
-    the listener and every relayed connection.
+    the listener and every relayed connection. A host beyond loopback needs
+    `expose=True` (targets.limits.check_exposure). `limits.max_connections`
+    is lowered at start to what the process's descriptor limit can hold.
     """
 
-    def __init__(self, backends: list[tuple[str, int]], host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, backends: list[tuple[str, int]], host: str = "127.0.0.1", port: int = 0,
+                 limits: EdgeLimits | None = None, expose: bool = False) -> None:
         if not backends:
             raise ValueError("an L4 proxy needs at least one backend")
+        self.exposed = check_exposure(host, expose)
         self.backends = list(backends)
         self.host = host
         self.port = port
+        self.limits = limits or EdgeLimits()
+        self.table: ConnTable[_Side] = ConnTable(self.limits)
         self.stats = ProxyStats(per_backend=[0] * len(backends))
+        self._drops = LogBudget(per_window=5, window_s=10.0)
         self._next = 0
         self._server: asyncio.AbstractServer | None = None
         self._clients: set[_Side] = set()
         self._tasks: set[asyncio.Task] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def now(self) -> float:
+        return self._loop.time()  # type: ignore[union-attr]
 
     async def start(self) -> int:
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._accept, self.host, self.port, backlog=1024)
+        loop = self._loop = asyncio.get_running_loop()
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        self.limits = self.limits.for_fd_limit(soft)
+        self.table = ConnTable(self.limits)
+        self._server = await loop.create_server(lambda: _Side(self, up=True), self.host, self.port, backlog=1024)
         self.port = self._server.sockets[0].getsockname()[1]
+        self._spawn(self._sweep())
         return self.port
 
-    def _accept(self) -> _Side:
-        client = _Side(self, up=True)
-        index = self._next
-        self._next = (index + 1) % len(self.backends)
-        self.stats.accepted += 1
-        self.stats.active += 1
-        self.stats.per_backend[index] += 1
-        self._clients.add(client)
-        task = asyncio.get_running_loop().create_task(self._connect(client, index))
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return client
 
-    async def _connect(self, client: _Side, index: int) -> None:
-        host, port = self.backends[index]
+    def _admit(self, client: _Side) -> None:
+        peer = client.transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        verdict, victim = self.table.admit(client, address, self.now())
+        if verdict is Admit.REFUSE_CLIENT or verdict is Admit.REFUSE_TOTAL:
+            if verdict is Admit.REFUSE_CLIENT:
+                self.stats.refused_client += 1
+            else:
+                self.stats.refused_total += 1
+            client.closed = True  # never counted as active
+            client.transport.write(_REFUSED)
+            client.transport.close()
+            return
+        if victim is not None:
+            self.stats.evicted += 1
+            self._close(victim)
+        client.index = self._next
+        self._next = (client.index + 1) % len(self.backends)
+        self.stats.accepted += 1
+        self.stats.active += 1
+        self.stats.per_backend[client.index] += 1
+        self._clients.add(client)
+
+    async def _connect(self, client: _Side) -> None:
+        host, port = self.backends[client.index]
         loop = asyncio.get_running_loop()
         try:
             _, backend = await loop.create_connection(lambda: _Side(self, up=False), host, port)
@@ -140,7 +214,7 @@ class L4Proxy:
             if client.transport is not None:
                 client.transport.close()
             return
-        if client.closed:  # the client gave up while we connected
+        if client.closed:  # the client gave up (or was closed) while we connected
             backend.transport.close()
             return
         client.peer, backend.peer = backend, client
@@ -149,10 +223,37 @@ class L4Proxy:
         client.buffer.clear()
         client.transport.resume_reading()
 
-    def _gone(self, client: _Side) -> None:
+    def _close(self, client: _Side, first: bytes = b"") -> None:
+        """Close a client connection (and its backend), after `first` bytes to the client."""
+        self.table.remove(client)
+        for side in (client, client.peer):
+            if side is not None and side.transport is not None and not side.closed:
+                if side is client and first:
+                    side.transport.write(first)
+                side.transport.close()
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self.limits.sweep_s)
+            for client, why in self.table.expire(self.now()):
+                if why is Expiry.HEADER:
+                    self.stats.header_timeouts += 1
+                    self._close(client, _HEAD_TIMEOUT)
+                else:
+                    self.stats.idle_timeouts += 1
+                    self._close(client)
+
+    def _gone(self, client: _Side, exc: Exception | None) -> None:
+        self.table.remove(client)
         if client in self._clients:
             self._clients.discard(client)
             self.stats.active -= 1
+        if exc is not None:
+            self.stats.dropped += 1
+            suppressed = self._drops.allow(self.now())
+            if suppressed is not None:
+                more = f" ({suppressed} more since the last line)" if suppressed else ""
+                log.info("client dropped its connection: %s%s", type(exc).__name__, more)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -179,10 +280,12 @@ def _address(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-async def _serve(listen: tuple[str, int], backends: list[tuple[str, int]]) -> None:
-    proxy = L4Proxy(backends, *listen)
+async def _serve(listen: tuple[str, int], backends: list[tuple[str, int]], expose: bool) -> None:
+    proxy = L4Proxy(backends, *listen, expose=expose)
     port = await proxy.start()
     print(f"l4proxy on {listen[0]}:{port} -> {', '.join(f'{h}:{p}' for h, p in backends)}", flush=True)
+    if proxy.exposed:
+        print(f"EXPOSED: {listen[0]}:{port} accepts connections from beyond this machine", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -197,8 +300,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Layer-4 round-robin TCP proxy.")
     parser.add_argument("--listen", type=_address, default=("127.0.0.1", 8000))
     parser.add_argument("--backend", type=_address, action="append", required=True)
+    parser.add_argument("--expose", action="store_true", help="allow listening beyond loopback")
     args = parser.parse_args(argv)
-    asyncio.run(_serve(args.listen, args.backend))
+    try:
+        asyncio.run(_serve(args.listen, args.backend, args.expose))
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -82,10 +82,6 @@ class ModelHandle(ABC):
         """Longest accepted input in tokens; ``None`` for fixed-shape models."""
         return None
 
-    @property
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.module.parameters())
-
     def to(self, device: str | torch.device) -> ModelHandle:
         """Move the weights to ``device`` (in place) and return self."""
         self.device = torch.device(device)

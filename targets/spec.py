@@ -20,7 +20,7 @@ from typing import Any
 
 from targets.config import TargetConfig
 from targets.flaws import FLAW_IDS, get_flaw, hardened_knobs
-from workloads.loader import ConfigError, read_toml, validate
+from workloads.config_files import ConfigError, read_toml, validate
 
 BASES = ("naive", "hardened")
 

@@ -17,9 +17,10 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from targets.admission import TokenBucket, admit, predicted_latency_s
+from targets.admission import TenantBuckets, admit, predicted_latency_s
 from targets.balancer import create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
+from targets.bounded import Bound, RecentSet
 from targets.cache import ResponseCache
 from targets.config import Batching, CacheMode, TargetConfig, Topology
 from targets.dedupe import Deduper
@@ -88,12 +89,15 @@ class ServingTarget:
             self.cache = ResponseCache(config.cache, config.cache_entries, config.model_version, break_even)
             self._cache_hop = DelayLine(config.cache_hop_s, self.loop)
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
-        self._buckets: dict[str, TokenBucket] = {}
+        rate = config.tenant_limit_share * config.peak_qps
+        self._buckets = TenantBuckets(rate, max(1.0, rate * config.tenant_burst_s))
         # Measured/expected batch time, smoothed: admission must see a slowdown
         # (throttling, a bad node) in the service rate it predicts from.
         self.slowness = 1.0
         self._slowness_at = 0.0
-        self._computed: set[int] = set()
+        # uids computed lately (duplicate-work accounting): kept twice as long as a retry may come
+        retry_window_s = config.client_timeout_s * (config.client_retries + 1) + config.client_retries * config.backoff_cap_s
+        self._computed: RecentSet[int] = RecentSet(Bound(1_000_000, 2 * retry_window_s))
 
     # -- construction helpers ------------------------------------------------------
     def _new_queue(self):
@@ -159,10 +163,7 @@ class ServingTarget:
             return
         c = self.config
         if c.tenant_limits:
-            bucket = self._buckets.get(a.tenant)
-            if bucket is None:
-                rate = c.tenant_limit_share * c.peak_qps
-                bucket = self._buckets[a.tenant] = TokenBucket(rate, max(1.0, rate * c.tenant_burst_s), now)
+            bucket = self._buckets.bucket(a.tenant, now)
             if not bucket.try_take(now):
                 self.stats.shed_tenant += 1
                 self._reply(a, Response(Status.TOO_MANY, retry_after_s=max(0.05, bucket.wait_s(now)), reason="tenant over its limit"))
@@ -238,7 +239,7 @@ class ServingTarget:
                 stats.wasted_duplicate_s += share
             elif a.done and not (dedupe and any(not w.done for w in dedupe.waiters(a))):
                 stats.wasted_abandoned_s += share
-            computed.add(a.uid)
+            computed.add(a.uid, self.loop.time())
             output = outputs[i] if outputs is not None else None
             response = Response(Status.OK, output=output)
             if cache is not None:

@@ -2,62 +2,18 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any, Type, TypeVar
 
-from pydantic import BaseModel, ValidationError
-
+from workloads.config_files import ConfigError, read_toml, validate
 from workloads.model import WorkloadConfig
+
+# ConfigError, read_toml and validate live in workloads.config_files; re-exported here for
+# the callers that import them from the loader.
+__all__ = ["ConfigError", "load_suite", "load_workload", "read_toml", "resolve_scenario_path",
+           "scenario_names", "suite_durations", "suite_names", "validate"]
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 SUITE_DIR = Path(__file__).parent / "suites"
-
-M = TypeVar("M", bound=BaseModel)
-
-
-class ConfigError(ValueError):
-    """A config file (or value) is malformed; the message names file, key, problem."""
-
-
-def _key(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
-def validate(model: Type[M], data: dict[str, Any], source: str) -> M:
-    """Validate `data` as `model`, turning pydantic's errors into a ConfigError."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        tags = {"constant", "ramp", "spike", "sinusoid"}
-        errors = [
-            # Drop discriminator tags (e.g. 'constant') from the path.
-            (tuple(p for p in err["loc"] if not (isinstance(p, str) and p in tags)), err["msg"])
-            for err in exc.errors()
-        ]
-        lines = []
-        for loc, msg in errors:
-            # A container error that only echoes an error inside it adds noise.
-            if any(len(other) > len(loc) and other[: len(loc)] == loc for other, _ in errors):
-                continue
-            lines.append(f"{source}: key '{_key(loc)}': {msg}")
-        raise ConfigError("\n".join(lines)) from None
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
 def scenario_names() -> list[str]:

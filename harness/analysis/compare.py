@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from harness.engine.jobs import SimJob, run_jobs
-from harness.results.io import SCHEMA, versions
+from harness.results.compare import CompareResult
 
 
 def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
             duration_s: float | None = None, rate_rps: float | None = None, workers: int | None = None,
-            on_done: Callable | None = None, durations: dict[str, float] | None = None) -> dict[str, Any]:
-    """Runs every workload on both targets; returns a compare document.
+            on_done: Callable | None = None, durations: dict[str, float] | None = None) -> CompareResult:
+    """Runs every workload on both targets; returns their comparison.
 
     `overrides` apply to both sides; give a side its own knobs with a spec
     (`hardened:gpus=40`) or a TOML file. `duration_s` applies to every
@@ -24,22 +24,7 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
     docs = run_jobs(jobs, workers, on_done)
     scenarios: dict[str, dict[str, Any]] = {}
     runs: dict[str, dict[str, Any]] = {}
-    for job, doc, side in zip(jobs, docs, [a, label_b] * len(workloads)):
-        scenarios.setdefault(job.workload, {})[side] = doc["summary"]
-        runs.setdefault(job.workload, {})[side] = doc
-    return {
-        "schema": SCHEMA,
-        "kind": "compare",
-        "a": a,
-        "b": label_b,
-        "seed": seed,
-        "mode": "sim",
-        "scenarios": scenarios,
-        "runs": runs,
-        "versions": versions(),
-    }
-
-
-def compare_summary(doc: dict[str, Any]) -> dict[str, Any]:
-    """What `compare --json` prints: no time series."""
-    return {"a": doc["a"], "b": doc["b"], "scenarios": doc["scenarios"]}
+    for job, res, side in zip(jobs, docs, [a, label_b] * len(workloads)):
+        scenarios.setdefault(job.workload, {})[side] = res.summary
+        runs.setdefault(job.workload, {})[side] = res
+    return CompareResult(a=a, b=label_b, seed=seed, mode="sim", scenarios=scenarios, runs=runs)

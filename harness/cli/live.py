@@ -19,7 +19,7 @@ from rich.table import Table
 
 from harness.cli.common import err, fail, out
 from harness.engine.jobs import SimJob
-from harness.results.io import SCHEMA, versions
+from harness.results import CompareResult
 from workloads.loader import ConfigError, load_workload
 
 
@@ -146,8 +146,7 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
                 break
         if any(s["partial"] for s in scenarios[w].values()):
             break
-    return {"schema": SCHEMA, "kind": "compare", "a": a, "b": label_b, "seed": seed, "mode": "live",
-            "scenarios": scenarios, "runs": runs, "versions": versions()}
+    return CompareResult(a=a, b=label_b, seed=seed, mode="live", scenarios=scenarios, runs=runs)
 
 
 def serve(

@@ -11,8 +11,8 @@ import typer
 
 from harness.results import io as results
 from harness.analysis.compare import compare as run_compare
-from harness.analysis.compare import compare_summary
 from harness.engine.jobs import SimJob
+from harness.results import RunResult
 from harness.cli.common import DURATION, JSON, OUT, QUIET, RATE, SEED, SET, err, fail, out
 from reports.console import render_compare, render_run
 from targets.spec import parse_overrides, resolve_target
@@ -56,13 +56,13 @@ def run(
             doc = _run_job(job, progress)
     path = results.write_atomic(out_path or results.default_path("run", f"{target}-{workload}"), doc)
     if as_json:
-        sys.stdout.write(json.dumps(results.clean(doc["summary"]), indent=1) + "\n")
+        sys.stdout.write(json.dumps(doc.to_json()["summary"], indent=1) + "\n")
         return
-    render_run(doc["summary"], out)
+    render_run(doc.to_json()["summary"], out)
     out.print(f"result: {path}", highlight=False)
 
 
-def _run_job(job: SimJob, progress) -> dict:
+def _run_job(job: SimJob, progress) -> RunResult:
     from harness.engine.sim import SimRun
 
     config = resolve_target(job.target, job.overrides)
@@ -111,7 +111,7 @@ def compare(
             doc = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick, durations=durations)
     path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), doc)
     if as_json:
-        sys.stdout.write(json.dumps(results.clean(compare_summary(doc)), indent=1) + "\n")
+        sys.stdout.write(json.dumps(doc.summary_json(), indent=1) + "\n")
         return
-    render_compare(doc, out)
+    render_compare(doc.to_json(), out)
     out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)

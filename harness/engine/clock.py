@@ -130,10 +130,6 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
     async def shutdown_default_executor(self, timeout: float | None = None) -> None:
         return None
 
-    def pending_timers(self) -> int:
-        """Timers still scheduled (cancelled ones excluded)."""
-        return sum(1 for h in self._scheduled if not h._cancelled)
-
 
 def run_virtual(main: Coroutine[Any, Any, T], start_s: float = 0.0) -> T:
     """Run `main` to completion on a fresh virtual-time loop and close it.

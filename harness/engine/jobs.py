@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.engine.sim import run_sim
+from harness.results.run import RunResult
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 
@@ -25,7 +26,7 @@ class SimJob:
     duration_s: float | None = None
     rate_rps: float | None = None
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunResult:
         config = resolve_target(self.target, self.overrides)
         wl = load_workload(self.workload)
         factor = (self.rate_rps / wl.peak_rps) if self.rate_rps and wl.peak_rps else 1.0

@@ -12,6 +12,7 @@ from harness.engine.driver import Driver
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document
 from harness.engine.transports import InProcessTransport
+from harness.results.run import RunResult
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
 from targets.target import ServingTarget
@@ -99,7 +100,7 @@ class SimRun:
 
         loop.call_at(w, tick)
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunResult:
         started = time.perf_counter()
         try:
             run_virtual(self._main())
@@ -108,13 +109,13 @@ class SimRun:
         self.wall_s = time.perf_counter() - started
         return self.document()
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> RunResult:
         return build_document(
             self.recorder, self.config, self.workload, self.target, self.seed, "sim",
             self.end_s, self.wall_s, self.partial, self.events,
         )
 
 
-def run_sim(target: TargetConfig, workload: WorkloadConfig, seed: int = 1, progress: Progress | None = None) -> dict[str, Any]:
-    """One seeded sim run; returns the result document (not yet written)."""
+def run_sim(target: TargetConfig, workload: WorkloadConfig, seed: int = 1, progress: Progress | None = None) -> RunResult:
+    """One seeded sim run; returns its result (not yet written)."""
     return SimRun(target, workload, seed, progress).run()

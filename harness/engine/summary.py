@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.engine.recorder import Recorder
-from harness.results.io import SCHEMA, versions
+from harness.results.run import RunResult, RunSummary
 from targets.config import TargetConfig
 from targets.spec import flaws_present
 from workloads.model import WorkloadConfig
@@ -75,24 +75,21 @@ def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, ta
 
 def build_document(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, target: Any, seed: int,
                    mode: str, end_s: float, wall_s: float, partial: bool,
-                   events: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The whole result document of one run (`kind: run`)."""
+                   events: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> RunResult:
+    """The whole result of one run (`kind: run`)."""
     series = rec.timeseries()
     summary = build_summary(rec, cfg, workload, target, seed, mode, end_s, wall_s, partial, series)
     if extra:
         summary.update(extra)
-    return {
-        "schema": SCHEMA,
-        "kind": "run",
-        "summary": summary,
-        "target_config": cfg.model_dump(mode="json"),
-        "workload_config": workload.model_dump(mode="json"),
-        "seed": seed,
-        "mode": mode,
-        "versions": versions(),
-        "phases": [{"kind": k, "start_s": a, "end_s": b} for k, a, b in workload.phase_bounds()],
-        "faults": [f.model_dump(mode="json") for f in workload.faults],
-        "events": events,
-        "timeseries": series,
-        "latency_cdf": rec.latency_cdf(),
-    }
+    return RunResult(
+        summary=RunSummary.model_validate(summary),
+        target_config=cfg.model_dump(mode="json"),
+        workload_config=workload.model_dump(mode="json"),
+        seed=seed,
+        mode=mode,
+        phases=[{"kind": k, "start_s": a, "end_s": b} for k, a, b in workload.phase_bounds()],
+        faults=[f.model_dump(mode="json") for f in workload.faults],
+        events=events,
+        timeseries=series,
+        latency_cdf=rec.latency_cdf(),
+    )

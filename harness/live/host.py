@@ -313,7 +313,7 @@ def main() -> None:
     _die_with_parent()
     spec = HostSpec(**json.loads(_read_line(0)))
     from harness.live.http_transport import new_loop
-    from harness.live.run import raise_fd_limit
+    from harness.live.fd_limit import raise_fd_limit
 
     raise_fd_limit()
 

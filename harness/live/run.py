@@ -36,9 +36,11 @@ from typing import Any, Callable
 
 from harness.engine.driver import Driver
 from harness.live.http_transport import HttpTransport, Payloads, new_loop, quiet_gc
+from harness.live.fd_limit import raise_fd_limit
 from harness.live.host import HostProcess, HostSpec
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document
+from harness.results.run import RunResult
 from targets.cache import CacheStats
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
@@ -282,19 +284,6 @@ class LiveRun:
         view = _RemoteTarget(self.host_stats, self.recorder.t0) if self.host_stats else None
         return build_document(self.recorder, self.config, self.workload, view, self.seed, "live",
                               self.end_s, self.wall_s, self.partial, self.events, extra={"live": self.live_block()})
-
-
-def raise_fd_limit() -> None:
-    """Soft open-files limit up to the hard one: every connection costs a
-    descriptor in the driver and three in the host (proxy both ends, server)."""
-    try:
-        import resource
-
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
-    except (ImportError, ValueError, OSError):  # pragma: no cover - not POSIX, or not allowed
-        pass
 
 
 def default_scale(workload: WorkloadConfig) -> float:

@@ -40,6 +40,8 @@ def clean(obj: Any) -> Any:
         return {str(k): clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [clean(v) for v in obj]
+    if hasattr(obj, "model_dump"):  # a typed result or block inside plain data
+        return clean(obj.model_dump(mode="python", by_alias=True))
     if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
         return clean(obj.item())
     return obj
@@ -49,9 +51,10 @@ def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(clean(doc), indent=1, sort_keys=False, allow_nan=False)
 
 
-def write_atomic(path: Path, doc: dict[str, Any]) -> Path:
-    """Write JSON to `path` via a temp file + rename: never a torn file."""
-    return write_text_atomic(Path(path), dumps(doc))
+def write_atomic(path: Path, doc: Any) -> Path:
+    """Write a result (or plain JSON data) to `path` via a temp file + rename: never a torn file."""
+    data = doc.to_json() if hasattr(doc, "to_json") else doc
+    return write_text_atomic(Path(path), dumps(data))
 
 
 def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:

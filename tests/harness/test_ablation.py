@@ -108,6 +108,7 @@ def tiny_rank():
     return rank(["night", "steady"], seed=1, workers=1, duration_scale=0.2)
 
 
+@pytest.mark.slow
 def test_every_flaw_gets_a_measured_cost(tiny_rank):
     assert [f["id"] for f in tiny_rank["flaws"]] != []
     assert sorted(f["id"] for f in tiny_rank["flaws"]) == sorted(FLAW_IDS)
@@ -123,6 +124,7 @@ def test_every_flaw_gets_a_measured_cost(tiny_rank):
         assert all(isinstance(r["goodput"], float) for r in p["probes"])
 
 
+@pytest.mark.slow
 def test_full_batch_only_dominates_at_night(tiny_rank):
     # At 3 QPS a batch of 32 takes minutes to fill: putting full batching back
     # into hardened must lose most of the night's goodput, and rank high.
@@ -136,6 +138,7 @@ def test_full_batch_only_dominates_at_night(tiny_rank):
     assert row["goodput_loss"] == pytest.approx(row["goodput"]["hardened"] - row["goodput"]["hardened+full-batch-only"])
 
 
+@pytest.mark.slow
 def test_ranks_follow_the_score(tiny_rank):
     flaws = sorted(tiny_rank["flaws"], key=lambda f: f["rank"])
     assert [f["rank"] for f in flaws] == list(range(1, len(flaws) + 1))
@@ -145,6 +148,7 @@ def test_ranks_follow_the_score(tiny_rank):
     assert set(tiny_rank["baselines"]) == {"hardened", "naive"}
 
 
+@pytest.mark.slow
 def test_rank_renders_at_80_columns(tiny_rank):
     console = Console(width=80, record=True, color_system=None)
     render_rank(tiny_rank, console)

@@ -125,6 +125,7 @@ def _tiny_point(gpus: int) -> dict:
     return Point(f"g{gpus}", "hardened", tuple(sorted(knobs.items())), traffic(100, 20.0), seed=3).run()
 
 
+@pytest.mark.slow
 def test_bisection_on_a_tiny_setup_is_monotone_and_matches_brute_force() -> None:
     slo = 0.2
     fleet = range(11, 17)
@@ -162,6 +163,7 @@ def tiny_plan() -> dict:
                          workers=1, budget=TINY)
 
 
+@pytest.mark.slow
 def test_tiny_plan_arithmetic_and_fleets(tiny_plan: dict) -> None:
     d = tiny_plan
     assert d["kind"] == "capacity" and d["schema"] == "harness.result/1"
@@ -178,6 +180,7 @@ def test_tiny_plan_arithmetic_and_fleets(tiny_plan: dict) -> None:
     assert [r["b"] for r in d["table_by_b"]] == [1, 2, 4, 8, 16, 32, 64, 128]
 
 
+@pytest.mark.slow
 def test_tiny_plan_offline_reaches_the_formula(tiny_plan: dict) -> None:
     off = tiny_plan["offline"]
     assert off["requests"] == 7 * 16 * 4
@@ -186,6 +189,7 @@ def test_tiny_plan_offline_reaches_the_formula(tiny_plan: dict) -> None:
     assert off["makespan_s"] == pytest.approx(0.2, abs=0.01)
 
 
+@pytest.mark.slow
 def test_tiny_plan_curves_and_losses(tiny_plan: dict) -> None:
     d = tiny_plan
     gpus = [r["gpus"] for r in d["curve"]]
@@ -217,6 +221,7 @@ def test_impossible_slo_gives_no_fleet() -> None:
 # -- rendering and the command ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_console_report_fits_80_columns(tiny_plan: dict) -> None:
     from reports.render import render_console
 
@@ -237,6 +242,7 @@ def test_measured_values_format_by_unit() -> None:
     assert format_measured({"measured": 1.376, "unit": "x the full-batch GPU time"}) == "1.38x"
 
 
+@pytest.mark.slow
 def test_html_sections_have_titled_axes(tiny_plan: dict) -> None:
     from reports.capacity_view import sections
 
@@ -252,6 +258,7 @@ def test_html_sections_have_titled_axes(tiny_plan: dict) -> None:
     assert "<td" in secs[4].html and "partial batches" in secs[4].html
 
 
+@pytest.mark.slow
 def test_cli_capacity_json_and_report(tmp_path: Path) -> None:
     out = tmp_path / "cap.json"
     # 500 QPS x 50 ms / 8 = 3.125 GPUs: a quick plan at this scale simulates little.
@@ -281,6 +288,7 @@ def test_cli_capacity_rejects_bad_input(args: list[str], message: str, tmp_path:
     assert not (tmp_path / "x.json").exists()
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium binary installed (apt-get install chromium)")
 def test_capacity_report_draws_in_headless_chromium(tiny_plan: dict, tmp_path: Path) -> None:
     from reports.html import write_html

@@ -37,6 +37,7 @@ def _mean_wait(rate, duration, connections, **knobs) -> tuple[float, int]:
     return s["latency_ok_s"]["mean"] - 0.1, s["requests"]["succeeded"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("servers", [1, 4])
 def test_full_batch_fill_wait(servers):
     lam, b = 100.0, 8
@@ -46,6 +47,7 @@ def test_full_batch_fill_wait(servers):
     assert wait == pytest.approx(expected, rel=0.03), (wait, expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rho, duration", [(0.5, 10_000), (0.8, 25_000)])
 def test_md1_waiting_time(rho, duration):
     s = 0.1

@@ -158,5 +158,5 @@ def test_reports_are_well_formed(passing):
 
 
 def test_ci_gate_file_parses():
-    gf = load_gate_file(Path(__file__).parents[2] / "harness" / "gates" / "ci.toml")
+    gf = load_gate_file(Path(__file__).parents[2] / "harness" / "gate" / "ci.toml")
     assert gf.gates and all(g.checks for g in gf.gates)

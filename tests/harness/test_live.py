@@ -52,6 +52,7 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+@pytest.mark.live
 def test_naive_and_hardened_run_live_and_write_valid_results(tmp_path: Path) -> None:
     runs = {t: _harness("run", t, "--mode", "live", "-w", "steady", "--scale", "0.02", "--duration", "2",
                         "--out", str(tmp_path / f"{t}.json"), *QUICK) for t in ("naive", "hardened")}
@@ -101,6 +102,7 @@ connections = 4
 """
 
 
+@pytest.mark.live
 def test_gpu_outage_live_hardened_loses_nothing_naive_loses_in_flight(tmp_path: Path) -> None:
     # Two GPUs of 80 req/s (B = 8 in 100 ms) under 200 req/s: both are always busy,
     # so the GPU killed at 1 s certainly has a batch in flight.
@@ -121,6 +123,7 @@ def test_gpu_outage_live_hardened_loses_nothing_naive_loses_in_flight(tmp_path: 
     assert h["requests"]["lost"] == 0 and h["gpu"]["redispatched"] >= 1
 
 
+@pytest.mark.live
 def test_ctrl_c_and_sigterm_leave_a_valid_partial_result_and_no_child(tmp_path: Path) -> None:
     sigs = {"int": signal.SIGINT, "term": signal.SIGTERM}
     runs = {k: _harness("run", "hardened", "--mode", "live", "-w", "steady", "--scale", "0.02", "--duration", "60",

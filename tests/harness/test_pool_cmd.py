@@ -73,6 +73,7 @@ def _invoke(args: list[str]):
     return runner.invoke(app, args, env={"COLUMNS": "80"}, catch_exceptions=False)
 
 
+@pytest.mark.slow
 def test_cli_compare_prints_policies_side_by_side(tmp_path: Path) -> None:
     out = tmp_path / "pool.json"
     res = _invoke(["pool", "--compare", "--duration", "8", "--out", str(out)])
@@ -148,6 +149,7 @@ def test_html_sections(doc: dict) -> None:
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary installed (apt-get install chromium)")
 def test_pool_report_draws_in_headless_chromium(doc: dict, tmp_path: Path) -> None:
     from reports.html import write_html

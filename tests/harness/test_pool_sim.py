@@ -193,6 +193,7 @@ def at_defaults() -> dict:
     return compare_policies(PoolConfig(duration_s=10.0))
 
 
+@pytest.mark.slow
 def test_same_arrivals_and_deterministic(at_defaults: dict) -> None:
     res = at_defaults["results"]
     assert len({(r["large"]["requests"], r["small"]["requests"]) for r in res.values()}) == 1
@@ -200,6 +201,7 @@ def test_same_arrivals_and_deterministic(at_defaults: dict) -> None:
     assert again == res["proportional"]
 
 
+@pytest.mark.slow
 def test_proportional_starves_the_large_model_that_reservation_serves(at_defaults: dict) -> None:
     assert at_defaults["capacity"]["ok"]
     slo = at_defaults["config"]["slo_s"]
@@ -214,6 +216,7 @@ def test_proportional_starves_the_large_model_that_reservation_serves(at_default
         assert r["large"]["p99_s"] <= slo and r["small"]["p99_s"] <= slo
 
 
+@pytest.mark.slow
 def test_gantt_is_bounded_and_inside_its_window(at_defaults: dict) -> None:
     for r in at_defaults["results"].values():
         lo, hi = r["gantt_window_s"]
@@ -223,6 +226,7 @@ def test_gantt_is_bounded_and_inside_its_window(at_defaults: dict) -> None:
     assert len(small_cap.gantt) <= 10 and small_cap.gantt_truncated
 
 
+@pytest.mark.slow
 def test_beyond_capacity_every_policy_fails() -> None:
     out = compare_policies(PoolConfig(duration_s=10.0, **OVERLOAD))
     assert not out["capacity"]["ok"]

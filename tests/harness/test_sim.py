@@ -85,6 +85,7 @@ def test_interrupted_run_leaves_a_valid_partial_result(tmp_path, monkeypatch):
     assert again["summary"]["requests"]["unfinished"] > 0
 
 
+@pytest.mark.slow
 def test_gpu_outage_hardened_loses_nothing_naive_loses_in_flight():
     wl = small("gpu-outage", 12)
     naive = run_sim(resolve_target("naive"), wl, 1)["summary"]
@@ -94,6 +95,7 @@ def test_gpu_outage_hardened_loses_nothing_naive_loses_in_flight():
     assert hard["gpu"]["redispatched"] > 0
 
 
+@pytest.mark.slow
 def test_slowdown_hardened_bounds_amplification_and_never_runs_an_id_twice():
     wl = small("slowdown", 16)
     naive = run_sim(resolve_target("naive"), wl, 1)["summary"]

@@ -284,6 +284,7 @@ def load_in_chromium(page: Path, profile: Path) -> tuple[str, str]:
     return done.stdout, done.stderr
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary installed (apt-get install chromium)")
 def test_report_renders_in_headless_chromium_without_errors(runs, compare_doc, tmp_path):
     docs = [runs["naive"], compare_doc, rank_doc(), review_doc()]

@@ -43,6 +43,7 @@ async def _ask(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, text:
     return (await asyncio.wait_for(reader.readline(), 2.0)).rstrip(b"\n")
 
 
+@pytest.mark.live
 async def test_connections_go_round_robin_and_stay_pinned(three) -> None:
     proxy, port, backends = three
     conns = [await asyncio.open_connection("127.0.0.1", port) for _ in range(7)]
@@ -58,6 +59,7 @@ async def test_connections_go_round_robin_and_stay_pinned(three) -> None:
         writer.close()
 
 
+@pytest.mark.live
 async def test_large_transfers_are_byte_exact_both_ways(three) -> None:
     _, port, _ = three
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=8 << 20)
@@ -67,6 +69,7 @@ async def test_large_transfers_are_byte_exact_both_ways(three) -> None:
     writer.close()
 
 
+@pytest.mark.live
 async def test_client_close_closes_the_backend_side(three) -> None:
     proxy, port, backends = three
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -80,6 +83,7 @@ async def test_client_close_closes_the_backend_side(three) -> None:
     assert proxy.stats.active == 0 and backends[0][2][0].is_closing()
 
 
+@pytest.mark.live
 async def test_unreachable_backend_closes_the_client() -> None:
     dead = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     dead_port = dead.sockets[0].getsockname()[1]
@@ -94,6 +98,7 @@ async def test_unreachable_backend_closes_the_client() -> None:
     await proxy.stop()
 
 
+@pytest.mark.live
 async def test_stop_closes_open_connections(three) -> None:
     proxy, port, _ = three
     reader, writer = await asyncio.open_connection("127.0.0.1", port)

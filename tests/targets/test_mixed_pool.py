@@ -181,6 +181,7 @@ def test_every_decision_respects_the_pool(sn: tuple[PoolState, float], name: str
     check_decision(SPEC, s, now, create_policy(name, SPEC).schedule(s, now))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(pool_states(), min_size=1, max_size=20))
 def test_proportional_stays_valid_across_a_sequence_of_calls(seq: list) -> None:

@@ -92,6 +92,7 @@ def _malformed() -> list[tuple[str, bytes, str | None, set[int]]]:
     return cases
 
 
+@pytest.mark.live
 async def test_malformed_requests_are_refused_and_the_server_keeps_serving(base_url: str) -> None:
     cases = _malformed()
     assert len(cases) >= 200 and len({k for k, *_ in cases}) >= 10
@@ -119,6 +120,7 @@ async def test_malformed_requests_are_refused_and_the_server_keeps_serving(base_
     assert len(seen) == 22
 
 
+@pytest.mark.live
 async def test_tenant_over_its_limit_gets_429_with_retry_after(limited_url: str) -> None:
     codes = []  # a burst of 20 against a bucket of 2.5 tokens must shed
     async with aiohttp.ClientSession() as session:
@@ -132,6 +134,7 @@ async def test_tenant_over_its_limit_gets_429_with_retry_after(limited_url: str)
     assert 200 in codes and 429 in codes and set(codes) <= {200, 429}
 
 
+@pytest.mark.live
 async def test_metrics_parse_with_the_prometheus_parser(base_url: str) -> None:
     async with aiohttp.ClientSession() as session:
         for i in range(5):

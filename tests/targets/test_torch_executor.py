@@ -16,6 +16,8 @@ import torch
 from targets.models import create_model
 from targets.torch_executor import TorchExecutor, WorkerDied, resolve_device
 
+pytestmark = pytest.mark.live  # real torch worker threads on the wall clock
+
 
 def _inputs(model: str, n: int, length: int = 16) -> list:
     handle = create_model(model)

@@ -75,6 +75,7 @@ def gpu() -> TorchGpu:
     g.close()
 
 
+@pytest.mark.live
 async def test_torch_worker_death_reaches_the_pool(gpu: TorchGpu) -> None:
     lost: list[Attempt] = []
     done: list[int] = []
@@ -94,6 +95,7 @@ async def test_torch_worker_death_reaches_the_pool(gpu: TorchGpu) -> None:
     assert done == [2] and not gpu.executor.failed
 
 
+@pytest.mark.live
 async def test_pool_kill_voids_the_torch_batch(gpu: TorchGpu) -> None:
     done: list[list] = []
     pool = GpuPool(1, lambda i: gpu, on_done=lambda b, o, s: done.append(o), on_lost=lambda a: None)

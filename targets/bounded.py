@@ -1,0 +1,126 @@
+"""Bounded, expiring containers for per-request and per-tenant state.
+
+Every structure a client can grow by sending requests (IDs seen, answers
+remembered, tenants named) lives in one of these, so memory is bounded by
+`max_items` whatever the traffic, and by `ttl_s` of traffic when it is light.
+They are clock-free: each call that can expire entries takes `now` (loop
+seconds), so the same containers run on the virtual clock in sim.
+
+Entries are kept in insertion (or last-touch) order, so expiry pops from the
+front and stops at the first live entry: amortised O(1) per call.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Generic, Hashable, Iterator, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A structure's limits: at most `max_items` entries, each kept `ttl_s` seconds."""
+
+    max_items: int
+    ttl_s: float
+
+    def __post_init__(self) -> None:
+        if self.max_items < 1:
+            raise ValueError(f"max_items must be >= 1, got {self.max_items}")
+        if not self.ttl_s >= 0:
+            raise ValueError(f"ttl_s must be >= 0, got {self.ttl_s}")
+
+
+class BoundedMap(Generic[K, V]):
+    """A map whose entries expire `ttl_s` after they were put (or touched), and
+    whose oldest entries are evicted past `max_items`.
+
+    `evicted` counts entries dropped for room (not for age): a nonzero count
+    means the bound, not the TTL, is what limits memory.
+    """
+
+    __slots__ = ("bound", "_items", "evicted", "expired")
+
+    def __init__(self, bound: Bound) -> None:
+        self.bound = bound
+        self._items: OrderedDict[K, tuple[float, V]] = OrderedDict()
+        self.evicted = 0
+        self.expired = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._items)
+
+    def get(self, key: K, now: float) -> V | None:
+        """The live value at `key`, or None (an expired entry is dropped)."""
+        item = self._items.get(key)
+        if item is None:
+            return None
+        if now - item[0] > self.bound.ttl_s:
+            del self._items[key]
+            self.expired += 1
+            return None
+        return item[1]
+
+    def put(self, key: K, value: V, now: float) -> None:
+        """Store `value`, restarting its TTL; expire and evict to stay in bounds."""
+        items = self._items
+        items[key] = (now, value)
+        items.move_to_end(key)
+        self.prune(now)
+        while len(items) > self.bound.max_items:
+            items.popitem(last=False)
+            self.evicted += 1
+
+    def touch(self, key: K, now: float) -> None:
+        """Restart `key`'s TTL (it was used), if present."""
+        item = self._items.get(key)
+        if item is not None:
+            self._items[key] = (now, item[1])
+            self._items.move_to_end(key)
+
+    def pop(self, key: K) -> V | None:
+        item = self._items.pop(key, None)
+        return None if item is None else item[1]
+
+    def prune(self, now: float) -> int:
+        """Drop every entry older than the TTL; return how many."""
+        items, ttl, n = self._items, self.bound.ttl_s, 0
+        while items:
+            key, (t, _) = next(iter(items.items()))
+            if now - t <= ttl:
+                break
+            del items[key]
+            n += 1
+        self.expired += n
+        return n
+
+
+class RecentSet(Generic[K]):
+    """The keys added in the last `ttl_s` seconds (at most `max_items` of them)."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self, bound: Bound) -> None:
+        self._map: BoundedMap[K, None] = BoundedMap(bound)
+
+    @property
+    def bound(self) -> Bound:
+        return self._map.bound
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._map
+
+    def add(self, key: K, now: float) -> None:
+        self._map.put(key, None, now)

@@ -1,0 +1,189 @@
+"""targets.client on the virtual clock with a function as the server: exact event logs.
+
+Each test runs requests through a ``Client`` whose transport is a ``FunctionTransport``
+and asserts the exact (time, event) list: when each attempt was sent, what came back, and
+when and how the request finished. Times are virtual seconds, rounded to the microsecond.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from typing import Any
+
+from harness.engine.clock import run_virtual
+from harness.engine.function_transport import FunctionTransport, Handler
+from targets.client import Client, ClientPolicy, RetryBudget
+from targets.config import Backoff
+from targets.protocol import Attempt, Response, Status
+
+NAIVE = ClientPolicy(timeout_s=1.0, retries=2, backoff=Backoff.NONE, backoff_base_s=0.1,
+                     backoff_cap_s=1.0, request_ids=False, retry_budget=None,
+                     honour_retry_after=False, propagate_deadline=False)
+
+
+def policy(**changes: Any) -> ClientPolicy:
+    return ClientPolicy(**{**NAIVE.__dict__, **changes})
+
+
+class LogSink:
+    """The recorder's side of the client: logs finals (attempts are in the send log)."""
+
+    def __init__(self, log: list[tuple], now: Callable[[], float]) -> None:
+        self.log = log
+        self.now = now
+
+    def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
+        self.log.append((round(sent_s + latency_s, 6), "answer", status.name))
+
+    def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None:
+        self.log.append((round(done_s, 6), "finish", index, status.name, attempts))
+
+
+def run_client(p: ClientPolicy, handler: Handler, starts: list[tuple[float, str]],
+               rng: random.Random | None = None, until_s: float = 60.0) -> list[tuple]:
+    """Start request i at starts[i] = (time, tenant); log sends, answers and finishes."""
+    log: list[tuple] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def logged(attempt: Attempt):
+            log.append((round(loop.time(), 6), "send", attempt.uid, attempt.attempt_no))
+            return handler(attempt)
+
+        client = Client(p, FunctionTransport(logged), LogSink(log, loop.time),
+                        rng or random.Random(0))
+        for i, (t, tenant) in enumerate(starts):
+            loop.call_at(t, client.start, i, tenant, 0, i, 0, 1)
+        await asyncio.sleep(until_s)
+
+    run_virtual(main())
+    return log
+
+
+def after(seconds: float, response: Response) -> Handler:
+    async def handler(attempt: Attempt) -> Response:
+        await asyncio.sleep(seconds)
+        return response
+    return handler
+
+
+def test_an_answer_in_time_is_one_attempt() -> None:
+    assert run_client(NAIVE, after(0.25, Response(Status.OK)), [(1.0, "t")]) == [
+        (1.0, "send", 0, 0), (1.25, "answer", "OK"), (1.25, "finish", 0, "OK", 1)]
+
+
+def test_naive_client_retries_each_timeout_at_once_until_retries_run_out() -> None:
+    lost = lambda attempt: None  # noqa: E731 - the server never answers
+    assert run_client(NAIVE, lost, [(0.5, "t")]) == [
+        (0.5, "send", 0, 0), (1.5, "answer", "TIMEOUT"),
+        (1.5, "send", 0, 1), (2.5, "answer", "TIMEOUT"),
+        (2.5, "send", 0, 2), (3.5, "answer", "TIMEOUT"), (3.5, "finish", 0, "TIMEOUT", 3)]
+
+
+def test_a_late_answer_is_dropped_and_the_retry_answers() -> None:
+    # 1.5 s per answer, 1 s timeout: every attempt times out; the late answers are ignored.
+    log = run_client(policy(retries=1), after(1.5, Response(Status.OK)), [(0.0, "t")])
+    assert log == [(0.0, "send", 0, 0), (1.0, "answer", "TIMEOUT"),
+                   (1.0, "send", 0, 1), (2.0, "answer", "TIMEOUT"),
+                   (2.0, "finish", 0, "TIMEOUT", 2)]
+
+
+def test_bad_request_is_final_but_errors_and_sheds_are_retried() -> None:
+    assert run_client(NAIVE, lambda a: Response(Status.BAD_REQUEST), [(0.0, "t")]) == [
+        (0.0, "send", 0, 0), (0.0, "answer", "BAD_REQUEST"), (0.0, "finish", 0, "BAD_REQUEST", 1)]
+    # A naive client retries a shed at once: 429 and 500 alike, retries + 1 attempts.
+    answers = iter([Status.TOO_MANY, Status.ERROR, Status.OK])
+    assert run_client(NAIVE, lambda a: Response(next(answers)), [(0.0, "t")]) == [
+        (0.0, "send", 0, 0), (0.0, "answer", "TOO_MANY"),
+        (0.0, "send", 0, 1), (0.0, "answer", "ERROR"),
+        (0.0, "send", 0, 2), (0.0, "answer", "OK"), (0.0, "finish", 0, "OK", 3)]
+
+
+def test_exponential_backoff_is_capped_full_jitter_under_a_seeded_rng() -> None:
+    p = policy(retries=4, backoff=Backoff.EXPONENTIAL, backoff_base_s=0.1, backoff_cap_s=0.3)
+    log = run_client(p, lambda a: Response(Status.ERROR), [(0.0, "t")], rng=random.Random(7))
+    # Full jitter: pause k ~ U(0, min(cap, base * 2**(k-1))): ceilings 0.1, 0.2, 0.3 (capped), 0.3.
+    expect_rng = random.Random(7)
+    pauses = [expect_rng.uniform(0.0, ceiling) for ceiling in (0.1, 0.2, 0.3, 0.3)]
+    sends = [0.0]
+    for pause in pauses:
+        sends.append(sends[-1] + pause)
+    expected: list[tuple] = []
+    for k, t in enumerate(sends):
+        expected += [(round(t, 6), "send", 0, k), (round(t, 6), "answer", "ERROR")]
+    expected.append((round(sends[-1], 6), "finish", 0, "ERROR", 5))
+    assert log == expected
+    assert all(0.0 < pause <= 0.3 for pause in pauses)
+
+
+def test_retry_after_sets_the_pause_on_429_and_503() -> None:
+    p = policy(honour_retry_after=True)
+    answers = iter([Response(Status.UNAVAILABLE, retry_after_s=0.5),
+                    Response(Status.TOO_MANY, retry_after_s=0.25), Response(Status.OK)])
+    assert run_client(p, lambda a: next(answers), [(1.0, "t")]) == [
+        (1.0, "send", 0, 0), (1.0, "answer", "UNAVAILABLE"),
+        (1.5, "send", 0, 1), (1.5, "answer", "TOO_MANY"),
+        (1.75, "send", 0, 2), (1.75, "answer", "OK"), (1.75, "finish", 0, "OK", 3)]
+
+
+def test_retry_after_is_a_floor_under_the_jittered_backoff() -> None:
+    p = policy(retries=1, honour_retry_after=True, backoff=Backoff.EXPONENTIAL,
+               backoff_base_s=1.0, backoff_cap_s=1.0)
+    answers = iter([Response(Status.UNAVAILABLE, retry_after_s=0.5), Response(Status.OK)])
+    log = run_client(p, lambda a: next(answers), [(0.0, "t")], rng=random.Random(3))
+    pause = max(random.Random(3).uniform(0.0, 1.0), 0.5)
+    assert log == [(0.0, "send", 0, 0), (0.0, "answer", "UNAVAILABLE"),
+                   (round(pause, 6), "send", 0, 1), (round(pause, 6), "answer", "OK"),
+                   (round(pause, 6), "finish", 0, "OK", 2)]
+
+
+def test_retry_after_is_ignored_by_a_client_that_does_not_honour_it() -> None:
+    answers = iter([Response(Status.UNAVAILABLE, retry_after_s=0.5), Response(Status.OK)])
+    assert run_client(policy(retries=1), lambda a: next(answers), [(0.0, "t")]) == [
+        (0.0, "send", 0, 0), (0.0, "answer", "UNAVAILABLE"),
+        (0.0, "send", 0, 1), (0.0, "answer", "OK"), (0.0, "finish", 0, "OK", 2)]
+
+
+def test_the_retry_budget_stops_retries_per_tenant() -> None:
+    # Ratio 0: only the budget's floor of 10 retries per tenant. Twelve failing requests of
+    # tenant a, one at a time: the first ten get their retry, the last two do not; tenant b
+    # has its own budget.
+    p = policy(retries=1, retry_budget=0.0)
+    starts = [(float(i), "a") for i in range(12)] + [(12.0, "b")]
+    log = run_client(p, lambda a: Response(Status.ERROR), starts)
+    finishes = [(e[2], e[4]) for e in log if e[1] == "finish"]
+    assert finishes == [(i, 2) for i in range(10)] + [(10, 1), (11, 1), (12, 2)]
+    assert log[-8:] == [(11.0, "send", 11, 0), (11.0, "answer", "ERROR"),
+                        (11.0, "finish", 11, "ERROR", 1),
+                        (12.0, "send", 12, 0), (12.0, "answer", "ERROR"),
+                        (12.0, "send", 12, 1), (12.0, "answer", "ERROR"),
+                        (12.0, "finish", 12, "ERROR", 2)]
+
+
+def test_retry_budget_allows_ratio_times_first_attempts_plus_the_floor() -> None:
+    budget = RetryBudget(0.5, floor=1)
+    spent = []
+    for _ in range(4):
+        budget.record_first()
+        spent.append(budget.try_spend())
+        spent.append(budget.try_spend())
+    # after n firsts the budget holds 0.5 n + 1 retries: 1.5, 2, 2.5, 3
+    assert spent == [True, False, True, False, False, False, True, False]
+
+
+def test_request_ids_and_deadlines_ride_on_every_attempt() -> None:
+    seen: list[tuple] = []
+
+    def handler(attempt: Attempt):
+        seen.append((attempt.attempt_no, attempt.request_id, attempt.sent_s, attempt.deadline_s))
+        return None  # lost: time out
+
+    run_client(policy(retries=1, request_ids=True, propagate_deadline=True), handler,
+               [(2.0, "gold")])
+    assert seen == [(0, "gold-0", 2.0, 3.0), (1, "gold-0", 3.0, 4.0)]
+    seen.clear()
+    run_client(policy(retries=0), handler, [(2.0, "gold")])
+    assert seen == [(0, None, 2.0, None)]
