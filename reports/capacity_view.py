@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from reports.capacity_console import format_measured
-from reports.html import Section
+from reports.page import Section
 
 __all__ = ["sections", "by_b_figure", "curve_figure", "fill_figure", "per_gpu_figure"]
 

@@ -8,7 +8,7 @@ import html as _html
 from typing import Any
 
 from reports.console import fmt_pct, fmt_s, winner
-from reports.html import Section
+from reports.page import Section
 from reports.html_run import SIDE_COLORS, Side, run_sections, summary_table
 
 

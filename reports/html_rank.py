@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from reports.console import fmt_pct, fmt_s
-from reports.html import Section
+from reports.page import Section
 from reports.html_run import FONT
 
 TOP = "#d7301f"

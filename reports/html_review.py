@@ -14,7 +14,7 @@ import html as _html
 from importlib import import_module
 from typing import Any
 
-from reports.html import Section
+from reports.page import Section
 from reports.html_rank import sections as rank_sections
 
 _OPTIONAL = (("capacity", "reports.capacity_view", "Part 2: capacity"),

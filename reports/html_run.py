@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from reports.console import fmt_n, fmt_pct, fmt_s
-from reports.html import Section
+from reports.page import Section
 
 # A is warm, B is cool, everywhere in a report; offered load is neutral grey.
 SIDE_COLORS = ("#e6550d", "#3182bd", "#31a354", "#756bb1")

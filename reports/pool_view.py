@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from reports.gantt import MODEL_COLORS, gantt_figure
-from reports.html import Section
+from reports.page import Section
 from reports.pool_console import METRIC_ROWS, capacity_line, plain, verdict_lines
 
 __all__ = ["sections", "comparison_figure"]

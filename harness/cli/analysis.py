@@ -91,7 +91,7 @@ def review(
     path = results.write_atomic(out_path or results.default_path("review", design or "naive"), doc)
     if html is not None:
         try:
-            from reports.html import write_html
+            from reports.page import write_html
         except ImportError as exc:
             err.print(f"note: no HTML report in this build ({exc})", highlight=False)
         else:

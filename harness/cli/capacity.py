@@ -70,7 +70,7 @@ def capacity(
         fail(str(exc))
     path = results.write_atomic(out_path or results.default_path("capacity", f"{qps:g}qps-B{batch_size}"), doc)
     if html is not None:
-        from reports.html import write_html
+        from reports.page import write_html
 
         write_html([doc], html)
     if as_json:

@@ -70,7 +70,7 @@ def report(
     for doc in docs:
         render_console(doc, out)
     if html is not None:
-        from reports.html import write_html
+        from reports.page import write_html
 
         write_html(docs, html)
         out.print(f"html: {html}", highlight=False)

@@ -104,7 +104,7 @@ def pool(
     label = "compare" if len(doc["policies"]) > 1 else doc["policies"][0]
     path = results.write_atomic(out_path or results.default_path("pool", label), doc)
     if html is not None:
-        from reports.html import write_html
+        from reports.page import write_html
 
         write_html([doc], html)
     if as_json:

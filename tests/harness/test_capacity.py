@@ -291,7 +291,7 @@ def test_cli_capacity_rejects_bad_input(args: list[str], message: str, tmp_path:
 @pytest.mark.browser
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium binary installed (apt-get install chromium)")
 def test_capacity_report_draws_in_headless_chromium(tiny_plan: dict, tmp_path: Path) -> None:
-    from reports.html import write_html
+    from reports.page import write_html
 
     page = write_html([tiny_plan], tmp_path / "cap.html")
     done = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}",

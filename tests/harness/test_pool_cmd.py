@@ -152,7 +152,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary installed (apt-get install chromium)")
 def test_pool_report_draws_in_headless_chromium(doc: dict, tmp_path: Path) -> None:
-    from reports.html import write_html
+    from reports.page import write_html
 
     page = write_html([doc], tmp_path / "pool.html")
     done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}",

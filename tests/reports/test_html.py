@@ -19,7 +19,7 @@ import pytest
 from harness.engine.recorder import Recorder, percentiles
 from harness.results.io import SCHEMA
 from harness.engine.sim import run_sim
-from reports.html import Section, doc_sections, page_html, section_builder, write_html
+from reports.page import Section, doc_sections, page_html, section_builder, write_html
 from reports.html_rank import TOP
 from reports.html_run import markers, timeseries_figure, Side
 from targets.flaws import FLAWS
