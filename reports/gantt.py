@@ -1,43 +1,41 @@
-"""Gantt chart of a shared GPU pool, one subplot per scheduling policy.
+"""Gantt chart of a shared GPU pool, one subplot per scheduling policy (a chart helper of reports/pool.py).
 
-Reads only result dicts (``PoolResult.to_dict()``, e.g. ``compare_policies(...)["results"]``),
-so any stored result file can be drawn again.
+Reads only typed policy runs (``harness.results.pool.PolicyRun``), so any stored
+pool result can be drawn again.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from harness.results.pool import PolicyRun
+from reports.charts import FONT
+from reports.fmt import fmt_pct, plain_s
 
 __all__ = ["MODEL_COLORS", "gantt_figure"]
 
 MODEL_COLORS = {"large": "#d62728", "small": "#1f77b4"}
 
 
-def _fmt(x: float | None) -> str:
-    return "∞" if x is None else f"{x:.2f}"
+def _title(name: str, r: PolicyRun) -> str:
+    return (f"{name}: p99 large {plain_s(r.large.p99_s)} s, small {plain_s(r.small.p99_s)} s,"
+            f" utilization {fmt_pct(r.utilization, 0)}, idle while large waits {fmt_pct(r.fragmentation_frac, 0)}")
 
 
-def _title(name: str, r: Mapping[str, Any]) -> str:
-    return (f"{name}: p99 large {_fmt(r['large']['p99_s'])} s, small {_fmt(r['small']['p99_s'])} s,"
-            f" utilization {r['utilization']:.0%}, idle while large waits {r['fragmentation_frac']:.0%}")
-
-
-def gantt_figure(results: Mapping[str, Mapping[str, Any]],
-                 window_s: tuple[float, float] | None = None) -> go.Figure:
+def gantt_figure(results: Mapping[str, PolicyRun], window_s: tuple[float, float] | None = None) -> go.Figure:
     """One Gantt chart of the pool's GPUs per policy, stacked and sharing the time axis.
 
-    ``results`` maps policy name to a ``PoolResult`` dict. ``window_s`` (seconds of
-    virtual time) defaults to the first result's recorded Gantt window; bars are
-    clipped to it. Large-model batches span every GPU at once, small ones one GPU.
+    ``window_s`` (seconds of virtual time) defaults to the first run's recorded Gantt
+    window; bars are clipped to it. Large-model batches span every GPU at once, small
+    ones one GPU.
     """
     if not results:
         raise ValueError("gantt_figure needs at least one policy result")
     names = list(results)
-    first = results[names[0]]
-    lo, hi = window_s if window_s is not None else tuple(first["gantt_window_s"])
+    lo, hi = window_s if window_s is not None else results[names[0]].gantt_window_s
     if not lo < hi:
         raise ValueError(f"window_s must be (a, b) with a < b, got {(lo, hi)}")
     fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.12 / len(names),
@@ -45,13 +43,13 @@ def gantt_figure(results: Mapping[str, Mapping[str, Any]],
     shown: set[str] = set()  # one legend entry per model, from the first row that has its bars
     for row, name in enumerate(names, start=1):
         r = results[name]
-        gpus = int(r["config"]["gpus"])
+        gpus = r.config.gpus
         for model, color in MODEL_COLORS.items():
-            bars = [b for b in r["gantt"] if b["model"] == model and b["end_s"] > lo and b["start_s"] < hi]
-            starts = [max(b["start_s"], lo) for b in bars]
+            bars = [b for b in r.gantt if b.model == model and b.end_s > lo and b.start_s < hi]
+            starts = [max(b.start_s, lo) for b in bars]
             fig.add_trace(go.Bar(
-                x=[min(b["end_s"], hi) - s for b, s in zip(bars, starts)], base=starts,
-                y=[b["gpu"] for b in bars], orientation="h", marker_color=color,
+                x=[min(b.end_s, hi) - s for b, s in zip(bars, starts)], base=starts,
+                y=[b.gpu for b in bars], orientation="h", marker_color=color,
                 marker_line_width=0.5, marker_line_color="white",
                 name=f"{model} model", legendgroup=model, showlegend=bool(bars) and model not in shown,
                 hovertemplate="GPU %{y}<br>%{base:.3f} s + %{x:.3f} s<extra>" + f"{model}</extra>",
@@ -60,7 +58,7 @@ def gantt_figure(results: Mapping[str, Mapping[str, Any]],
                 shown.add(model)
         fig.update_yaxes(title_text="GPU", tickmode="array", tickvals=list(range(gpus)),
                          range=[gpus - 0.5, -0.5], row=row, col=1)
-        if r.get("gantt_truncated"):
+        if r.gantt_truncated:
             fig.add_annotation(text="bars truncated", showarrow=False, xref="x domain",
                                yref="y domain", x=1, y=1.02, row=row, col=1)
     fig.update_xaxes(range=[lo, hi])
@@ -68,5 +66,5 @@ def gantt_figure(results: Mapping[str, Mapping[str, Any]],
     fig.update_layout(
         title="GPU pool schedule per policy (large model needs all GPUs at once)",
         barmode="overlay", bargap=0.15, height=260 * len(names) + 120,
-        legend_title_text="batch of", template="plotly_white")
+        legend_title_text="batch of", template="plotly_white", font=FONT)
     return fig

@@ -1,11 +1,11 @@
 """Self-contained HTML reports (Plotly) from saved result documents.
 
-`write_html(docs, path)` renders any mix of result documents into ONE file
+`write_html(results, path)` renders any mix of typed results into ONE file
 that works offline: plotly.js is inlined once in the page head, every figure
 is plain JSON drawn by one script, and no font, map or MathJax is fetched.
-Each document kind has a section builder, looked up lazily by import path in
-SECTIONS (kind -> "module:function(doc) -> list[Section]"), so each kind's
-views live beside each other and importing this module stays cheap.
+Each result kind's title and sections come from its view module, found
+through reports/registry.py (imported lazily, so importing this module stays
+cheap and a view module may import `Section` from here).
 
 When every figure has been drawn the page's script sets
 `#report-status[data-state="rendered"]` (and `data-plots`, the number drawn);
@@ -18,15 +18,15 @@ from __future__ import annotations
 import html as _html
 import json
 from dataclasses import dataclass
-from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable
+from typing import Iterable
 
 import plotly.graph_objects as go
 
+from harness.results.base import Result
 from harness.results.io import write_text_atomic
 
-__all__ = ["SECTIONS", "Section", "doc_sections", "page_html", "section_builder", "write_html"]
+__all__ = ["Section", "doc_sections", "doc_title", "page_html", "write_html"]
 
 
 @dataclass
@@ -43,55 +43,29 @@ class Section:
     note: str = ""
 
 
-SECTIONS: dict[str, str] = {
-    "run": "reports.html_run:sections",
-    "compare": "reports.html_compare:sections",
-    "rank": "reports.html_rank:sections",
-    "review": "reports.html_review:sections",
-    "gate": "reports.html_review:gate_sections",
-    "capacity": "reports.capacity_view:sections",
-    "pool": "reports.pool_view:sections",
-}
+def _typed(result: Result | dict) -> Result:
+    # TRANSITIONAL: commands not yet typed hand over plain documents; read them as their kind.
+    if isinstance(result, dict):
+        from harness.results import from_json
+
+        return from_json(result)
+    return result
 
 
-def section_builder(kind: str) -> Callable[[dict[str, Any]], list[Section]]:
-    """The section builder of a result kind; ValueError naming the known kinds."""
-    path = SECTIONS.get(kind)
-    if path is None:
-        raise ValueError(f"no HTML report for result kind '{kind}' (known: {', '.join(SECTIONS)})")
-    module, _, name = path.partition(":")
-    try:
-        return getattr(import_module(module), name)
-    except ModuleNotFoundError as exc:
-        raise ValueError(f"the HTML report for '{kind}' results is not available in this build ({exc})") from None
+def doc_sections(result: Result) -> list[Section]:
+    """The HTML sections of one typed result, from its kind's view (reports/registry.py)."""
+    from reports.registry import view
+
+    result = _typed(result)
+    return view(result.kind).sections(result)
 
 
-def doc_sections(doc: dict[str, Any]) -> list[Section]:
-    return section_builder(str(doc.get("kind", "run")))(doc)
+def doc_title(result: Result) -> str:
+    """A heading for one typed result, from its kind's view."""
+    from reports.registry import view
 
-
-def doc_title(doc: dict[str, Any]) -> str:
-    """A heading for one document, from the keys every kind of it has."""
-    kind = doc.get("kind", "run")
-    if kind == "run":
-        s = doc["summary"]
-        return f"Run: {s['target']} on {s['workload']} ({s['mode']}, seed {s['seed']})"
-    if kind == "compare":
-        return f"Compare: {doc['a']} (A) vs {doc['b']} (B), {len(doc['scenarios'])} scenario(s), seed {doc.get('seed')}"
-    if kind == "rank":
-        suite = doc.get("suite") or []
-        name = doc.get("suite_name")
-        where = f"the {name} suite" if name and name != "custom" else ", ".join(suite)
-        return f"Flaw ranking over {where} ({len(suite)} scenarios, seed {doc.get('seed')})"
-    if kind == "review":
-        return f"Design review: {doc.get('design', '?')}"
-    if kind == "capacity":
-        return "Part 2: how many GPUs (capacity plan)"
-    if kind == "pool":
-        return "Part 3: two models on one GPU pool"
-    if kind == "gate":
-        return f"Performance gate: {'passed' if doc.get('passed') else 'FAILED'}"
-    return f"{str(kind).capitalize()} result"
+    result = _typed(result)
+    return view(result.kind).title(result)
 
 
 INTRO = """
@@ -164,14 +138,15 @@ def _anchor(n: int, title: str) -> str:
     return f"s{n}-{slug}"
 
 
-def page_html(docs: list[dict[str, Any]], plotly_js: str | None = None, title: str | None = None) -> str:
-    """The whole page as a string. `plotly_js`: the library text to inline
-    (default: the bundled plotly.js); tests may pass a stub."""
+def page_html(results: list[Result], plotly_js: str | None = None, title: str | None = None) -> str:
+    """The whole page of typed results as a string. `plotly_js`: the library
+    text to inline (default: the bundled plotly.js); tests may pass a stub."""
     if plotly_js is None:
         from plotly.offline import get_plotlyjs
 
         plotly_js = get_plotlyjs()
-    groups = [(doc_title(d), doc_sections(d)) for d in docs]
+    results = [_typed(r) for r in results]
+    groups = [(doc_title(r), doc_sections(r)) for r in results]
     title = title or ("; ".join(g[0] for g in groups) if len(groups) == 1 else "Inference harness report")
     toc, body, figs = [], [], []
     n = 0
@@ -209,7 +184,7 @@ def page_html(docs: list[dict[str, Any]], plotly_js: str | None = None, title: s
 <script>{js_lib}</script>
 </head><body><main>
 <h1>{_html.escape(title)}</h1>
-<p class="meta">{len(docs)} result document(s), {len(figs)} chart(s).
+<p class="meta">{len(results)} result document(s), {len(figs)} chart(s).
 <span id="report-status" data-state="loading" data-plots="0" data-expected="{len(figs)}">charts not drawn yet
 (JavaScript is needed for the charts)</span></p>
 <div id="js-errors"></div>
@@ -224,9 +199,9 @@ def page_html(docs: list[dict[str, Any]], plotly_js: str | None = None, title: s
 """
 
 
-def write_html(docs: list[dict[str, Any]], path: str | Path) -> Path:
-    """Render `docs` (any kinds in SECTIONS) into one offline HTML file at
-    `path` (parents created; written via a temp file, never torn)."""
-    text = page_html(list(docs))
+def write_html(results: Iterable[Result], path: str | Path) -> Path:
+    """Render typed results (any kinds in reports/registry.py) into one offline
+    HTML file at `path` (parents created; written via a temp file, never torn)."""
+    text = page_html(list(results))
     # A report is for sharing, unlike mkstemp's default 0600.
     return write_text_atomic(Path(path), text, mode=0o644)

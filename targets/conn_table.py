@@ -176,6 +176,16 @@ class ConnTable(Generic[C]):
         t = self._since[s.phase][conn]
         return t + (self.limits.header_timeout_s if s.phase is Phase.HEAD else self.limits.idle_timeout_s)
 
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of any timed connection (None: none is timed)."""
+        out = None
+        for phase, d in self._since.items():
+            if d:
+                t = d[next(iter(d))] + (self.limits.header_timeout_s if phase is Phase.HEAD
+                                        else self.limits.idle_timeout_s)
+                out = t if out is None or t < out else out
+        return out
+
     def expire(self, now: float) -> list[tuple[C, Expiry]]:
         """Remove and return every connection past its deadline, with why."""
         out: list[tuple[C, Expiry]] = []

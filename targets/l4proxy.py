@@ -233,8 +233,12 @@ class L4Proxy:
                 side.transport.close()
 
     async def _sweep(self) -> None:
+        # Wake at the earliest deadline, and at least every sweep_s: a connection
+        # that arrives meanwhile has a deadline past that (sweep_s < timeouts).
         while True:
-            await asyncio.sleep(self.limits.sweep_s)
+            due = self.table.next_deadline()
+            wait = self.limits.sweep_s if due is None else min(self.limits.sweep_s, due - self.now())
+            await asyncio.sleep(max(0.001, wait))
             for client, why in self.table.expire(self.now()):
                 if why is Expiry.HEADER:
                     self.stats.header_timeouts += 1

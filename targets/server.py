@@ -1,11 +1,15 @@
 """The API servers of a live target: aiohttp apps in front of one ServingTarget.
 
-This module and harness.live.http_transport are the only ones that import aiohttp;
-the target and its policies only see `Attempt` and `Response`.
+The modules targets.server* and harness.live.http_transport are the only ones
+that import aiohttp; the target and its policies only see `Attempt` and
+`Response`. Parsing lives in targets.server_parse, metrics in
+targets.server_metrics, the HTTP edge (parser limits, JSON for aiohttp's own
+refusals) in targets.server_edge.
 
 HTTP API (JSON bodies, UTF-8)::
 
     POST /predict    Content-Type: application/json
+                     Authorization: Bearer TOKEN   (only when the server has a token)
       {"tenant": "t0",          required: 1-64 of [A-Za-z0-9_.-], a known tenant
                                  when the server was given a tenant list
        "request_id": "t0-17",   optional: 1-128 printable ASCII, or null (dedupe key)
@@ -16,14 +20,37 @@ HTTP API (JSON bodies, UTF-8)::
       429 tenant over its limit, 503 overloaded / deadline passed / not answered:
           {"error", "reason", "retry_after_s"} with Retry-After (whole seconds)
           and X-Retry-After-Ms (exact)
-      400 malformed body (empty, not UTF-8, not JSON); 413 body over the size limit;
-      415 not application/json; 422 valid JSON that breaks the schema (not an
-      object, unknown or missing fields, wrong types, unknown tenant, absurd
-      deadline, an input of the wrong shape). Every error body is
-      {"error": KIND, "reason": TEXT}; malformed input never yields a 500.
+      400 malformed body (empty, not UTF-8, not JSON) or malformed HTTP (bad
+      request line, header too long, too many headers, broken framing);
+      401 missing or wrong bearer token; 408 body not received within the body
+      timeout (the connection is closed); 409 request ID reused with another
+      input (below); 413 body over the size limit; 415 not application/json;
+      422 valid JSON that breaks the schema (not an object, unknown or missing
+      fields, wrong types, unknown tenant, absurd deadline, an input of the
+      wrong shape). Every error body is {"error": KIND, "reason": TEXT}, the
+      reason at most 200 characters and never echoing the request; no input
+      yields a 500.
     GET /healthz     200 {"status": "ok", ...}; 503 when no GPU worker is alive
-    GET /metrics     Prometheus text: request latency, queue depth, batch size,
-                     GPU busy, shed and retry counters, per tenant
+    GET /metrics     Prometheus text (bearer token as /predict): request latency,
+                     queue depth, batch size, GPU busy, shed and retry counters
+                     per tenant; the size, limit and TTL of every bounded
+                     structure; the proxy's connections, limits and refusals
+
+Request IDs and dedupe (targets with ``dedupe = true``): the dedupe key is
+(tenant, request_id), and the input's digest is remembered with it. A request
+whose key is in flight, or was answered within the dedupe window (client
+timeout x tries), with the same input is a retry: it shares that computation
+or gets that answer (``"cached"`` stays false). The same key with a different
+input is answered 409 ``request-id-conflict``, never with the other input's
+answer; the same ID from another tenant is a different key and never meets
+this one. At most 256 requests wait on one key; more get 429.
+
+Connections (limits in targets.limits.EdgeLimits): an idle keep-alive
+connection is closed after `idle_timeout_s`, which also bounds the wait for a
+request's head here (the L4 proxy in front enforces `header_timeout_s`); a
+body not complete `body_timeout_s` after its head is answered 408 and the
+connection closed. A client that drops before its answer is counted
+(``harness_client_drops``) and logged in one line, a few lines a window.
 
 Optional harness headers (accounting only, never read by policies):
 ``X-Harness-Uid`` (the user request's number) and ``X-Harness-Attempt`` (0 = first try).
@@ -32,178 +59,29 @@ Optional harness headers (accounting only, never read by policies):
 from __future__ import annotations
 
 import asyncio
+import hmac
 import itertools
-import json
 import logging
 import math
-import re
-import socket
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from aiohttp import http_exceptions as hx
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+from targets.dedupe import Conflict, input_digest
+from targets.limits import EdgeLimits, LogBudget, check_exposure
 from targets.protocol import Attempt, Response, Status
+from targets.server_edge import serve_socket
+from targets.server_metrics import ApiMetrics
+from targets.server_parse import (FIELDS, MAX_DEADLINE_MS, BadRequest, PredictRequest, clip,  # noqa: F401 - re-exported
+                                  parse_predict)
+
+__all__ = ["ApiMetrics", "ApiServers", "BadRequest", "FrontDoor", "PredictRequest", "create_app", "parse_predict"]
 
 log = logging.getLogger(__name__)
 
-FIELDS = frozenset({"tenant", "request_id", "deadline_ms", "input"})
-MAX_DEADLINE_MS = 600_000
 DEFAULT_MAX_BODY_BYTES = 256 * 1024
-_TENANT_RE = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")
-_RID_RE = re.compile(r"[\x21-\x7e]{1,128}\Z")
-_LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0)
-_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-_MAX_TENANT_LABELS = 64  # bound label cardinality when any tenant name is accepted
-
-
-class BadRequest(Exception):
-    """A request the server refuses: HTTP `status`, a short `kind`, a human `reason`."""
-
-    def __init__(self, status: int, kind: str, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.kind = kind
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class PredictRequest:
-    tenant: str
-    request_id: str | None
-    deadline_ms: float | None
-    input: Any
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def parse_predict(body: bytes, tenants: frozenset[str] | None,
-                  validate: Callable[[Any], None]) -> PredictRequest:
-    """Parse and validate one /predict body; raise BadRequest (400 or 422) naming the fault.
-
-    `validate(input)` raises ValueError for an input the model cannot take.
-    """
-    if not body:
-        raise BadRequest(400, "empty-body", "request body is empty; expected a JSON object")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadRequest(400, "not-utf8", f"body is not UTF-8: {exc.reason} at byte {exc.start}") from None
-    try:
-        data = json.loads(text, parse_constant=_no_constants)
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(400, "malformed-json", f"body is not valid JSON: {str(exc)[:200]}") from None
-    if not isinstance(data, dict):
-        raise BadRequest(422, "not-an-object", f"body must be a JSON object, got {type(data).__name__}")
-    unknown = data.keys() - FIELDS
-    if unknown:
-        raise BadRequest(422, "unknown-field", f"unknown field(s) {sorted(unknown)[:5]}; allowed: {sorted(FIELDS)}")
-    for name in ("tenant", "input"):
-        if name not in data:
-            raise BadRequest(422, "missing-field", f"field '{name}' is required")
-    tenant = data["tenant"]
-    if not isinstance(tenant, str):
-        raise BadRequest(422, "wrong-type", f"'tenant' must be a string, got {type(tenant).__name__}")
-    if not _TENANT_RE.match(tenant):
-        raise BadRequest(422, "bad-tenant", "'tenant' must be 1-64 characters of A-Z a-z 0-9 _ . -")
-    if tenants is not None and tenant not in tenants:
-        raise BadRequest(422, "unknown-tenant", f"unknown tenant '{tenant}'")
-    rid = data.get("request_id")
-    if rid is not None and not (isinstance(rid, str) and _RID_RE.match(rid)):
-        raise BadRequest(422, "bad-request-id", "'request_id' must be 1-128 printable ASCII characters, or null")
-    deadline = data.get("deadline_ms")
-    if deadline is not None:
-        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)):
-            raise BadRequest(422, "wrong-type", f"'deadline_ms' must be a number, got {type(deadline).__name__}")
-        if not (math.isfinite(deadline) and 1 <= deadline <= MAX_DEADLINE_MS):
-            raise BadRequest(422, "absurd-deadline", f"'deadline_ms' must be within 1..{MAX_DEADLINE_MS}, got {deadline}")
-    try:
-        validate(data["input"])
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-        raise BadRequest(422, "bad-input", f"'input': {str(exc)[:300]}") from None
-    return PredictRequest(tenant, rid, deadline, data["input"])
-
-
-class ApiMetrics:
-    """Prometheus metrics of one live target, shared by its API servers.
-
-    Request-path figures are counted as requests pass; target state (queue
-    depth, GPUs, batch sizes, shed and lost counts) is read at scrape time, so
-    the target needs no hook for metrics.
-    """
-
-    def __init__(self, target: Any, tenants: frozenset[str] | None) -> None:
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.tenants = tenants
-        self._labels: set[str] = set()
-        r = self.registry
-        self.requests = Counter("harness_requests", "Requests answered, by tenant and HTTP code",
-                                ["tenant", "code"], registry=r)
-        self.latency = Histogram("harness_request_latency_seconds", "Server-side latency of answered requests",
-                                 ["tenant"], buckets=_LATENCY_BUCKETS_S, registry=r)
-        self.shed = Counter("harness_shed", "Requests shed (429 tenant limit, 503 overload or deadline)",
-                            ["tenant", "reason"], registry=r)
-        self.retries = Counter("harness_retries", "Retries received (X-Harness-Attempt > 0)", ["tenant"], registry=r)
-        self.bad = Counter("harness_bad_requests", "Refused malformed requests, by kind", ["kind"], registry=r)
-        r.register(_TargetCollector(target))
-
-    def tenant_label(self, tenant: str) -> str:
-        if self.tenants is not None or tenant in self._labels:
-            return tenant
-        if len(self._labels) < _MAX_TENANT_LABELS:
-            self._labels.add(tenant)
-            return tenant
-        return "other"
-
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
-
-
-class _TargetCollector:
-    """Reads the ServingTarget at scrape time (no per-batch hook needed)."""
-
-    def __init__(self, target: Any) -> None:
-        self.target = target
-        self._seen = 0
-        self._counts = [0] * (len(_BATCH_BUCKETS) + 1)
-        self._sum = 0
-
-    def collect(self):
-        t = self.target
-        pool = t.pool
-        yield GaugeMetricFamily("harness_queue_depth", "Requests queued, batches waiting for a GPU included",
-                                value=t.queue_depth())
-        yield GaugeMetricFamily("harness_gpus_alive", "GPU workers alive", value=pool.alive_gpus())
-        yield GaugeMetricFamily("harness_gpus_busy", "GPU workers running a batch now", value=pool.busy_gpus())
-        yield CounterMetricFamily("harness_gpu_busy_seconds", "GPU-seconds spent on batches",
-                                  value=pool.busy_gpu_seconds())
-        sizes = pool.stats.batch_sizes
-        for b in sizes[self._seen:]:
-            i = next((k for k, le in enumerate(_BATCH_BUCKETS) if b <= le), len(_BATCH_BUCKETS))
-            self._counts[i] += 1
-            self._sum += b
-        self._seen = len(sizes)
-        cum = list(itertools.accumulate(self._counts))
-        buckets = [(str(le), cum[k]) for k, le in enumerate(_BATCH_BUCKETS)] + [("+Inf", cum[-1])]
-        yield HistogramMetricFamily("harness_batch_size", "Requests per batch run on a GPU",
-                                    buckets=buckets, sum_value=self._sum)
-        st = t.stats
-        c = CounterMetricFamily("harness_target_events", "Target events by kind", labels=["kind"])
-        for kind, value in (("shed-tenant", st.shed_tenant), ("shed-overload", st.shed_overload),
-                            ("expired", st.expired), ("lost", st.lost),
-                            ("redispatched", pool.stats.redispatched)):
-            c.add_metric([kind], value)
-        if t.dedupe is not None:
-            c.add_metric(["dedupe-coalesced"], t.dedupe.stats.coalesced)
-            c.add_metric(["dedupe-replayed"], t.dedupe.stats.replayed)
-        if t.cache is not None:
-            c.add_metric(["cache-hit"], t.cache.stats.hits)
-            c.add_metric(["cache-lookup"], t.cache.stats.lookups)
-        yield c
 
 
 @dataclass
@@ -214,7 +92,8 @@ class FrontDoor:
     proxy chose this server); None lets the target's own (L7) balancer choose.
     `size_of(input)`: the input's length in tokens for the cost model.
     `hold_s`: longest a request is held unanswered (a lost request would
-    otherwise pin its handler forever); then 503.
+    otherwise pin its handler forever); then 503. `token`: when set,
+    /predict and /metrics need ``Authorization: Bearer <token>`` (else 401).
     """
 
     target: Any
@@ -226,22 +105,30 @@ class FrontDoor:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     hold_s: float = 300.0
     cache_keys: str | None = None  # "exact": the body's bytes; "normalized": the input's value; None: no cache
+    limits: EdgeLimits = field(default_factory=EdgeLimits)
+    token: str | None = None
+    log_budget: LogBudget = field(default_factory=LogBudget)
     _uids: Any = field(default_factory=lambda: itertools.count(-1, -1))
 
 
 _DOOR = web.AppKey("door", FrontDoor)
 _HTTP = {Status.OK: 200, Status.BAD_REQUEST: 400, Status.TOO_MANY: 429, Status.ERROR: 500,
          Status.UNAVAILABLE: 503, Status.TIMEOUT: 503}
+_GUARDED = frozenset({"/predict", "/metrics"})
 
 
-def _error(status: int, kind: str, reason: str, retry_after_s: float | None = None) -> web.Response:
-    body: dict[str, Any] = {"error": kind, "reason": reason}
-    headers = None
+def _error(status: int, kind: str, reason: str, retry_after_s: float | None = None,
+           close: bool = False, headers: dict[str, str] | None = None) -> web.Response:
+    body: dict[str, Any] = {"error": kind, "reason": clip(reason)}
+    headers = dict(headers or {})
     if retry_after_s is not None:
         body["retry_after_s"] = round(retry_after_s, 3)
-        headers = {"Retry-After": str(max(1, math.ceil(retry_after_s))),
-                   "X-Retry-After-Ms": str(max(1, round(retry_after_s * 1000)))}
-    return web.json_response(body, status=status, headers=headers)
+        headers.update({"Retry-After": str(max(1, math.ceil(retry_after_s))),
+                        "X-Retry-After-Ms": str(max(1, round(retry_after_s * 1000)))})
+    resp = web.json_response(body, status=status, headers=headers or None)
+    if close:
+        resp.force_close()
+    return resp
 
 
 def _header_int(request: web.Request, name: str) -> int | None:
@@ -251,11 +138,33 @@ def _header_int(request: web.Request, name: str) -> int | None:
     return int(raw)
 
 
-def _content_key(value: Any) -> int:
-    """Normalised identity of an input: equal inputs, equal keys, whatever the bytes."""
-    if isinstance(value, list) and all(type(v) in (int, float) for v in value):
-        return hash(tuple(float(v) for v in value))
-    return hash(json.dumps(value, separators=(",", ":"), sort_keys=True))
+def _dropped(door: FrontDoor, when: str) -> None:
+    door.metrics.drops.inc()
+    suppressed = door.log_budget.allow(asyncio.get_running_loop().time())
+    if suppressed is not None:
+        more = f" ({suppressed} more since the last line)" if suppressed else ""
+        log.info("client dropped its connection %s%s", when, more)
+
+
+async def _read_body(request: web.Request, door: FrontDoor) -> bytes | web.Response:
+    """The body, or the error response that ends the request (408, 413, 400)."""
+    m = door.metrics
+    try:
+        async with asyncio.timeout(door.limits.body_timeout_s):
+            return await request.read()
+    except TimeoutError:
+        m.bad.labels("body-timeout").inc()
+        return _error(408, "body-timeout", f"the body did not arrive within {door.limits.body_timeout_s:g} s",
+                      close=True)
+    except web.HTTPRequestEntityTooLarge:
+        m.bad.labels("too-large").inc()
+        return _error(413, "too-large", f"body is over the {door.max_body_bytes}-byte limit", close=True)
+    except hx.HttpProcessingError:
+        m.bad.labels("bad-framing").inc()
+        return _error(400, "bad-framing", "the body's framing is malformed", close=True)
+    except (ConnectionError, asyncio.CancelledError):  # the client went away mid-body
+        _dropped(door, "while sending its body")
+        raise
 
 
 async def _predict(request: web.Request) -> web.Response:
@@ -264,20 +173,28 @@ async def _predict(request: web.Request) -> web.Response:
     ctype = request.headers.get("Content-Type", "")
     if ctype.split(";", 1)[0].strip().lower() != "application/json":
         m.bad.labels("wrong-content-type").inc()
-        return _error(415, "wrong-content-type", f"Content-Type must be application/json, got '{ctype[:80]}'")
+        return _error(415, "wrong-content-type", "Content-Type must be application/json")
     if request.content_length is not None and request.content_length > door.max_body_bytes:
         m.bad.labels("too-large").inc()
-        return _error(413, "too-large", f"body of {request.content_length} bytes is over the {door.max_body_bytes}-byte limit")
-    try:
-        body = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        m.bad.labels("too-large").inc()
-        return _error(413, "too-large", f"body is over the {door.max_body_bytes}-byte limit")
+        return _error(413, "too-large", f"body of {request.content_length} bytes is over the "
+                      f"{door.max_body_bytes}-byte limit", close=True)
+    body = await _read_body(request, door)
+    if isinstance(body, web.Response):
+        return body
     try:
         req = parse_predict(body, door.tenants, door.validate)
+        # The response cache keys on (content, variant) when exact, on content otherwise.
+        content, variant = 0, 0
+        if door.cache_keys == "exact":
+            variant = hash(body)
+        elif door.cache_keys is not None:
+            content = int.from_bytes(input_digest(req.input)[:8], "big")
     except BadRequest as exc:
         m.bad.labels(exc.kind).inc()
         return _error(exc.status, exc.kind, exc.reason)
+    except (ValueError, TypeError, RecursionError):
+        m.bad.labels("bad-input").inc()
+        return _error(422, "bad-input", "'input' cannot be read as the model's input")
     loop = asyncio.get_running_loop()
     now = loop.time()
     tenant = m.tenant_label(req.tenant)
@@ -285,12 +202,6 @@ async def _predict(request: web.Request) -> web.Response:
     if attempt_no:
         m.retries.labels(tenant).inc()
     uid = _header_int(request, "X-Harness-Uid")
-    # The response cache keys on (content, variant) when exact, on content otherwise.
-    content, variant = 0, 0
-    if door.cache_keys == "exact":
-        variant = hash(body)
-    elif door.cache_keys is not None:
-        content = _content_key(req.input)
     a = Attempt(
         uid=next(door._uids) if uid is None else uid, tenant=req.tenant, conn=0, content=content,
         variant=variant, size=door.size_of(req.input), sent_s=now, attempt_no=attempt_no,
@@ -307,6 +218,13 @@ async def _predict(request: web.Request) -> web.Response:
     except TimeoutError:
         a.give_up()
         response = Response(Status.UNAVAILABLE, retry_after_s=1.0, reason=f"not answered within {door.hold_s:g} s")
+    except asyncio.CancelledError:  # the client went away (aiohttp cancels its handler)
+        a.give_up()
+        _dropped(door, "while waiting for its answer")
+        raise
+    if isinstance(response, Conflict):
+        m.requests.labels(tenant, "409").inc()
+        return _error(409, "request-id-conflict", response.reason)
     code = _HTTP[response.status]
     m.requests.labels(tenant, str(code)).inc()
     if response.status is Status.OK:
@@ -332,6 +250,23 @@ async def _metrics(request: web.Request) -> web.Response:
                         headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
 
+def _token_ok(header: str, token: str) -> bool:
+    expected = f"Bearer {token}".encode("utf-8", "surrogateescape")
+    return hmac.compare_digest(header.encode("utf-8", "surrogateescape"), expected)
+
+
+@web.middleware
+async def _auth(request: web.Request, handler):
+    """/predict and /metrics need the bearer token when the server has one."""
+    door = request.app[_DOOR]
+    if door.token is not None and request.path in _GUARDED:
+        if not _token_ok(request.headers.get("Authorization", ""), door.token):
+            door.metrics.bad.labels("unauthorized").inc()
+            return _error(401, "unauthorized", "this server needs 'Authorization: Bearer <token>'",
+                          headers={"WWW-Authenticate": 'Bearer realm="harness"'})
+    return await handler(request)
+
+
 @web.middleware
 async def _json_errors(request: web.Request, handler):
     """aiohttp's own refusals (404, 405, 413) as JSON; a bug as a logged JSON 500."""
@@ -340,17 +275,17 @@ async def _json_errors(request: web.Request, handler):
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return _error(exc.status, exc.reason.lower().replace(" ", "-"), exc.text or exc.reason)
+        return _error(exc.status, exc.reason.lower().replace(" ", "-"), exc.reason)
     except (asyncio.CancelledError, ConnectionError):
         raise
     except Exception:  # pragma: no cover - a bug, not a bad request
-        log.exception("internal error on %s %s", request.method, request.path)
+        log.exception("internal error on %s %s", request.method, request.path[:100])
         return _error(500, "internal", "internal server error")
 
 
 def create_app(door: FrontDoor) -> web.Application:
     """One API server's aiohttp application."""
-    app = web.Application(middlewares=[_json_errors], client_max_size=door.max_body_bytes)
+    app = web.Application(middlewares=[_json_errors, _auth], client_max_size=door.max_body_bytes)
     app[_DOOR] = door
     app.router.add_post("/predict", _predict)
     app.router.add_get("/healthz", _healthz)
@@ -362,29 +297,44 @@ class ApiServers:
     """N aiohttp API servers on one event loop, each on its own port.
 
     `start` binds each to (host, 0) and returns the ports; `stop` closes
-    them, waiting at most `shutdown_s` for requests in flight.
+    them, waiting at most `shutdown_s` for requests in flight. A host beyond
+    loopback needs `expose=True`. Handlers are cancelled when their client
+    disconnects (the attempt is given up, not left to run for nobody).
     """
 
-    def __init__(self, doors: list[FrontDoor], host: str = "127.0.0.1", shutdown_s: float = 1.0) -> None:
+    def __init__(self, doors: list[FrontDoor], host: str = "127.0.0.1", shutdown_s: float = 1.0,
+                 expose: bool = False) -> None:
+        check_exposure(host, expose)
         self.doors = doors
         self.host = host
         self.shutdown_s = shutdown_s
         self.ports: list[int] = []
+        self.log_budget = LogBudget(per_window=5, window_s=10.0)
         self._runners: list[web.AppRunner] = []
+        self._servers: list[asyncio.AbstractServer] = []
 
     async def start(self) -> list[int]:
         for door in self.doors:
+            door.log_budget = self.log_budget
             runner = web.AppRunner(create_app(door), access_log=None, handle_signals=False,
-                                   shutdown_timeout=self.shutdown_s)
+                                   shutdown_timeout=self.shutdown_s, handler_cancellation=True)
             await runner.setup()
-            sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((self.host, 0))
-            await web.SockSite(runner, sock, backlog=1024).start()
             self._runners.append(runner)
-            self.ports.append(sock.getsockname()[1])
+
+            def on_error(kind: str, m: ApiMetrics = door.metrics) -> None:
+                if kind == "client-dropped":
+                    m.drops.inc()
+                else:
+                    m.bad.labels(kind).inc()
+
+            server, port = await serve_socket(runner, self.host, door.limits, on_error, self.log_budget)
+            self._servers.append(server)
+            self.ports.append(port)
         return self.ports
 
     async def stop(self) -> None:
+        servers, self._servers = self._servers, []
+        for s in servers:
+            s.close()
         runners, self._runners = self._runners, []
         await asyncio.gather(*(r.cleanup() for r in runners), return_exceptions=True)

@@ -72,7 +72,7 @@ def _bounds(target: Any, metrics: ApiMetrics) -> list[tuple[str, int, int, float
     if computed is not None and hasattr(computed, "bound"):
         out.append(("computed-uids", len(computed), computed.bound.max_items, computed.bound.ttl_s))
     if target.cache is not None:
-        out.append(("response-cache", len(target.cache), target.config.cache_entries, None))
+        out.append(("response-cache", len(target.cache._data), target.cache.entries, None))
     return out
 
 

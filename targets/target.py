@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from targets.admission import TenantBuckets, admit, predicted_latency_s
 from targets.balancer import create_balancer
@@ -29,6 +29,22 @@ from targets.executors import ModeledExecutor, cost_function
 from targets.gpu_pool import Executor, GpuPool
 from targets.protocol import Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
+from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
+
+
+class Balancer(Protocol):
+    """Chooses an API server per request. Every balancer is handed the servers'
+    outstanding loads; the layer-4 round robin ignores them."""
+
+    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int: ...
+
+
+@runtime_checkable
+class SlowableExecutor(Protocol):
+    """An executor whose batches fault injection can slow down (modeled and
+    torch executors are; a test's plain executor need not be)."""
+
+    slowdown: float
 
 
 @dataclass
@@ -41,9 +57,6 @@ class TargetStats:
     wasted_duplicate_s: float = 0.0
     wasted_abandoned_s: float = 0.0
     wasted_padding_s: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class ServingTarget:
@@ -73,7 +86,7 @@ class ServingTarget:
             on_drop=self._dropped,
         )
         n = config.api_servers
-        self.balancer = create_balancer(config.routing, n, rng)
+        self.balancer: Balancer = create_balancer(config.routing, n, rng)
         self.inflight = [0] * n
         policy = BatchPolicy(config.batching, config.batch_size, config.effective_max_wait_s,
                              reserve_gpus=int(config.reserve_fraction * self.gpus))
@@ -114,8 +127,29 @@ class ServingTarget:
 
     def set_slowdown(self, factor: float) -> None:
         for ex in {id(e): e for e in self.pool.executors}.values():
-            if hasattr(ex, "slowdown"):
+            if isinstance(ex, SlowableExecutor):
                 ex.slowdown = factor
+
+    def snapshot(self) -> TargetSnapshot:
+        """The target's figures now, as plain data (what a run's summary reads)."""
+        pool, st = self.pool, self.stats
+        ps = pool.stats
+        cache = self.cache.stats if self.cache is not None else None
+        dedupe = self.dedupe.stats if self.dedupe is not None else None
+        return TargetSnapshot(
+            pool=PoolSnapshot(
+                gpus=self.gpus, alive=pool.alive_gpus(), batches=ps.batches, items=ps.items,
+                largest_batch=max(ps.batch_sizes, default=0), busy_gpu_s=pool.busy_gpu_seconds(),
+                finished_busy_s=ps.busy_s, last_done_s=ps.last_done_s, lost_attempts=ps.lost_attempts,
+                redispatched=ps.redispatched, killed_batches=ps.killed_batches),
+            wasted=WastedSnapshot(st.wasted_duplicate_s, st.wasted_abandoned_s, st.wasted_padding_s),
+            received=st.received, lost=st.lost, shed_tenant=st.shed_tenant, shed_overload=st.shed_overload,
+            expired=st.expired,
+            cache=None if cache is None else CacheSnapshot(cache.lookups, cache.hits, cache.bypassed,
+                                                           cache.evictions, cache.hit_rate),
+            dedupe=None if dedupe is None else DedupeSnapshot(dedupe.coalesced, dedupe.replayed,
+                                                              dedupe.conflicts, dedupe.refused),
+        )
 
     def kill_gpus(self, fraction: float) -> list[int]:
         return self.pool.kill(max(1, round(self.pool.alive_gpus() * fraction)))
@@ -150,9 +184,7 @@ class ServingTarget:
         if a.server >= 0:
             self.submit_to(a.server, a)
             return
-        b = self.balancer
-        server = b.route(a.tenant, a.conn, self.inflight if getattr(b, "needs_loads", False) else None)
-        self.submit_to(server, a)
+        self.submit_to(self.balancer.route(a.tenant, a.conn, self.inflight), a)
 
     def submit_to(self, server: int, a: Attempt) -> None:
         """An API server's handling of one attempt (after cache and balancer)."""

@@ -8,3 +8,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+# -- parallel runs (pytest-xdist) ---------------------------------------------------------
+# Live tests drive real servers on the wall clock and assert that most requests are answered
+# in time; a CPU-bound sim on the other worker can starve them. Under xdist each live test
+# therefore holds an exclusive lock and every other test a shared one, so a live test runs
+# alone while the rest run in parallel.
+
+import fcntl  # noqa: E402
+import os  # noqa: E402
+import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:  # not under xdist: nothing runs beside this test
+        yield
+        return
+    mode = fcntl.LOCK_EX if item.get_closest_marker("live") else fcntl.LOCK_SH
+    with open(Path(tempfile.gettempdir()) / f"harness-tests-{run_id}.lock", "a") as lock:
+        fcntl.flock(lock, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

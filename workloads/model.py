@@ -230,6 +230,18 @@ class WorkloadConfig(_Frozen):
             start += p.duration_s
         return np.maximum(out, 0.0)
 
+    def rate_factor(self, rate_rps: float | None) -> float:
+        """The factor that makes the peak `rate_rps` (1 for None or a workload with no traffic)."""
+        return rate_rps / self.peak_rps if rate_rps and self.peak_rps else 1.0
+
+    def at_rate(self, rate_rps: float | None = None, duration_s: float | None = None) -> "WorkloadConfig":
+        """This workload with its rates scaled so the peak is `rate_rps` (None: as
+        written) and its phases cut or stretched to `duration_s` (None: as written)."""
+        factor = self.rate_factor(rate_rps)
+        if factor == 1.0 and not duration_s:
+            return self
+        return self.scaled(factor, duration_s)
+
     def scaled(self, rate_factor: float = 1.0, duration_s: float | None = None) -> "WorkloadConfig":
         """Rates times `rate_factor`; phases cut or stretched to `duration_s`."""
         out = self._scaled(rate_factor, duration_s)

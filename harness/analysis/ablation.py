@@ -6,7 +6,8 @@ For every flaw F in `targets.flaws.FLAWS`, on every scenario W, with one seed
 - cost side: ``GOOD+F`` (hardened with F alone put back) against ``GOOD``;
 - gain side: ``FLAWED-F`` (naive with F alone fixed) against ``FLAWED``.
 
-Per (flaw, scenario) the rank document records (`per_scenario`):
+Per (flaw, scenario) the rank result records (`per_scenario`, a
+`harness.results.rank.ScenarioCost`):
 
 - ``goodput_loss``: goodput ratio of GOOD minus that of GOOD+F (0..1, signed:
   negative means putting the flaw back helped there);
@@ -27,7 +28,7 @@ waste, and the scenario of the highest severity (goodput loss in steps of
 TIE = half a point, then p99 increase). Its `gain` is the same on the gain
 side.
 
-Score (the ranking, documented in the document's `score` key): flaws sort by
+Score (the ranking, documented in the result's `score` key): flaws sort by
 worst goodput loss in steps of TIE, then worst p99 increase (never answered
 first), then the fix's goodput gain from the naive side, then extra waste.
 `top` is the three highest-ranked flaws the flawed design still has (for
@@ -38,150 +39,90 @@ Durations: 20 targets x 11 scenarios at the scenarios' full lengths (up to
 shortened by `harness.analysis.shorten.plan`: stationary scripts cut to about
 `request_budget` requests, disturbed ones cut to a little calm, the
 disturbance (up to 3 s) and a little recovery; `duration_scale` scales all
-of it. The plan used is in the document (`durations`).
+of it. The plan used is in the result (`durations`).
 
-Interactions: see `harness.analysis.interactions`.
+Interactions: see `harness.analysis.interactions`; the shared measures are in
+`harness.analysis.scoring`, the jobs in `harness.analysis.variants`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.engine.jobs import run_jobs
-from harness.results.io import SCHEMA, versions
-from harness.engine.sim import run_sim
+from harness.analysis.interactions import find_interactions
+from harness.analysis.scoring import TIE, goodput, inf, p99, severity, tail_increase
+from harness.analysis.shorten import REQUEST_BUDGET, plan_for_json
+from harness.analysis.shorten import plan as plan_runs
+from harness.analysis.variants import OnDone, OnPlanned, VariantJob, knobs_of, run_summaries, variant
+from harness.results.rank import FlawCost, FlawGain, FlawRank, RankResult, ScenarioCost
+from harness.results.run import RunSummary
 from targets.config import TargetConfig
 from targets.flaws import FLAWS, Flaw
-from targets.spec import flaws_present, resolve_target
-from harness.analysis.shorten import REQUEST_BUDGET, Shortening, plan_for_json, shorten
-from harness.analysis.shorten import plan as plan_runs
-from workloads.loader import load_suite, load_workload
+from targets.spec import flaws_present
+from workloads.loader import load_suite
 
-TIE = 0.005            # goodput differences under half a point are ties (noise)
+__all__ = ["REQUEST_BUDGET", "SCORE_TEXT", "ablate", "ablation_job_count", "job_count", "measure", "rank",
+           "score_key", "worst"]
 
-OnDone = Callable[[int, Any, dict[str, Any]], None]
-
-
-# -- jobs -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class VariantJob:
-    """One run of a fully resolved target (knobs) under a compressed scenario.
-
-    Carries plain data only, so it pickles to a worker process cheaply; the
-    `target` label and `workload` name are what progress displays show.
-    """
-
-    target: str
-    knobs: dict[str, Any]
-    workload: str
-    seed: int = 1
-    shortening: Shortening | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
-
-    def run(self) -> dict[str, Any]:
-        config = TargetConfig.model_validate({**self.knobs, "name": self.target})
-        return run_sim(config, shorten(load_workload(self.workload), self.shortening), seed=self.seed)
-
-
-def knobs_of(spec: str) -> tuple[str, dict[str, Any]]:
-    """(label, knobs) of a target spec or TOML design; the label is its name."""
-    cfg = resolve_target(spec)
-    return cfg.name, cfg.model_dump(mode="json")
-
-
-def variant(knobs: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    return {**knobs, **{k: (v.value if hasattr(v, "value") else v) for k, v in changes.items()}}
-
-
-def run_summaries(jobs: list[VariantJob], workers: int | None, on_done: OnDone | None) -> dict[tuple[str, str], dict]:
-    """{(target label, scenario): summary} for every job, run in worker processes."""
-    docs = run_jobs(jobs, workers, on_done)  # type: ignore[arg-type]  (duck-typed like SimJob)
-    return {(j.target, j.workload): d["summary"] for j, d in zip(jobs, docs)}
+Summaries = dict[tuple[str, str], RunSummary]
 
 
 # -- measures -----------------------------------------------------------------------------
 
-def p99(s: dict[str, Any]) -> float | None:
-    return s["latency_s"]["p99"]
-
-
-def tail_increase(base: float | None, other: float | None) -> float | None:
-    """How much later `other`'s p99 is than `base`'s (see module doc for None)."""
-    if other is None:
-        return None if base is not None else 0.0
-    if base is None:
-        return 0.0
-    return other - base
-
-
-def inf(x: float | None) -> float:
-    """p99 figures for sorting: None ('never') is infinitely late."""
-    return math.inf if x is None else x
-
-
-def severity(loss: float, tail: float | None) -> tuple[float, float]:
-    """Sort key of a harm: goodput loss in TIE steps, then the tail."""
-    return (math.floor(max(loss, 0.0) / TIE + 1e-9), inf(tail))
-
-
 def measure(flaw_scenarios: dict[str, list[str]], good: str, flawed: str,
-            s: dict[tuple[str, str], dict]) -> dict[str, dict[str, dict[str, Any]]]:
+            s: Summaries) -> dict[str, dict[str, ScenarioCost]]:
     """per_scenario entries for each flaw from the summaries `s`."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, ScenarioCost]] = {}
     for fid, scen in flaw_scenarios.items():
         rows = {}
         for w in scen:
-            g, gf = s[(good, w)], s[(f"{good}+{fid}", w)]
-            n, nf = s[(flawed, w)], s.get((f"{flawed}-{fid}", w), s[(flawed, w)])
-            rows[w] = {
-                "goodput_loss": (g["goodput_ratio"] or 0.0) - (gf["goodput_ratio"] or 0.0),
-                "p99_increase_s": tail_increase(p99(g), p99(gf)),
-                "wasted_gpu_s": gf["gpu"]["wasted_gpu_s"] - g["gpu"]["wasted_gpu_s"],
-                "gain_goodput": (nf["goodput_ratio"] or 0.0) - (n["goodput_ratio"] or 0.0),
-                "gain_p99_s": tail_increase(p99(nf), p99(n)),
-                "goodput": {good: g["goodput_ratio"], f"{good}+{fid}": gf["goodput_ratio"],
-                            flawed: n["goodput_ratio"], f"{flawed}-{fid}": nf["goodput_ratio"]},
-                "p99_s": {good: p99(g), f"{good}+{fid}": p99(gf), flawed: p99(n), f"{flawed}-{fid}": p99(nf)},
-                "amplification": {good: g["amplification"], f"{good}+{fid}": gf["amplification"],
-                                  flawed: n["amplification"], f"{flawed}-{fid}": nf["amplification"]},
-                "lost": {good: g["requests"]["lost"], f"{good}+{fid}": gf["requests"]["lost"],
-                         flawed: n["requests"]["lost"], f"{flawed}-{fid}": nf["requests"]["lost"]},
-            }
+            sides = {good: s[(good, w)], f"{good}+{fid}": s[(f"{good}+{fid}", w)],
+                     flawed: s[(flawed, w)], f"{flawed}-{fid}": s.get((f"{flawed}-{fid}", w), s[(flawed, w)])}
+            g, gf, n, nf = sides.values()
+            rows[w] = ScenarioCost(
+                goodput_loss=goodput(g) - goodput(gf),
+                p99_increase_s=tail_increase(p99(g), p99(gf)),
+                wasted_gpu_s=gf.gpu.wasted_gpu_s - g.gpu.wasted_gpu_s,
+                gain_goodput=goodput(nf) - goodput(n),
+                gain_p99_s=tail_increase(p99(nf), p99(n)),
+                goodput={k: v.goodput_ratio for k, v in sides.items()},
+                p99_s={k: p99(v) for k, v in sides.items()},
+                amplification={k: v.amplification for k, v in sides.items()},
+                lost={k: v.requests.lost for k, v in sides.items()},
+            )
         out[fid] = rows
     return out
 
 
-def worst(rows: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def worst(rows: dict[str, ScenarioCost]) -> tuple[FlawCost, FlawGain]:
     """(cost, gain) of one flaw: its worst case over the scenarios measured."""
     ws = list(rows)
-    cost_w = max(ws, key=lambda w: severity(rows[w]["goodput_loss"], rows[w]["p99_increase_s"]))
-    gain_w = max(ws, key=lambda w: severity(rows[w]["gain_goodput"], rows[w]["gain_p99_s"]))
-    tails = [rows[w]["p99_increase_s"] for w in ws]
-    gtails = [rows[w]["gain_p99_s"] for w in ws]
-    cost = {
-        "goodput_loss": max(0.0, max(rows[w]["goodput_loss"] for w in ws)),
-        "p99_increase_s": None if None in tails else max(tails),
-        "wasted_gpu_s": max(rows[w]["wasted_gpu_s"] for w in ws),
-        "scenario": cost_w,
-        "p99_scenario": max(ws, key=lambda w: inf(rows[w]["p99_increase_s"])),
-    }
-    gain = {
-        "goodput_gain": max(0.0, max(rows[w]["gain_goodput"] for w in ws)),
-        "p99_decrease_s": None if None in gtails else max(gtails),
-        "scenario": gain_w,
-    }
+    cost_w = max(ws, key=lambda w: severity(rows[w].goodput_loss, rows[w].p99_increase_s))
+    gain_w = max(ws, key=lambda w: severity(rows[w].gain_goodput, rows[w].gain_p99_s))
+    tails = [rows[w].p99_increase_s for w in ws]
+    gtails = [rows[w].gain_p99_s for w in ws]
+    cost = FlawCost(
+        goodput_loss=max(0.0, max(rows[w].goodput_loss for w in ws)),
+        p99_increase_s=None if None in tails else max(tails),  # type: ignore[type-var]
+        wasted_gpu_s=max(rows[w].wasted_gpu_s for w in ws),
+        scenario=cost_w,
+        p99_scenario=max(ws, key=lambda w: inf(rows[w].p99_increase_s)),
+    )
+    gain = FlawGain(
+        goodput_gain=max(0.0, max(rows[w].gain_goodput for w in ws)),
+        p99_decrease_s=None if None in gtails else max(gtails),  # type: ignore[type-var]
+        scenario=gain_w,
+    )
     return cost, gain
 
 
-def score_key(f: dict[str, Any]) -> tuple:
+def score_key(f: FlawRank) -> tuple:
     """Ascending sort key: the most harmful flaw first (see module doc)."""
-    c, g = f["cost"], f["gain"]
-    return (-severity(c["goodput_loss"], None)[0], -inf(c["p99_increase_s"]),
-            -math.floor(g["goodput_gain"] / TIE + 1e-9), -c["wasted_gpu_s"])
+    c, g = f.cost, f.gain
+    return (-severity(c.goodput_loss, None)[0], -inf(c.p99_increase_s),
+            -math.floor(g.goodput_gain / TIE + 1e-9), -c.wasted_gpu_s)
 
 
 SCORE_TEXT = ("worst goodput loss when put back into the good design (in steps of 0.5 points), then worst "
@@ -193,8 +134,9 @@ SCORE_TEXT = ("worst goodput loss when put back into the good design (in steps o
 
 def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed: str = "naive", seed: int = 1,
            workers: int | None = None, plan: dict[str, dict[str, Any]] | None = None,
-           on_done: OnDone | None = None, interactions: bool = True, suite: str | list[str] = "") -> dict[str, Any]:
-    """Runs the ablation for `{flaw id: [scenarios]}` and returns a rank document.
+           on_done: OnDone | None = None, interactions: bool = True, suite: str | list[str] = "",
+           on_planned: OnPlanned | None = None, suite_name: str | None = None) -> RankResult:
+    """Runs the ablation for `{flaw id: [scenarios]}` and returns the rank result.
 
     `good` and `flawed` are target specs or design TOML paths. On the gain
     side only flaws present in `flawed` are fixed; for the others the gain is
@@ -217,7 +159,7 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         if fid in present:
             jobs += [VariantJob(f"{flawed_label}-{fid}", variant(flawed_knobs, f.fixed), w, seed, plan[w]["shortening"])
                      for w in ws]
-    summaries = run_summaries(jobs, workers, on_done)
+    summaries = run_summaries(jobs, workers, on_done, on_planned)
     per = measure(flaw_scenarios, good_label, flawed_label, summaries)
     slo = TargetConfig.model_validate(good_knobs).slo_s
     flaws = []
@@ -225,28 +167,28 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         f = by_id[fid]
         cost, gain = worst(rows)
         if fid not in present:
-            gain["note"] = f"already fixed in {flawed_label}: nothing to gain"
-        flaws.append({"id": fid, "doc_item": f.doc_item, "failure": f.failure, "fix": f.fix,
-                      "exposed_by": list(f.exposed_by), "cost": cost, "gain": gain,
-                      "per_scenario": rows, "interaction": None})
+            gain = gain.model_copy(update={"note": f"already fixed in {flawed_label}: nothing to gain"})
+        flaws.append(FlawRank(id=fid, doc_item=f.doc_item, failure=f.failure, fix=f.fix,
+                              exposed_by=list(f.exposed_by), cost=cost, gain=gain, per_scenario=rows, rank=0))
     flaws.sort(key=score_key)
-    for i, f in enumerate(flaws, 1):
-        f["rank"] = i
-    doc = {
-        "schema": SCHEMA, "kind": "rank", "seed": seed, "suite": scen, "slo_s": slo,
-        "good": good_label, "flawed": flawed_label, "good_spec": good, "flawed_spec": flawed,
-        "flaws": flaws, "top": [f["id"] for f in flaws if f["id"] in present][:3],
-        "baselines": {"hardened" if good == "hardened" else good_label: {w: summaries[(good_label, w)] for w in scen},
-                      "naive" if flawed == "naive" else flawed_label: {w: summaries[(flawed_label, w)] for w in scen}},
-        "durations": plan_for_json(plan), "score": SCORE_TEXT, "runs": len(jobs), "ablation_runs": len(jobs),
-        "flaws_in_flawed": sorted(present), "versions": versions(),
-    }
+    flaws = [f.model_copy(update={"rank": i}) for i, f in enumerate(flaws, 1)]
+    found = None
     if interactions:
-        from harness.analysis.interactions import find_interactions
-
-        find_interactions(doc, good_knobs, flawed_knobs, summaries, plan, workers, on_done)
-    doc["wall_s"] = time.perf_counter() - started
-    return doc
+        found = find_interactions(flaws, present, slo, seed, (good_label, good_knobs),
+                                  (flawed_label, flawed_knobs), summaries, plan, workers, on_done, on_planned)
+        flaws = [f.model_copy(update={"interaction": found.text[f.id]}) if f.id in found.text else f
+                 for f in flaws]
+    probe_runs = found.runs if found else 0
+    return RankResult(
+        seed=seed, suite=scen, slo_s=slo, good=good_label, flawed=flawed_label, good_spec=good, flawed_spec=flawed,
+        flaws=flaws, top=[f.id for f in flaws if f.id in present][:3],
+        baselines={"hardened" if good == "hardened" else good_label: {w: summaries[(good_label, w)] for w in scen},
+                   "naive" if flawed == "naive" else flawed_label: {w: summaries[(flawed_label, w)] for w in scen}},
+        durations=plan_for_json(plan), score=SCORE_TEXT, runs=len(jobs) + probe_runs, ablation_runs=len(jobs),
+        flaws_in_flawed=sorted(present),
+        probe_runs=probe_runs if found else None, interactions=found.plans if found else None,
+        wall_s=time.perf_counter() - started, suite_name=suite_name,
+    )
 
 
 def _suite_order(suite: str | list[str]) -> Callable[[str], tuple[int, str]]:
@@ -260,19 +202,24 @@ def _suite_order(suite: str | list[str]) -> Callable[[str], tuple[int, str]]:
 def rank(suite: str | list[str] = "bad-day", seed: int = 1, workers: int | None = None, duration_scale: float = 1.0,
          request_budget: float | None = REQUEST_BUDGET, flaws: list[str] | None = None,
          good: str = "hardened", flawed: str = "naive", on_done: OnDone | None = None,
-         interactions: bool = True) -> dict[str, Any]:
-    """The rank document: every flaw (or `flaws`) measured on every scenario of the suite."""
+         interactions: bool = True, on_planned: OnPlanned | None = None) -> RankResult:
+    """The rank result: every flaw (or `flaws`) measured on every scenario of the suite."""
     names = list(suite) if isinstance(suite, list) else load_suite(suite)
     ids = flaws or [f.id for f in FLAWS]
     plan = plan_runs(names, duration_scale, request_budget)
-    doc = ablate({fid: list(names) for fid in ids}, good, flawed, seed, workers, plan, on_done, interactions,
-                 suite=names)
-    doc["suite_name"] = suite if isinstance(suite, str) else "custom"
-    return doc
+    return ablate({fid: list(names) for fid in ids}, good, flawed, seed, workers, plan, on_done, interactions,
+                  suite=names, on_planned=on_planned, suite_name=suite if isinstance(suite, str) else "custom")
+
+
+def ablation_job_count(flaw_scenarios: dict[str, list[str]], flawed: str = "naive") -> int:
+    """Runs the ablation of `flaw_scenarios` needs before interaction probes."""
+    present = set(flaws_present(TargetConfig.model_validate(knobs_of(flawed)[1])))
+    scen = {w for ws in flaw_scenarios.values() for w in ws}
+    return 2 * len(scen) + sum(len(ws) * (2 if fid in present else 1) for fid, ws in flaw_scenarios.items())
 
 
 def job_count(n_flaws: int, n_scenarios: int) -> int:
-    """Runs a full rank needs before interaction probes: 2 x (flaws + 1) x scenarios."""
+    """Runs a full rank of naive needs before interaction probes: 2 x (flaws + 1) x scenarios."""
     return 2 * (n_flaws + 1) * n_scenarios
 
 

@@ -1,6 +1,6 @@
 """Part 2: capacity planning, the doc's formula beside what simulation says is achievable.
 
-``plan_capacity`` returns a ``kind: "capacity"`` result document:
+``plan_capacity`` returns a typed ``harness.results.capacity.CapacityResult``:
 
 - the arithmetic: ``theoretical_gpus = qps * t(B) / B`` (unrounded; 31.25 at 10,000
   QPS, 100 ms, B = 32), ``formula_gpus = ceil(theoretical)`` (32: a fraction of a
@@ -33,6 +33,7 @@ from typing import Any, Callable
 from harness.analysis.capacity_losses import LOW_LOAD, MID_LOAD, loss_points, measure_losses
 from harness.analysis.capacity_sim import FleetSearch, Point, backlog, lowest_stable_fleet, traffic
 from harness.engine.jobs import default_jobs, run_jobs
+from harness.results.capacity import CapacityResult
 from harness.results.io import SCHEMA, versions
 from targets.spec import resolve_target
 from workloads.model import ArrivalProcess
@@ -189,8 +190,8 @@ def plan_capacity(qps: float = 10_000, batch_size: int = 32, batch_time_s: float
                   slo_p99_s: float = 0.3, cost_model: str = "constant", seed: int = 1,
                   quick: bool = False, workers: int | None = None, cost_table: str | None = None,
                   headroom_factor: float = 1.25, progress: Progress | None = None,
-                  budget: Budget | None = None) -> dict[str, Any]:
-    """The capacity document (see the module docstring). ``quick`` spends about a quarter
+                  budget: Budget | None = None) -> CapacityResult:
+    """The capacity result (see the module docstring). ``quick`` spends about a quarter
     of the simulation (shorter points, fewer curve and load points, no contrast runs);
     ``budget`` replaces both presets (tests use tiny ones). ``workers``: processes
     (default one per core; 1 runs inline). Raises ValueError on bad inputs."""
@@ -261,7 +262,7 @@ def plan_capacity(qps: float = 10_000, batch_size: int = 32, batch_time_s: float
     doc["point_duration_s"] = budget.duration_s(inp.qps)
     doc["wall_s"] = time.perf_counter() - started
     doc["versions"] = versions()
-    return doc
+    return CapacityResult.from_json(doc)
 
 
 def _max_wait(inp: CapacityInputs, t_b: float) -> float:

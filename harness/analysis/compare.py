@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from harness.engine.jobs import SimJob, run_jobs
 from harness.results.compare import CompareResult
+from harness.results.run import RunResult, RunSummary
 
 
 def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
@@ -21,10 +22,10 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
     label_b = b if b != a else f"{b} (B)"
     jobs = [SimJob(t, w, seed, overrides or {}, duration_s or durations.get(w), rate_rps)
             for w in workloads for t in (a, b)]
-    docs = run_jobs(jobs, workers, on_done)
-    scenarios: dict[str, dict[str, Any]] = {}
-    runs: dict[str, dict[str, Any]] = {}
-    for job, res, side in zip(jobs, docs, [a, label_b] * len(workloads)):
+    results = run_jobs(jobs, workers, on_done)
+    scenarios: dict[str, dict[str, RunSummary]] = {}
+    runs: dict[str, dict[str, RunResult]] = {}
+    for job, res, side in zip(jobs, results, [a, label_b] * len(workloads)):
         scenarios.setdefault(job.workload, {})[side] = res.summary
         runs.setdefault(job.workload, {})[side] = res
     return CompareResult(a=a, b=label_b, seed=seed, mode="sim", scenarios=scenarios, runs=runs)

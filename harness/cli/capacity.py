@@ -1,7 +1,7 @@
 """`harness capacity`: Part 2, the doc's formula beside the simulated realtime and offline fleets.
 
 Parses options, calls ``harness.analysis.capacity.plan_capacity``, writes the result file and
-renders it; no arithmetic lives here.
+renders it with ``reports.capacity``; no arithmetic lives here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Callable, Iterator, Optional
 import typer
 
 from harness.results import io as results
-from harness.cli.common import JSON, OUT, QUIET, SEED, err, fail, out
+from harness.cli.common import HTML, JSON, OUT, QUIET, SEED, err, fail, out
 
 
 @contextmanager
@@ -51,8 +51,8 @@ def capacity(
     seed: int = SEED,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write an HTML report with the plots here."),
     quiet: bool = QUIET,
+    html: Optional[Path] = HTML,
 ) -> None:
     """Part 2: the formula's fleet beside the simulated realtime (+headroom, N+1) and offline ones."""
     from harness.analysis.capacity import plan_capacity
@@ -63,23 +63,22 @@ def capacity(
         fail("--cost-model table needs --cost-table FILE (from `harness profile`)")
     try:
         with _progress(not (quiet or as_json) and err.is_terminal) as tick:
-            doc = plan_capacity(qps, batch_size, batch_time, slo_p99, cost_model, seed=seed, quick=quick,
-                                workers=jobs, cost_table=None if cost_table is None else str(cost_table),
-                                headroom_factor=headroom, progress=tick)
+            result = plan_capacity(qps, batch_size, batch_time, slo_p99, cost_model, seed=seed, quick=quick,
+                                   workers=jobs, cost_table=None if cost_table is None else str(cost_table),
+                                   headroom_factor=headroom, progress=tick)
     except ValueError as exc:
         fail(str(exc))
-    path = results.write_atomic(out_path or results.default_path("capacity", f"{qps:g}qps-B{batch_size}"), doc)
+    path = results.write_atomic(out_path or results.default_path("capacity", f"{qps:g}qps-B{batch_size}"), result)
     if html is not None:
         from reports.page import write_html
 
-        write_html([doc], html)
+        write_html([result], html)
     if as_json:
-        slim = {k: v for k, v in doc.items() if k != "versions"}
-        sys.stdout.write(json.dumps(results.clean(slim), indent=1) + "\n")
+        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
         return
-    from reports.capacity_console import render_capacity
+    from reports import capacity as capacity_view
 
-    render_capacity(doc, out)
+    capacity_view.render(result, out)
     out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
     if html is not None:
         out.print(f"html: {html}", highlight=False)

@@ -10,7 +10,6 @@ import typer
 from rich.table import Table
 
 from harness.cli.common import HTML, fail, out
-from harness.results import io as results
 from targets.config import TargetConfig
 from targets.flaws import FLAWS
 from targets.spec import base_names
@@ -59,18 +58,19 @@ def report(
     html: Optional[Path] = HTML,
 ) -> None:
     """Render saved results again (terminal, and HTML with --html)."""
-    docs = []
+    from harness.results import load_result
+    from reports.registry import view
+
+    loaded = []
     for f in files:
         try:
-            docs.append(results.load(f))
+            loaded.append(load_result(f))
         except ValueError as exc:
             fail(str(exc))
-    from reports.render import render_console
-
-    for doc in docs:
-        render_console(doc, out)
+    for result in loaded:
+        view(result.kind).render(result, out)
     if html is not None:
         from reports.page import write_html
 
-        write_html(docs, html)
+        write_html(loaded, html)
         out.print(f"html: {html}", highlight=False)

@@ -1,6 +1,6 @@
 """Live-mode commands: `run --mode live`, `compare --mode live`, `serve` and `profile`.
 
-Only parsing, printing and calling the library (harness.live.run, harness.live.host,
+Only parsing, printing and calling the library (harness.live.plan, harness.live.host,
 harness.live.profile) live here.
 """
 
@@ -10,8 +10,7 @@ import asyncio
 import signal
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -19,8 +18,11 @@ from rich.table import Table
 
 from harness.cli.common import err, fail, out
 from harness.engine.jobs import SimJob
-from harness.results import CompareResult
-from workloads.loader import ConfigError, load_workload
+from harness.results import CompareResult, RunResult
+from workloads.loader import ConfigError
+
+if TYPE_CHECKING:
+    from harness.live.plan import LivePlan
 
 
 @contextmanager
@@ -44,109 +46,72 @@ def _progress(enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None
         yield update
 
 
-def _parse_url(text: str, allow_remote: bool) -> tuple[str, int, str]:
-    from harness.live.run import is_loopback
+def _plan_text(plan: LivePlan) -> str:
+    wl, cfg, info = plan.workload, plan.config, plan.scaling
+    if info is None:  # an external server: only the traffic is scaled
+        return f"live: {plan.target} on {wl.name}, scale {plan.scale:.4g}: {wl.peak_rps:,.0f} req/s peak"
+    pad = plan.pad_s
+    return (f"live: {plan.target} on {wl.name}, scale {plan.scale:.4g} (asked {plan.asked_scale:.4g}): "
+            f"{wl.peak_rps:,.0f} req/s peak\n"
+            f"  {cfg.api_servers} API server(s), {cfg.fleet_gpus} GPU worker(s) running {plan.payloads.model}"
+            f"{f' padded to {pad * 1000:.0f} ms' if pad else ''}\n"
+            f"  per GPU {info.per_gpu_rps_live:,.0f} req/s (design {info.per_gpu_rps_design:,.0f}); "
+            f"per API server {info.per_server_rps_live:,.0f} (design {info.per_server_rps_design:,.0f})")
 
-    u = urlsplit(text)
-    if u.scheme != "http" or not u.hostname:
-        fail(f"target URL '{text}': only http://HOST:PORT/PATH is supported")
-    if not allow_remote and not is_loopback(u.hostname):
-        fail(f"target URL '{text}' is outside loopback; pass --allow-remote to load-test another host")
-    path = (u.path or "/") + (f"?{u.query}" if u.query else "")
-    return u.hostname, u.port or 80, path
+
+def _shown_run(quiet: bool) -> Callable[[LivePlan], RunResult]:
+    """Runs a plan, showing the plan, a progress bar and the driver's lag unless `quiet`."""
+    from reports.run import lag_text
+
+    def run_one(plan: LivePlan) -> RunResult:
+        if not quiet:
+            err.print(_plan_text(plan), highlight=False, soft_wrap=True)
+        with _progress(enabled=not quiet and err.is_terminal) as progress:
+            try:
+                res = plan.run(progress)
+            except RuntimeError as exc:
+                fail(str(exc), code=1)
+        if not quiet:
+            err.print(lag_text(res.summary), highlight=False, soft_wrap=True)
+            if res.summary.partial:
+                err.print("[bold red]interrupted[/]: the result covers the part that ran", highlight=False)
+        return res
+
+    return run_one
 
 
-def _live_run(target: str, workload: str, seed: int, overrides: dict[str, Any], duration_s: float | None,
-              rate_rps: float | None, scale: float | None, model: str, device: str, pad_to_s: float | None,
-              template: Path | None, allow_remote: bool, quiet: bool, scale_from: Any = None) -> dict[str, Any]:
-    from harness.live.http_transport import Payloads
-    from harness.live.run import LiveRun, default_scale, fmt_lag, scale_for_live, snap_scale
-    from harness.live.host import HostSpec
-    from targets.spec import resolve_target
-
-    try:
-        wl = load_workload(workload)
-        if duration_s:
-            wl = wl.scaled(1.0, duration_s)
-        asked = scale or (rate_rps / wl.peak_rps if rate_rps and wl.peak_rps else default_scale(wl))
-        payloads = Payloads(model, template.read_text() if template else None, seed)
-        if "://" in target:
-            url = _parse_url(target, allow_remote)
-            cfg = resolve_target("naive", {**overrides, "name": target})
-            wl = wl.scaled(asked)
-            plan = f"live: {target} on {wl.name}, scale {asked:.4g}: {wl.peak_rps:,.0f} req/s peak"
-            run = LiveRun(cfg, wl, seed, None, url=url, payloads=payloads)
-        else:
-            design = resolve_target(target, overrides)
-            eff = snap_scale(scale_from or design, asked)
-            cfg, info = scale_for_live(design, eff)
-            from dataclasses import replace
-
-            info = replace(info, requested=asked)
-            wl = wl.scaled(eff)
-            spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
-                            tenants=[t.name for t in wl.tenants], seed=seed)
-            pad = spec.effective_pad_s(cfg)
-            plan = (f"live: {target} on {wl.name}, scale {eff:.4g} (asked {asked:.4g}): {wl.peak_rps:,.0f} req/s peak\n"
-                    f"  {cfg.api_servers} API server(s), {cfg.fleet_gpus} GPU worker(s) running {model}"
-                    f"{f' padded to {pad * 1000:.0f} ms' if pad else ''}\n"
-                    f"  per GPU {info.per_gpu_rps_live:,.0f} req/s (design {info.per_gpu_rps_design:,.0f}); "
-                    f"per API server {info.per_server_rps_live:,.0f} (design {info.per_server_rps_design:,.0f})")
-            run = LiveRun(cfg, wl, seed, spec, scaling=info, payloads=payloads)
-    except (ConfigError, ValueError, OSError) as exc:
-        fail(str(exc))
-    if not quiet:
-        err.print(plan, highlight=False, soft_wrap=True)
-    with _progress(enabled=not quiet and err.is_terminal) as progress:
-        run.progress = progress
-        try:
-            doc = run.run()
-        except RuntimeError as exc:
-            fail(str(exc), code=1)
-    if not quiet:
-        err.print(fmt_lag(doc["summary"]["live"]), highlight=False, soft_wrap=True)
-        if doc["summary"]["partial"]:
-            err.print("[bold red]interrupted[/]: the result covers the part that ran", highlight=False)
-    return doc
+def _require_live(mode: str) -> None:
+    if mode != "live":
+        fail(f"unknown mode '{mode}': valid are sim, live")
 
 
 def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None, model: str = "mlp",
              device: str = "auto", pad_to_s: float | None = None, template: Path | None = None,
-             allow_remote: bool = False) -> dict[str, Any]:
-    """`harness run --mode live`: one live run; returns its result document."""
-    if mode != "live":
-        fail(f"unknown mode '{mode}': valid are sim, live")
-    return _live_run(job.target, job.workload, job.seed, job.overrides, job.duration_s, job.rate_rps, scale,
-                     model, device, pad_to_s, template, allow_remote, quiet)
+             allow_remote: bool = False) -> RunResult:
+    """`harness run --mode live`: plan, show and run one live run; returns its result."""
+    from harness.live.plan import plan_live
+
+    _require_live(mode)
+    try:
+        plan = plan_live(job.target, job.workload, job.seed, job.overrides, job.duration_s, job.rate_rps, scale,
+                         model, device, pad_to_s, template.read_text() if template else None, allow_remote)
+    except (ConfigError, ValueError, OSError) as exc:
+        fail(str(exc))
+    return _shown_run(quiet)(plan)
 
 
 def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
                  duration_s: float | None, rate_rps: float | None, scale: float | None, mode: str,
-                 quiet: bool, model: str = "mlp", device: str = "auto") -> dict[str, Any]:
-    """`harness compare --mode live`: each workload on A then B, one at a time
-    (both need the machine), at one scale snapped from A; the sim's document shape."""
-    from targets.spec import resolve_target
+                 quiet: bool, model: str = "mlp", device: str = "auto") -> CompareResult:
+    """`harness compare --mode live`: harness.live.plan.compare_live, each run shown."""
+    from harness.live.plan import compare_live as run_compare_live
 
-    if mode != "live":
-        fail(f"unknown mode '{mode}': valid are sim, live")
+    _require_live(mode)
     try:
-        base = resolve_target(a, overrides)
-    except ConfigError as exc:
+        return run_compare_live(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
+                                run_one=_shown_run(quiet))
+    except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
-    label_b = b if b != a else f"{b} (B)"
-    scenarios: dict[str, dict[str, Any]] = {}
-    runs: dict[str, dict[str, Any]] = {}
-    for w in workloads:
-        for target, side in ((a, a), (b, label_b)):
-            doc = _live_run(target, w, seed, overrides, duration_s, rate_rps, scale, model, device, None, None,
-                            False, quiet, scale_from=base)
-            scenarios.setdefault(w, {})[side] = doc["summary"]
-            runs.setdefault(w, {})[side] = doc
-            if doc["summary"]["partial"]:
-                break
-        if any(s["partial"] for s in scenarios[w].values()):
-            break
-    return CompareResult(a=a, b=label_b, seed=seed, mode="live", scenarios=scenarios, runs=runs)
 
 
 def serve(
@@ -159,19 +124,25 @@ def serve(
     scale: Optional[float] = typer.Option(None, "--scale", help="Shrink the fleet (default: one GPU's worth at the design's per-GPU rate)."),
     tenant: Optional[List[str]] = typer.Option(None, "--tenant", help="Accept only these tenants (repeatable; default: any)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable)."),
+    expose: bool = typer.Option(False, "--expose", help="Allow --host beyond loopback (serves every interface it names)."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="HARNESS_TOKEN",
+                                        help="Bearer token /predict and /metrics require (env HARNESS_TOKEN)."),
 ) -> None:
     """Start a target for real (proxy, API servers, GPU workers) until Ctrl-C."""
     from harness.live.run import DEFAULT_PEAK_RPS, scale_for_live, snap_scale
     from harness.live.host import HostSpec, TargetHost
+    from targets.limits import check_exposure
     from targets.spec import parse_overrides, resolve_target
 
     try:
         design = resolve_target(target, parse_overrides(set_ or []))
-    except ConfigError as exc:
+        exposed = check_exposure(host, expose)
+    except (ConfigError, ValueError) as exc:
         fail(str(exc))
     cfg, info = scale_for_live(design, snap_scale(design, scale or DEFAULT_PEAK_RPS / design.peak_qps))
     spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
-                    proxy_host=host, proxy_port=port, tenants=list(tenant) if tenant else None)
+                    proxy_host=host, proxy_port=port, tenants=list(tenant) if tenant else None,
+                    expose=expose, token=token or None)
 
     async def main() -> None:
         th = TargetHost(spec)
@@ -188,6 +159,15 @@ def serve(
                   f"  scale {info.effective:.4g} of the design: {cfg.peak_qps:,.0f} req/s peak\n"
                   '  body: {"tenant", "request_id"?, "deadline_ms"?, "input"}; Ctrl-C stops',
                   highlight=False, soft_wrap=True)
+        if exposed:
+            where = "every interface of this machine" if host in ("0.0.0.0", "::") else f"address {host}"
+            err.print(f"[bold red]EXPOSED[/] beyond loopback: port {ready['proxy_port']} serves /predict, /healthz "
+                      f"and /metrics on {where}; "
+                      + ("a bearer token is required on /predict and /metrics" if token
+                         else "[bold]no token[/]: anyone who connects can use the API (set --token or HARNESS_TOKEN)"),
+                      highlight=False, soft_wrap=True)
+        elif token:
+            out.print("  a bearer token is required on /predict and /metrics", highlight=False)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -12,6 +12,9 @@ from typing import Any, Callable, Iterator
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness.results import RunResult
+from reports.fmt import fmt_pct, fmt_s
+
 
 @contextmanager
 def sim_progress(enabled: bool, console: Console) -> Iterator[Callable[[dict[str, Any]], None] | None]:
@@ -40,7 +43,7 @@ def sim_progress(enabled: bool, console: Console) -> Iterator[Callable[[dict[str
 
 @contextmanager
 def job_progress(total: int, enabled: bool, console: Console) -> Iterator[Callable[..., None] | None]:
-    """Yields an `on_done(index, job, doc)` callback that advances a bar."""
+    """Yields an `on_done(index, job, result)` callback that advances a bar."""
     if not enabled:
         yield None
         return
@@ -48,10 +51,10 @@ def job_progress(total: int, enabled: bool, console: Console) -> Iterator[Callab
     with Progress(*cols, console=console, transient=True) as progress:
         task = progress.add_task("runs", total=total, last="")
 
-        def done(_i: int, job: Any, doc: dict[str, Any]) -> None:
-            s = doc["summary"]
-            p99 = s["latency_s"]["p99"]
-            last = f"{job.target} on {job.workload}: goodput {100 * (s['goodput_ratio'] or 0):.1f}%, p99 {'never' if p99 is None else f'{p99 * 1000:.0f} ms'}"
+        def done(_i: int, job: Any, result: RunResult) -> None:
+            s = result.summary
+            last = (f"{job.target} on {job.workload}: goodput {fmt_pct(s.goodput_ratio or 0.0)}, "
+                    f"p99 {fmt_s(s.latency_s.p99)}")
             progress.update(task, advance=1, last=last)
 
         yield done

@@ -9,12 +9,12 @@ from typing import List, Optional
 
 import typer
 
-from harness.results import io as results
 from harness.analysis.compare import compare as run_compare
-from harness.engine.jobs import SimJob
-from harness.results import RunResult
 from harness.cli.common import DURATION, JSON, OUT, QUIET, RATE, SEED, SET, err, fail, out
-from reports.console import render_compare, render_run
+from harness.engine.jobs import SimJob
+from harness.results import io as results
+from reports import compare as compare_view
+from reports import run as run_view
 from targets.spec import parse_overrides, resolve_target
 from workloads.loader import ConfigError, load_suite, load_workload, suite_durations
 
@@ -47,30 +47,19 @@ def run(
     if mode != "sim":
         from harness.cli.live import run_live  # live mode lives in its own module
 
-        doc = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
-                       template=template, allow_remote=allow_remote)
+        result = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
+                          template=template, allow_remote=allow_remote)
     else:
         from harness.cli.progress import sim_progress
 
-        with sim_progress(enabled=not (quiet or as_json) and out.is_terminal, console=err) as progress:
-            doc = _run_job(job, progress)
-    path = results.write_atomic(out_path or results.default_path("run", f"{target}-{workload}"), doc)
+        with sim_progress(enabled=not (quiet or as_json) and err.is_terminal, console=err) as progress:
+            result = job.run(progress)
+    path = results.write_atomic(out_path or results.default_path("run", f"{target}-{workload}"), result)
     if as_json:
-        sys.stdout.write(json.dumps(doc.to_json()["summary"], indent=1) + "\n")
+        sys.stdout.write(json.dumps(result.to_json()["summary"], indent=1) + "\n")
         return
-    render_run(doc.to_json()["summary"], out)
+    run_view.render(result, out)
     out.print(f"result: {path}", highlight=False)
-
-
-def _run_job(job: SimJob, progress) -> RunResult:
-    from harness.engine.sim import SimRun
-
-    config = resolve_target(job.target, job.overrides)
-    wl = load_workload(job.workload)
-    factor = (job.rate_rps / wl.peak_rps) if job.rate_rps and wl.peak_rps else 1.0
-    if factor != 1.0 or job.duration_s:
-        wl = wl.scaled(factor, job.duration_s)
-    return SimRun(config, wl, job.seed, progress).run()
 
 
 def compare(
@@ -103,15 +92,16 @@ def compare(
     if mode != "sim":
         from harness.cli.live import compare_live
 
-        doc = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json)
+        result = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json)
     else:
         from harness.cli.progress import job_progress
 
         with job_progress(2 * len(names), enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
-            doc = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick, durations=durations)
-    path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), doc)
+            result = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick,
+                                 durations=durations)
+    path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), result)
     if as_json:
-        sys.stdout.write(json.dumps(doc.summary_json(), indent=1) + "\n")
+        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
         return
-    render_compare(doc.to_json(), out)
+    compare_view.render(result, out)
     out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)

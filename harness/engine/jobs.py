@@ -11,10 +11,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.engine.sim import run_sim
+from harness.engine.sim import Progress, run_sim
 from harness.results.run import RunResult
+from targets.config import TargetConfig
 from targets.spec import resolve_target
 from workloads.loader import load_workload
+from workloads.model import WorkloadConfig
 
 
 @dataclass(frozen=True)
@@ -26,16 +28,19 @@ class SimJob:
     duration_s: float | None = None
     rate_rps: float | None = None
 
-    def run(self) -> RunResult:
-        config = resolve_target(self.target, self.overrides)
-        wl = load_workload(self.workload)
-        factor = (self.rate_rps / wl.peak_rps) if self.rate_rps and wl.peak_rps else 1.0
-        if factor != 1.0 or self.duration_s:
-            wl = wl.scaled(factor, self.duration_s)
-        return run_sim(config, wl, seed=self.seed)
+    def run(self, progress: Progress | None = None) -> RunResult:
+        """One seeded sim run of the job; `progress` gets SimRun's once-a-window samples."""
+        return run_sim(self.target_config(), self.workload_config(), self.seed, progress)
+
+    def workload_config(self) -> WorkloadConfig:
+        """The job's workload at its rate and duration."""
+        return load_workload(self.workload).at_rate(self.rate_rps, self.duration_s)
+
+    def target_config(self) -> TargetConfig:
+        return resolve_target(self.target, self.overrides)
 
 
-def _run(job: SimJob) -> dict[str, Any]:
+def _run(job: SimJob) -> RunResult:
     return job.run()
 
 
@@ -44,10 +49,10 @@ def default_jobs() -> int:
 
 
 def run_jobs(jobs: list[SimJob], workers: int | None = None,
-             on_done: Callable[[int, SimJob, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+             on_done: Callable[[int, SimJob, RunResult], None] | None = None) -> list[RunResult]:
     """Results in job order. One process per core; inline when workers == 1."""
     workers = default_jobs() if workers is None else workers
-    results: list[dict[str, Any] | None] = [None] * len(jobs)
+    results: list[RunResult | None] = [None] * len(jobs)
     if workers <= 1 or len(jobs) == 1:
         for i, job in enumerate(jobs):
             results[i] = job.run()

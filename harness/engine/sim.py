@@ -110,8 +110,9 @@ class SimRun:
         return self.document()
 
     def document(self) -> RunResult:
+        snap = self.target.snapshot() if self.target is not None else None
         return build_document(
-            self.recorder, self.config, self.workload, self.target, self.seed, "sim",
+            self.recorder, self.config, self.workload, snap, self.seed, "sim",
             self.end_s, self.wall_s, self.partial, self.events,
         )
 

@@ -1,4 +1,4 @@
-"""Turn a finished recorder and target into the result document.
+"""Turn a finished recorder and the target's snapshot into the result document.
 
 Shared by sim and live mode, so both write the same keys. The summary's keys
 are a contract that scripts and CI gates rely on (see README, "Summary keys").
@@ -11,29 +11,26 @@ from typing import Any
 from harness.engine.recorder import Recorder
 from harness.results.run import RunResult, RunSummary
 from targets.config import TargetConfig
+from targets.snapshot import PoolSnapshot, TargetSnapshot, WastedSnapshot
 from targets.spec import flaws_present
 from workloads.model import WorkloadConfig
 
+# A run that ended before its target existed (interrupted at once) reports zeros.
+_NOTHING = TargetSnapshot(pool=PoolSnapshot(), wasted=WastedSnapshot())
 
-def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, target: Any, seed: int,
-                  mode: str, end_s: float, wall_s: float, partial: bool, series: dict[str, Any]) -> dict[str, Any]:
+
+def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, snap: TargetSnapshot | None,
+                  seed: int, mode: str, end_s: float, wall_s: float, partial: bool,
+                  series: dict[str, Any]) -> dict[str, Any]:
+    """The summary's figures; `snap` is the target's snapshot (None: no target answered)."""
     core = rec.summary_core()
-    core["requests"]["lost"] = target.stats.lost if target else 0
-    pool = target.pool if target else None
+    snap = snap or _NOTHING
+    pool, wasted, cache, dedupe = snap.pool, snap.wasted, snap.cache, snap.dedupe
+    core["requests"]["lost"] = snap.lost
     # Utilisation over the time the GPUs had work: the traffic's duration, or
     # until the last batch finished if it drained later.
-    span = max(pool.stats.last_done_s if pool else 0.0, workload.duration_s)
+    span = max(pool.last_done_s, workload.duration_s)
     gpus = cfg.fleet_gpus
-    busy = pool.busy_gpu_seconds() if pool else 0.0
-    st = target.stats if target else None
-    sizes = pool.stats.batch_sizes if pool else []
-    wasted = {
-        "duplicate": st.wasted_duplicate_s if st else 0.0,
-        "abandoned": st.wasted_abandoned_s if st else 0.0,
-        "padding": st.wasted_padding_s if st else 0.0,
-    }
-    cache = target.cache.stats if target and target.cache else None
-    dedupe = target.dedupe.stats if target and target.dedupe else None
     return {
         "target": cfg.name,
         "workload": workload.name,
@@ -44,12 +41,13 @@ def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, ta
         **core,
         "gpu": {
             "count": gpus,
-            "utilization": busy / (gpus * span) if span else 0.0,
-            "batch_fill": (sum(sizes) / len(sizes) / cfg.batch_size) if sizes else 0.0,
-            "batches": len(sizes),
-            "wasted_gpu_s": sum(wasted.values()),
-            "wasted_breakdown_s": wasted,
-            "redispatched": pool.stats.redispatched if pool else 0,
+            "utilization": pool.busy_gpu_s / (gpus * span) if span else 0.0,
+            "batch_fill": (pool.items / pool.batches / cfg.batch_size) if pool.batches else 0.0,
+            "batches": pool.batches,
+            "wasted_gpu_s": wasted.total_s,
+            "wasted_breakdown_s": {"duplicate": wasted.duplicate_s, "abandoned": wasted.abandoned_s,
+                                   "padding": wasted.padding_s},
+            "redispatched": pool.redispatched,
         },
         "cache": {
             "mode": cfg.cache.value,
@@ -59,9 +57,9 @@ def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, ta
             "bypassed": cache.bypassed if cache else 0,
         },
         "server": {
-            "shed_tenant": st.shed_tenant if st else 0,
-            "shed_overload": st.shed_overload if st else 0,
-            "expired_dropped": st.expired if st else 0,
+            "shed_tenant": snap.shed_tenant,
+            "shed_overload": snap.shed_overload,
+            "expired_dropped": snap.expired,
             "dedupe_coalesced": dedupe.coalesced if dedupe else 0,
             "dedupe_replayed": dedupe.replayed if dedupe else 0,
         },
@@ -73,12 +71,12 @@ def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, ta
     }
 
 
-def build_document(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, target: Any, seed: int,
-                   mode: str, end_s: float, wall_s: float, partial: bool,
+def build_document(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, snap: TargetSnapshot | None,
+                   seed: int, mode: str, end_s: float, wall_s: float, partial: bool,
                    events: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> RunResult:
-    """The whole result of one run (`kind: run`)."""
+    """The whole result of one run (`kind: run`); `extra` adds summary keys (live's `live` block)."""
     series = rec.timeseries()
-    summary = build_summary(rec, cfg, workload, target, seed, mode, end_s, wall_s, partial, series)
+    summary = build_summary(rec, cfg, workload, snap, seed, mode, end_s, wall_s, partial, series)
     if extra:
         summary.update(extra)
     return RunResult(

@@ -4,17 +4,13 @@ The gate file format is documented in harness/gate/file.py (example:
 harness/gate/ci.toml). `run_gate(path)` runs every (scenario, target) the
 file needs once, in sim mode with the file's seed (deterministic, so a gate is
 stable on a noisy CI machine), evaluates every check and returns a gate
-document:
+result (`harness.results.gate.GateResult`: one `CheckOutcome` per check, the
+run summaries the checks read, and `passed`).
 
-    {"schema", "kind": "gate", "gate_file", "seed", "target",
-     "checks": [{"scenario", "target", "key", "op", "threshold", "measured",
-                 "passed", "note", "check", "skipped"}],
-     "passed": bool, "summaries": {scenario: {target: summary}},
-     "durations": {scenario: {target: run_s}}, "wall_s"}
-
-`measured` and `threshold` are numbers; null stands for an infinite latency
-(never answered). A gate document is also a valid `--baseline` for a later
-gate run, as are run and compare documents.
+Checks address summary keys by dotted paths ("latency_s.p99",
+"tenants.t0.p99_s"), resolved against the typed `RunSummary` as its result file
+spells it. A gate result is also a valid `--baseline` for a later gate run, as
+are run, compare and rank results.
 """
 
 from __future__ import annotations
@@ -22,13 +18,22 @@ from __future__ import annotations
 import math
 import operator
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from harness.analysis.ablation import VariantJob, knobs_of
-from harness.engine.jobs import run_jobs
+from pydantic import BaseModel
+
 from harness.analysis.shorten import Shortening
+from harness.analysis.variants import OnDone, VariantJob, knobs_of
+from harness.engine.jobs import run_jobs
 from harness.gate.file import Check, Gate, GateFile, check_keys, load_gate_file
-from harness.results.io import SCHEMA, versions
+from harness.results import CompareResult, RunResult, RunSummary
+from harness.results.base import Result
+from harness.results.gate import CheckOutcome, GateResult
+from harness.results.rank import RankResult
+
+__all__ = ["baseline_for", "baseline_summaries", "evaluate", "lookup", "run_gate"]
+
+Summary = RunSummary | Mapping[str, Any]
 
 COMPARE: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
@@ -41,13 +46,15 @@ def _null_is_infinite(key: str) -> bool:
     return any(part.endswith("_s") for part in key.split("."))
 
 
-def lookup(summary: dict[str, Any], key: str) -> list[tuple[str, float | None]]:
-    """[(label, value)] for a dotted key; '*' expands to every entry of a table.
+def lookup(summary: Summary, key: str) -> list[tuple[str, float | None]]:
+    """[(label, value)] for a dotted key of a run summary (typed, or as its file
+    spells it); '*' expands to every entry of a table.
 
     Labels name the entry a wildcard picked (e.g. the tenant). A null latency
     becomes inf; any other null stays None ('no value').
     """
-    found: list[tuple[str, Any]] = [("", summary)]
+    tree = summary.model_dump(mode="python", by_alias=True) if isinstance(summary, BaseModel) else summary
+    found: list[tuple[str, Any]] = [("", tree)]
     for part in key.split("."):
         nxt = []
         for label, node in found:
@@ -90,12 +97,13 @@ def _worst(op: str, values: list[tuple[str, float | None, float]]) -> tuple[str,
     return max(values, key=badness)
 
 
-def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | None], dict],
-             baseline: dict[tuple[str, str], dict] | None) -> dict[str, Any]:
-    """One check row of the gate document."""
-    row = {"scenario": gate.scenario, "target": gate.target if gate.b is None else f"{gate.target}/{gate.b}",
-           "key": check.key, "op": check.op, "check": check.text, "threshold": check.value,
-           "measured": None, "passed": False, "note": "", "skipped": False}
+def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | None], RunSummary],
+             baseline: dict[tuple[str, str], RunSummary] | None) -> CheckOutcome:
+    """One check of one gate, decided."""
+    row: dict[str, Any] = {
+        "scenario": gate.scenario, "target": gate.target if gate.b is None else f"{gate.target}/{gate.b}",
+        "key": check.key, "op": check.op, "check": check.text, "threshold": check.value,
+        "measured": None, "passed": False, "note": "", "skipped": False}
     mine = dict(lookup(summaries[(gate.scenario, gate.target, gate.duration_s)], check.key))
     if gate.b is not None:
         theirs = dict(lookup(summaries[(gate.scenario, gate.b, gate.duration_s)], check.key))
@@ -104,11 +112,11 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
     if check.relative is not None:
         if baseline is None:
             row.update(passed=True, skipped=True, note="skipped: no --baseline given")
-            return row
+            return CheckOutcome(**row)
         base = baseline_for(baseline, gate.scenario, gate.target)
         if base is None:
             row["note"] = f"no run of {gate.scenario} in the baseline"
-            return row
+            return CheckOutcome(**row)
         ref = dict(lookup(base, check.key))
         values = [(k, v, (ref[k] * (1 + check.relative)) if ref.get(k) is not None else math.nan)
                   for k, v in mine.items()]
@@ -117,7 +125,7 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
         values = [(k, v, check.value) for k, v in mine.items()]
     if not values:
         row["note"] = "no such entries in this run"
-        return row
+        return CheckOutcome(**row)
     label, measured, threshold = _worst(check.op, values)
     ok = [v is not None and not (isinstance(t, float) and math.isnan(t)) and COMPARE[check.op](v, t)
           for _, v, t in values]
@@ -129,7 +137,7 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
     if measured is None:
         notes.append("no value")
     row["note"] = "; ".join(notes)
-    return row
+    return CheckOutcome(**row)
 
 
 def _fmt(x: float | None) -> str:
@@ -138,31 +146,30 @@ def _fmt(x: float | None) -> str:
     return "never" if math.isinf(x) else f"{x:.4g}"
 
 
-def baseline_summaries(doc: dict[str, Any]) -> dict[tuple[str, str], dict]:
+def baseline_summaries(result: Result) -> dict[tuple[str, str], RunSummary]:
     """{(scenario, target): summary} from a gate, run, compare or rank result."""
-    kind = doc.get("kind")
-    out: dict[tuple[str, str], dict] = {}
-    if kind == "run":
-        s = doc["summary"]
-        out[(s["workload"], s["target"])] = s
-    elif kind == "compare":
-        for w, sides in doc["scenarios"].items():
-            for t, s in sides.items():
-                out[(w, s.get("target", t))] = s
-    elif kind == "gate":
-        for w, sides in (doc.get("summaries") or {}).items():
+    out: dict[tuple[str, str], RunSummary] = {}
+    if isinstance(result, RunResult):
+        s = result.summary
+        out[(s.workload, s.target)] = s
+    elif isinstance(result, CompareResult):
+        for w, sides in result.scenarios.items():
+            for s in sides.values():
+                out[(w, s.target)] = s
+    elif isinstance(result, GateResult):
+        for w, sides in result.summaries.items():
             for t, s in sides.items():
                 out[(w, t)] = s
-    elif kind == "rank":
-        for t, scen in (doc.get("baselines") or {}).items():
+    elif isinstance(result, RankResult):
+        for t, scen in result.baselines.items():
             for w, s in scen.items():
                 out[(w, t)] = s
     else:
-        raise ValueError(f"a baseline must be a gate, run, compare or rank result, not '{kind}'")
+        raise ValueError(f"a baseline must be a gate, run, compare or rank result, not '{result.kind}'")
     return out
 
 
-def baseline_for(baseline: dict[tuple[str, str], dict], scenario: str, target: str) -> dict | None:
+def baseline_for(baseline: dict[tuple[str, str], RunSummary], scenario: str, target: str) -> RunSummary | None:
     """The baseline summary of (scenario, target), or the only one of that scenario."""
     if (scenario, target) in baseline:
         return baseline[(scenario, target)]
@@ -170,35 +177,31 @@ def baseline_for(baseline: dict[tuple[str, str], dict], scenario: str, target: s
     return same[0] if len(same) == 1 else None
 
 
-def _skeleton() -> dict[str, Any]:
-    """A real (tiny) run summary: the keys a check may name."""
-    label, knobs = knobs_of("hardened")
-    return VariantJob(label, knobs, "night", 1, Shortening(run_s=1.0)).run()["summary"]
+def run_gate(path: str, target: str | None = None, baseline: Result | None = None,
+             workers: int | None = None, on_done: OnDone | None = None) -> GateResult:
+    """Parse (ConfigError on a bad file), run what the gates need, evaluate; the gate result.
 
-
-def run_gate(path: str, target: str | None = None, baseline: dict[str, Any] | None = None,
-             workers: int | None = None, on_done: Callable | None = None) -> dict[str, Any]:
-    """Parse (ConfigError on a bad file), run what the gates need, evaluate; a gate document."""
+    `baseline` is a loaded result (`harness.results.load_result`) of a kind
+    `baseline_summaries` accepts (ValueError otherwise).
+    """
     started = time.perf_counter()
     gf: GateFile = load_gate_file(path, target)
-    check_keys(gf, _skeleton())
+    check_keys(gf)
     base = baseline_summaries(baseline) if baseline is not None else None
     # One run per (scenario, target, duration), however many gates read it.
     keys = sorted({(g.scenario, t, g.duration_s) for g in gf.gates for t in (g.target, g.b) if t is not None},
                   key=lambda k: (k[0], k[1], k[2] or 0.0))
     jobs = [VariantJob(t, knobs_of(t)[1], w, gf.seed, None if dur is None else Shortening(run_s=dur))
             for w, t, dur in keys]
-    docs = run_jobs(jobs, workers, on_done)  # type: ignore[arg-type]
-    summaries = {k: d["summary"] for k, d in zip(keys, docs)}
+    # Keyed by duration too (two gates may cut one scenario differently), so not run_summaries.
+    summaries = {k: r.summary for k, r in zip(keys, run_jobs(jobs, workers, on_done))}  # type: ignore[arg-type]
     checks = [evaluate(c, g, summaries, base) for g in gf.gates for c in g.checks]
-    nested: dict[str, dict[str, Any]] = {}
-    durations: dict[str, dict[str, Any]] = {}
+    nested: dict[str, dict[str, RunSummary]] = {}
+    durations: dict[str, dict[str, float]] = {}
     for (w, t, _), s in summaries.items():
         nested.setdefault(w, {})[t] = s
-        durations.setdefault(w, {})[t] = s["duration_s"]
-    return {
-        "schema": SCHEMA, "kind": "gate", "gate_file": gf.path, "seed": gf.seed, "target": target,
-        "checks": checks, "passed": all(c["passed"] for c in checks),
-        "summaries": nested, "durations": durations, "versions": versions(),
-        "wall_s": time.perf_counter() - started,
-    }
+        durations.setdefault(w, {})[t] = s.duration_s
+    return GateResult(
+        gate_file=gf.path, seed=gf.seed, target=target, checks=checks, passed=all(c.passed for c in checks),
+        summaries=nested, durations=durations, wall_s=time.perf_counter() - started,
+    )

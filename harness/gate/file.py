@@ -34,8 +34,8 @@ A check is ``KEY OP VALUE``. KEY is a dotted path into the run summary (the
 keys of `harness run --json`; ``*`` matches every entry of a table). OP is one
 of <=, <, >=, >, ==, !=. VALUE is a number, ``never`` (an infinite latency),
 or ``baseline`` optionally followed by ``+N%`` / ``-N%``: the same key in the
-baseline result file given with ``--baseline`` (a gate, run or compare
-result), moved by N%; a bare ``baseline`` with <= or < allows
+baseline result file given with ``--baseline`` (a gate, run, compare or
+rank result), moved by N%; a bare ``baseline`` with <= or < allows
 ``defaults.tolerance`` above it, with >= or > that much below it, and with ==
 or != none. Latency values that are null in results (never answered) count
 as infinite. Without ``--baseline`` the baseline checks are skipped.
@@ -50,8 +50,12 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from types import UnionType
+from typing import Any, Callable, Union, get_args, get_origin
 
+from pydantic import BaseModel
+
+from harness.results.run import RunSummary
 from targets.spec import resolve_target
 from workloads.loader import ConfigError, load_workload, read_toml
 
@@ -209,8 +213,8 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
     return GateFile(p, seed, tol, tuple(gates))
 
 
-def check_keys(gf: GateFile, skeleton: dict[str, Any]) -> None:
-    """Every check's KEY must name a number in a run summary (`skeleton`).
+def check_keys(gf: GateFile, schema: type[BaseModel] = RunSummary) -> None:
+    """Every check's KEY must name a number in a run summary (`schema`'s fields).
 
     Tables whose entries depend on the run (tenants, attempt_status) accept
     any name; under `tenants` a name must be a tenant of that scenario.
@@ -218,36 +222,54 @@ def check_keys(gf: GateFile, skeleton: dict[str, Any]) -> None:
     for g in gf.gates:
         tenants = {t.name for t in load_workload(g.scenario).tenants}
         for j, c in enumerate(g.checks):
-            problem = key_problem(c.key, skeleton, tenants)
+            problem = key_problem(c.key, schema, tenants)
             if problem:
                 raise _err(gf.path, f"{g.where}.checks[{j}]", problem)
 
 
-def key_problem(key: str, skeleton: dict[str, Any], tenants: set[str]) -> str | None:
-    node: Any = skeleton
+def _unwrap(tp: Any) -> Any:
+    """`X | None` -> X (an optional figure is still that figure)."""
+    args = [a for a in get_args(tp) if a is not type(None)]
+    if get_origin(tp) in (Union, UnionType) and len(args) == 1:
+        return args[0]
+    return tp
+
+
+def _fields(model: type[BaseModel]) -> dict[str, Any]:
+    """A block's keys as the result file spells them, with their types."""
+    return {(info.alias or name): info.annotation for name, info in model.model_fields.items()}
+
+
+def _is_table(tp: Any) -> bool:
+    return get_origin(tp) is dict
+
+
+def key_problem(key: str, schema: Any, tenants: set[str]) -> str | None:
+    """Why `key` names no number of a summary of type `schema`, or None when it does."""
+    node: Any = schema
     parts = key.split(".")
     for i, part in enumerate(parts):
         here = ".".join(parts[:i])
-        if not isinstance(node, dict):
-            return f"unknown summary key '{key}': '{here}' is a number, it has no '{part}'"
-        if here == "tenants":
-            if part != "*" and part not in tenants:
-                return f"unknown summary key '{key}': no tenant '{part}' (tenants: {', '.join(sorted(tenants))}, or *)"
-            node = next(iter(node.values())) if node else {}
-            continue
+        node = _unwrap(node)
         if here == "attempt_status":
             return None if i == len(parts) - 1 else f"unknown summary key '{key}'"
-        if part == "*":
-            if not node:
-                return f"unknown summary key '{key}': '{here}' has no entries"
-            node = next(iter(node.values()))
+        if node is Any:  # free-form block (live mode's figures): checked when read
+            return None
+        if _is_table(node):
+            if here == "tenants" and part != "*" and part not in tenants:
+                return f"unknown summary key '{key}': no tenant '{part}' (tenants: {', '.join(sorted(tenants))}, or *)"
+            node = get_args(node)[1]
             continue
-        if part not in node:
-            options = ", ".join(sorted(k for k in node))
-            return f"unknown summary key '{key}': '{part}' is not one of {options}"
-        node = node[part]
-    if isinstance(node, dict):
-        return f"summary key '{key}' is a table, not a number (add one of: {', '.join(sorted(node))})"
-    if isinstance(node, (str, list)):
+        if not (isinstance(node, type) and issubclass(node, BaseModel)):
+            return f"unknown summary key '{key}': '{here}' is a number, it has no '{part}'"
+        fields = _fields(node)
+        if part not in fields:
+            return f"unknown summary key '{key}': '{part}' is not one of {', '.join(sorted(fields))}"
+        node = fields[part]
+    node = _unwrap(node)
+    if _is_table(node) or (isinstance(node, type) and issubclass(node, BaseModel)):
+        names = "an entry name or *" if _is_table(node) else ", ".join(sorted(_fields(node)))
+        return f"summary key '{key}' is a table, not a number (add one of: {names})"
+    if node is bool or not (node in (int, float) or node is Any):
         return f"summary key '{key}' is not a number"
     return None

@@ -55,6 +55,9 @@ class HostSpec:
     seed: int = 0
     threads: int = 1
     max_body_bytes: int = 256 * 1024
+    expose: bool = False                   # the proxy may bind beyond loopback (targets.limits.check_exposure)
+    token: str | None = None               # bearer token /predict and /metrics require, if set
+    limits: dict[str, Any] | None = None   # targets.limits.EdgeLimits fields; None: its defaults
     # GPU workers are threads beside the API servers' event loop: with Python's
     # default 5 ms GIL switch interval a busy loop delays each of a batch's many
     # GIL re-acquisitions by up to 5 ms, stretching a padded 100 ms batch.
@@ -76,6 +79,7 @@ class TargetHost:
         """Build and start everything; returns the ready message."""
         from targets.executors import cost_function
         from targets.l4proxy import L4Proxy
+        from targets.limits import EdgeLimits
         from targets.server import ApiMetrics, ApiServers, FrontDoor
         from targets.target import ServingTarget
         from targets.torch_gpu import torch_gpus, warm_up
@@ -99,13 +103,17 @@ class TargetHost:
         tenants = frozenset(spec.tenants) if spec.tenants else None
         metrics = ApiMetrics(self.target, tenants)
         l4 = cfg.routing is Routing.L4_ROUND_ROBIN
+        limits = EdgeLimits(**(spec.limits or {}))
         doors = [FrontDoor(self.target, i if l4 else None, handle.validate, size_of, metrics, tenants,
                            spec.max_body_bytes, cache_keys=None if cfg.cache is CacheMode.OFF
-                           else "exact" if cfg.cache is CacheMode.EXACT else "normalized")
+                           else "exact" if cfg.cache is CacheMode.EXACT else "normalized",
+                           limits=limits, token=spec.token)
                  for i in range(cfg.api_servers)]
         self.servers = ApiServers(doors)
         self.ports = await self.servers.start()
-        self.proxy = L4Proxy([("127.0.0.1", p) for p in self.ports], spec.proxy_host, spec.proxy_port)
+        self.proxy = L4Proxy([("127.0.0.1", p) for p in self.ports], spec.proxy_host, spec.proxy_port,
+                             limits=limits, expose=spec.expose)
+        metrics.watch_proxy(self.proxy)
         self.proxy_port = await self.proxy.start()
         return {"ready": True, "proxy_port": self.proxy_port, "api_ports": self.ports, "gpus": len(self.gpus),
                 "device": str(self.gpus[0].executor.device), "model": spec.model,
@@ -117,15 +125,11 @@ class TargetHost:
                 "alive": pool.alive_gpus()}
 
     def stats(self) -> dict[str, Any]:
-        """Everything the result document needs from the target side."""
-        t = self.target
-        pool_stats = asdict(t.pool.stats)  # busy_s: finished (and killed) batches, as last_done_s
+        """Everything the result document needs from the target side: the target's
+        snapshot (`TargetSnapshot.to_dict()`, on this process's clock) and the host's own parts."""
         ex = [g.executor for g in self.gpus]
         return {
-            "target": asdict(t.stats),
-            "pool": pool_stats,
-            "cache": asdict(t.cache.stats) if t.cache is not None else None,
-            "dedupe": asdict(t.dedupe.stats) if t.dedupe is not None else None,
+            "snapshot": self.target.snapshot().to_dict(),
             "proxy": {"accepted": self.proxy.stats.accepted, "failed": self.proxy.stats.failed,
                       "per_api_server": self.proxy.stats.per_backend},
             # compute_s: time in the worker threads (collate, forward, copy back), pads excluded.

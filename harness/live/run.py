@@ -31,7 +31,7 @@ import math
 import random
 import signal
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from harness.engine.driver import Driver
@@ -41,12 +41,9 @@ from harness.live.host import HostProcess, HostSpec
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document
 from harness.results.run import RunResult
-from targets.cache import CacheStats
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
-from targets.dedupe import DedupeStats
-from targets.gpu_pool import PoolStats
-from targets.target import TargetStats
+from targets.snapshot import TargetSnapshot
 from workloads.arrivals import build_schedule
 from workloads.model import FaultKind, WorkloadConfig
 
@@ -104,29 +101,6 @@ def scale_for_live(cfg: TargetConfig, scale: float) -> tuple[TargetConfig, Scali
     return small, info
 
 
-class _RemoteTarget:
-    """The host's figures, shaped like the ServingTarget attributes build_summary reads.
-
-    `t0`: the run's start on the host's loop clock (both processes' loops read
-    time.monotonic()), so instants the host reports become run-relative.
-    """
-
-    def __init__(self, d: dict[str, Any], t0: float) -> None:
-        self.stats = TargetStats(**_known(TargetStats, d["target"]))
-        pool = _known(PoolStats, d["pool"])
-        if "last_done_s" in pool:
-            pool["last_done_s"] = max(0.0, pool["last_done_s"] - t0)
-        ps = PoolStats(**pool)
-        self.pool = type("PoolView", (), {"stats": ps, "busy_gpu_seconds": lambda _self: ps.busy_s})()
-        self.cache = type("CacheView", (), {"stats": CacheStats(**d["cache"])})() if d.get("cache") else None
-        self.dedupe = type("DedupeView", (), {"stats": DedupeStats(**d["dedupe"])})() if d.get("dedupe") else None
-
-
-def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in d.items() if k in names}
-
-
 class LiveRun:
     """One live run. `url` set: drive that server (no host is started, no faults)."""
 
@@ -148,7 +122,8 @@ class LiveRun:
                                  config.slo_s, workload.duration_s, workload.window_s)
         self.host: HostProcess | None = None
         self.transport: HttpTransport | None = None
-        self.host_stats: dict[str, Any] | None = None
+        self.host_stats: dict[str, Any] | None = None   # the host's `stats` answer, as sent
+        self.snapshot: TargetSnapshot | None = None     # the target's, on the run's clock
         self.ready: dict[str, Any] = {}
         self.events: list[dict[str, Any]] = []
         self.partial = False
@@ -157,7 +132,7 @@ class LiveRun:
         self.driver_cpu_s = 0.0
 
     # -- running ---------------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunResult:
         """Run to the end (or to Ctrl-C / SIGTERM) and return the result document."""
         raise_fd_limit()
         started, cpu = time.perf_counter(), time.process_time()
@@ -209,7 +184,9 @@ class LiveRun:
             if self.host is not None:
                 try:
                     stats = await self.host.request("stats", timeout_s=5.0)
-                    self.host_stats = None if "error" in stats else stats
+                    if "error" not in stats:
+                        self.host_stats = stats
+                        self.snapshot = TargetSnapshot.from_dict(stats["snapshot"]).since(self.recorder.t0)
                 except (RuntimeError, OSError, asyncio.TimeoutError, ValueError):
                     pass
             if self.transport is not None:
@@ -272,45 +249,19 @@ class LiveRun:
             "external_url": None if self.url is None else f"http://{self.url[0]}:{self.url[1]}{self.url[2]}",
             "host": {k: self.ready.get(k) for k in ("device", "model", "pad_to_s", "gpus", "api_ports")},
         }
-        if self.host_stats is not None:
+        if self.host_stats is not None and self.snapshot is not None:
             block["proxy"] = self.host_stats.get("proxy")
             block["executors"] = self.host_stats.get("executors")
-            pool = self.host_stats.get("pool") or {}
+            pool = self.snapshot.pool
             # Batch time as the pool saw it (hand-offs included), against the cost model's.
-            block["batch_s_mean"] = pool["busy_s"] / pool["batches"] if pool.get("batches") else None
+            block["batch_s_mean"] = pool.finished_busy_s / pool.batches if pool.batches else None
         return block
 
-    def document(self) -> dict[str, Any]:
-        view = _RemoteTarget(self.host_stats, self.recorder.t0) if self.host_stats else None
-        return build_document(self.recorder, self.config, self.workload, view, self.seed, "live",
+    def document(self) -> RunResult:
+        return build_document(self.recorder, self.config, self.workload, self.snapshot, self.seed, "live",
                               self.end_s, self.wall_s, self.partial, self.events, extra={"live": self.live_block()})
 
 
 def default_scale(workload: WorkloadConfig) -> float:
     """A scale that keeps the run's peak near DEFAULT_PEAK_RPS (never above 1)."""
-    return min(1.0, DEFAULT_PEAK_RPS / workload.peak_rps) if workload.peak_rps > 0 else 1.0
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def fmt_lag(block: dict[str, Any]) -> str:
-    """Two lines on the driver's lateness and cost, for the terminal."""
-    lag = block.get("send_lag_s") or {}
-    if lag.get("p99") is None:
-        return "driver send lag: not measured"
-    ms = {k: 1000 * v for k, v in lag.items() if v is not None}
-    verdict = "FELL BEHIND: latencies include its lag" if block.get("driver_behind") else "kept up"
-    wire = (block.get("write_lag_s") or {}).get("p99")
-    wire_text = f"on the wire p99 {1000 * wire:.1f} ms (with waits for connections)" if wire is not None else ""
-    return (f"driver send lag p50 {ms['p50']:.2f} ms, p99 {ms['p99']:.2f} ms, max {ms['max']:.1f} ms: {verdict}\n"
-            f"  {wire_text}{'; ' if wire_text else ''}"
-            f"{math.ceil(block.get('driver_cpu_us_per_attempt', 0))} CPU-us per attempt")
+    return min(1.0, workload.rate_factor(DEFAULT_PEAK_RPS))

@@ -13,8 +13,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.results.base import Result
+from harness.results.capacity import CapacityResult
 from harness.results.compare import CompareResult
+from harness.results.gate import GateResult
 from harness.results.io import load as load_document
+from harness.results.pool import PoolResult
+from harness.results.rank import RankResult
+from harness.results.review import ReviewResult
 from harness.results.run import RunResult, RunSummary
 
 __all__ = ["RESULT_KINDS", "CompareResult", "Result", "RunResult", "RunSummary", "from_json", "load_result"]
@@ -22,6 +27,11 @@ __all__ = ["RESULT_KINDS", "CompareResult", "Result", "RunResult", "RunSummary",
 RESULT_KINDS: dict[str, type[Result]] = {
     "run": RunResult,
     "compare": CompareResult,
+    "rank": RankResult,
+    "review": ReviewResult,
+    "gate": GateResult,
+    "capacity": CapacityResult,
+    "pool": PoolResult,
 }
 
 

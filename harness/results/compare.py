@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any, Literal
 
 from pydantic import Field
@@ -9,7 +10,38 @@ from pydantic import Field
 from harness.results.base import Result
 from harness.results.run import RunResult, RunSummary
 
-__all__ = ["CompareResult"]
+__all__ = ["CompareResult", "Winner", "winner"]
+
+GOODPUT_TIE = 0.005   # goodput ratios this close are a tie; p99 decides
+
+
+class Winner(IntEnum):
+    """Which side of a compare did better in one scenario."""
+
+    A = -1
+    TIE = 0
+    B = 1
+
+
+def _lower(a: float | None, b: float | None) -> Winner:
+    """The side with the lower value; None means 'never' (the worst)."""
+    if a is None and b is None:
+        return Winner.TIE
+    if a is None:
+        return Winner.B
+    if b is None:
+        return Winner.A
+    if abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)):
+        return Winner.TIE
+    return Winner.A if a < b else Winner.B
+
+
+def winner(sa: RunSummary, sb: RunSummary) -> Winner:
+    """Goodput first (within GOODPUT_TIE is a tie), then p99 over all requests."""
+    ga, gb = sa.goodput_ratio or 0.0, sb.goodput_ratio or 0.0
+    if abs(ga - gb) > GOODPUT_TIE:
+        return Winner.A if ga > gb else Winner.B
+    return _lower(sa.latency_s.p99, sb.latency_s.p99)
 
 
 class CompareResult(Result):
@@ -29,6 +61,22 @@ class CompareResult(Result):
     scenarios: dict[str, dict[str, RunSummary]]
     runs: dict[str, dict[str, RunResult]] = Field(default_factory=dict)
     live: dict[str, Any] | None = None
+
+    def _sides(self, pair: dict[str, Any]) -> tuple[Any, Any]:
+        # Older files keyed the sides "A" and "B".
+        return (pair[self.a] if self.a in pair else pair["A"], pair[self.b] if self.b in pair else pair["B"])
+
+    def pair(self, workload: str) -> tuple[RunSummary, RunSummary]:
+        """A's and B's summaries in one scenario."""
+        return self._sides(self.scenarios[workload])
+
+    def run_pair(self, workload: str) -> tuple[RunResult, RunResult]:
+        """A's and B's whole run results in one scenario (KeyError when the file has no runs)."""
+        return self._sides(self.runs[workload])
+
+    def winners(self) -> dict[str, Winner]:
+        """Per scenario, the side that did better (`winner`)."""
+        return {w: winner(*self.pair(w)) for w in self.scenarios}
 
     def summary_json(self) -> dict[str, Any]:
         """What `compare --json` prints: the summaries, no time series."""

@@ -6,10 +6,12 @@ import math
 import pytest
 from rich.console import Console
 
-from harness.analysis.ablation import rank, score_key, severity, tail_increase, worst
+from harness.analysis.ablation import rank, score_key, worst
 from harness.analysis.interactions import classify
+from harness.analysis.scoring import severity, tail_increase
 from harness.analysis.shorten import Shortening, disturbance, expected_requests, plan, shorten
-from reports.rank_console import render_rank
+from harness.results.rank import FlawCost, FlawGain, FlawRank, RankResult, ScenarioCost
+from reports.rank import render
 from targets.flaws import FLAW_IDS
 from workloads.loader import load_workload
 
@@ -60,9 +62,16 @@ def test_tail_increase(base, other, expected):
     assert tail_increase(base, other) == expected
 
 
-def _flaw(loss, tail, gain=0.0, waste=0.0):
-    return {"cost": {"goodput_loss": loss, "p99_increase_s": tail, "wasted_gpu_s": waste},
-            "gain": {"goodput_gain": gain}}
+def _flaw(loss, tail, gain=0.0, waste=0.0, gain_tail=0.0):
+    return FlawRank(id="f", doc_item="1", failure="", fix="", exposed_by=[], per_scenario={}, rank=1,
+                    cost=FlawCost(goodput_loss=loss, p99_increase_s=tail, wasted_gpu_s=waste, scenario="w",
+                                  p99_scenario="w"),
+                    gain=FlawGain(goodput_gain=gain, p99_decrease_s=gain_tail, scenario="w"))
+
+
+def _row(loss, tail, waste, gain, gain_tail):
+    return ScenarioCost(goodput_loss=loss, p99_increase_s=tail, wasted_gpu_s=waste, gain_goodput=gain,
+                        gain_p99_s=gain_tail, goodput={}, p99_s={}, amplification={}, lost={})
 
 
 def test_score_orders_by_goodput_then_tail_then_gain():
@@ -80,21 +89,18 @@ def test_score_orders_by_goodput_then_tail_then_gain():
 
 
 def test_worst_picks_the_most_harmful_scenario():
-    rows = {
-        "a": {"goodput_loss": 0.10, "p99_increase_s": 0.5, "wasted_gpu_s": 3.0, "gain_goodput": 0.2, "gain_p99_s": 0.1},
-        "b": {"goodput_loss": 0.30, "p99_increase_s": 0.1, "wasted_gpu_s": 1.0, "gain_goodput": -0.1, "gain_p99_s": None},
-    }
+    rows = {"a": _row(0.10, 0.5, 3.0, 0.2, 0.1), "b": _row(0.30, 0.1, 1.0, -0.1, None)}
     cost, gain = worst(rows)
-    assert cost["scenario"] == "b" and cost["goodput_loss"] == 0.30
-    assert cost["p99_increase_s"] == 0.5 and cost["p99_scenario"] == "a" and cost["wasted_gpu_s"] == 3.0
-    assert gain["goodput_gain"] == 0.2 and gain["p99_decrease_s"] is None
+    assert cost.scenario == "b" and cost.goodput_loss == 0.30
+    assert cost.p99_increase_s == 0.5 and cost.p99_scenario == "a" and cost.wasted_gpu_s == 3.0
+    assert gain.goodput_gain == 0.2 and gain.p99_decrease_s is None
 
 
 def test_classify_names_both_kinds_of_interaction():
     slo = 0.3
-    compounding = {"cost": {"goodput_loss": 0.0, "p99_increase_s": 0.0}, "gain": {"goodput_gain": 0.4, "p99_decrease_s": 0.0}}
-    masked = {"cost": {"goodput_loss": 0.5, "p99_increase_s": None}, "gain": {"goodput_gain": 0.001, "p99_decrease_s": 0.0}}
-    additive = {"cost": {"goodput_loss": 0.5, "p99_increase_s": 0.2}, "gain": {"goodput_gain": 0.3, "p99_decrease_s": 0.1}}
+    compounding = _flaw(0.0, 0.0, gain=0.4)
+    masked = _flaw(0.5, None, gain=0.001)
+    additive = _flaw(0.5, 0.2, gain=0.3, gain_tail=0.1)
     assert classify(compounding, slo) == "compounding"
     assert classify(masked, slo) == "masked"
     assert classify(additive, slo) is None
@@ -110,51 +116,50 @@ def tiny_rank():
 
 @pytest.mark.slow
 def test_every_flaw_gets_a_measured_cost(tiny_rank):
-    assert [f["id"] for f in tiny_rank["flaws"]] != []
-    assert sorted(f["id"] for f in tiny_rank["flaws"]) == sorted(FLAW_IDS)
-    for f in tiny_rank["flaws"]:
-        assert set(f["per_scenario"]) == {"night", "steady"}
-        assert f["cost"]["scenario"] in {"night", "steady"}
-        assert 0.0 <= f["cost"]["goodput_loss"] <= 1.0
-        assert f["gain"]["scenario"] in {"night", "steady"}
-    assert tiny_rank["ablation_runs"] == 2 * (len(FLAW_IDS) + 1) * 2
-    assert tiny_rank["runs"] == tiny_rank["ablation_runs"] + tiny_rank.get("probe_runs", 0)
-    for p in tiny_rank.get("interactions", []):  # every probe names a partner and a measured change
-        assert p["kind"] in {"compounding", "masked"} and p["probes"]
-        assert all(isinstance(r["goodput"], float) for r in p["probes"])
+    assert isinstance(tiny_rank, RankResult)
+    assert sorted(f.id for f in tiny_rank.flaws) == sorted(FLAW_IDS)
+    for f in tiny_rank.flaws:
+        assert set(f.per_scenario) == {"night", "steady"}
+        assert f.cost.scenario in {"night", "steady"}
+        assert 0.0 <= f.cost.goodput_loss <= 1.0
+        assert f.gain.scenario in {"night", "steady"}
+    assert tiny_rank.ablation_runs == 2 * (len(FLAW_IDS) + 1) * 2
+    assert tiny_rank.runs == tiny_rank.ablation_runs + (tiny_rank.probe_runs or 0)
+    for p in tiny_rank.interactions or []:  # every probe names a partner and a measured change
+        assert p.kind in {"compounding", "masked"} and p.probes
+        assert all(isinstance(r.goodput, float) for r in p.probes)
 
 
 @pytest.mark.slow
 def test_full_batch_only_dominates_at_night(tiny_rank):
     # At 3 QPS a batch of 32 takes minutes to fill: putting full batching back
     # into hardened must lose most of the night's goodput, and rank high.
-    by_id = {f["id"]: f for f in tiny_rank["flaws"]}
-    fbo = by_id["full-batch-only"]
-    assert fbo["cost"]["scenario"] == "night"
-    assert fbo["cost"]["goodput_loss"] > 0.5
-    assert "full-batch-only" in tiny_rank["top"]
-    assert fbo["gain"]["scenario"] == "night" and fbo["gain"]["goodput_gain"] > 0.5
-    row = fbo["per_scenario"]["night"]
-    assert row["goodput_loss"] == pytest.approx(row["goodput"]["hardened"] - row["goodput"]["hardened+full-batch-only"])
+    fbo = tiny_rank.flaw("full-batch-only")
+    assert fbo.cost.scenario == "night"
+    assert fbo.cost.goodput_loss > 0.5
+    assert "full-batch-only" in tiny_rank.top
+    assert fbo.gain.scenario == "night" and fbo.gain.goodput_gain > 0.5
+    row = fbo.per_scenario["night"]
+    assert row.goodput_loss == pytest.approx(row.goodput["hardened"] - row.goodput["hardened+full-batch-only"])
 
 
 @pytest.mark.slow
 def test_ranks_follow_the_score(tiny_rank):
-    flaws = sorted(tiny_rank["flaws"], key=lambda f: f["rank"])
-    assert [f["rank"] for f in flaws] == list(range(1, len(flaws) + 1))
+    flaws = tiny_rank.ranked()
+    assert [f.rank for f in flaws] == list(range(1, len(flaws) + 1))
     keys = [score_key(f) for f in flaws]
     assert keys == sorted(keys)
-    assert tiny_rank["top"] == [f["id"] for f in flaws[:3]]
-    assert set(tiny_rank["baselines"]) == {"hardened", "naive"}
+    assert tiny_rank.top == [f.id for f in flaws[:3]]
+    assert set(tiny_rank.baselines) == {"hardened", "naive"}
 
 
 @pytest.mark.slow
 def test_rank_renders_at_80_columns(tiny_rank):
     console = Console(width=80, record=True, color_system=None)
-    render_rank(tiny_rank, console)
+    render(tiny_rank, console)
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "full-batch-only" in text and "Insist on these before shipping" in text
-    loss = tiny_rank["flaws"][0]["cost"]["goodput_loss"]
+    loss = tiny_rank.ranked()[0].cost.goodput_loss
     assert f"{100 * loss:.1f}" in text
     assert not math.isnan(loss)

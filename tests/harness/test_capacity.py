@@ -20,6 +20,7 @@ from harness.analysis.capacity import (
 )
 from harness.analysis.capacity_sim import FleetSearch, Point, backlog, backlog_schedule, lowest_stable_fleet, traffic
 from harness.cli import app
+from harness.results.capacity import CapacityResult, Loss
 from harness.results.io import dumps
 
 runner = CliRunner()
@@ -157,94 +158,98 @@ def test_backlog_arrives_at_once_and_exactly() -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny_plan() -> dict:
+def tiny_plan() -> CapacityResult:
     # 2,000 QPS x 50 ms / 16 = 6.25 GPUs; every run short, inline.
     return plan_capacity(qps=2000, batch_size=16, batch_time_s=0.05, slo_p99_s=0.2, seed=1,
                          workers=1, budget=TINY)
 
 
 @pytest.mark.slow
-def test_tiny_plan_arithmetic_and_fleets(tiny_plan: dict) -> None:
+def test_tiny_plan_arithmetic_and_fleets(tiny_plan: CapacityResult) -> None:
     d = tiny_plan
-    assert d["kind"] == "capacity" and d["schema"] == "harness.result/1"
-    assert d["theoretical_gpus"] == pytest.approx(6.25) and d["formula_gpus"] == 7
-    assert d["realtime_gpus"] > d["theoretical_gpus"]
-    assert d["headroom_gpus"] >= d["realtime_gpus"]
-    assert d["realtime_with_headroom_gpus"] == d["headroom_gpus"] + 1
+    assert d.kind == "capacity" and d.to_json()["schema"] == "harness.result/1"
+    assert d.theoretical_gpus == pytest.approx(6.25) and d.formula_gpus == 7
+    assert d.realtime_gpus > d.theoretical_gpus
+    assert d.headroom_gpus >= d.realtime_gpus
+    assert d.realtime_with_headroom_gpus == d.headroom_gpus + 1
     # 1.25 x 6.25 = 7.8125 GPUs of work at the headroom load: at least 8.
-    assert d["headroom_gpus"] >= 8
-    assert [s["step"] for s in d["breakdown"]][:3] == ["theoretical", "formula", "realtime at peak"]
-    assert d["inputs"] == {"qps": 2000.0, "batch_size": 16, "batch_time_s": 0.05, "slo_p99_s": 0.2,
-                           "cost_model": "constant", "cost_table": None, "seed": 1, "quick": False,
-                           "headroom_factor": 1.25}
-    assert [r["b"] for r in d["table_by_b"]] == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert d.headroom_gpus >= 8
+    assert [s.step for s in d.breakdown][:3] == ["theoretical", "formula", "realtime at peak"]
+    assert d.inputs.model_dump() == {"qps": 2000.0, "batch_size": 16, "batch_time_s": 0.05, "slo_p99_s": 0.2,
+                                     "cost_model": "constant", "cost_table": None, "seed": 1, "quick": False,
+                                     "headroom_factor": 1.25}
+    assert [r.b for r in d.table_by_b] == [1, 2, 4, 8, 16, 32, 64, 128]
 
 
 @pytest.mark.slow
-def test_tiny_plan_offline_reaches_the_formula(tiny_plan: dict) -> None:
-    off = tiny_plan["offline"]
-    assert off["requests"] == 7 * 16 * 4
-    assert tiny_plan["offline_efficiency"] >= 0.95 and off["batch_fill"] == pytest.approx(1.0)
+def test_tiny_plan_offline_reaches_the_formula(tiny_plan: CapacityResult) -> None:
+    off = tiny_plan.offline
+    assert off.requests == 7 * 16 * 4
+    assert tiny_plan.offline_efficiency >= 0.95 and off.batch_fill == pytest.approx(1.0)
     # Full batches back to back: 4 rounds of 50 ms.
-    assert off["makespan_s"] == pytest.approx(0.2, abs=0.01)
+    assert off.makespan_s == pytest.approx(0.2, abs=0.01)
 
 
 @pytest.mark.slow
-def test_tiny_plan_curves_and_losses(tiny_plan: dict) -> None:
+def test_tiny_plan_curves_and_losses(tiny_plan: CapacityResult) -> None:
     d = tiny_plan
-    gpus = [r["gpus"] for r in d["curve"]]
-    assert gpus == sorted(gpus) and d["realtime_gpus"] in gpus
-    assert gpus[0] == 6 and not d["curve"][0]["stable"]  # the knee: 6.25 GPUs of work on 6
-    assert [r["load_fraction"] for r in d["fill_vs_load"]] == [0.01, 0.1, 1.0]
-    low, peak = d["fill_vs_load"][0], d["fill_vs_load"][-1]
-    assert low["batch_fill"] < peak["batch_fill"]  # 20 QPS cannot fill B=16 within the max wait
-    sources = [r["source"] for r in d["losses"]]
+    gpus = [r.gpus for r in d.curve]
+    assert gpus == sorted(gpus) and d.realtime_gpus in gpus
+    assert gpus[0] == 6 and not d.curve[0].stable  # the knee: 6.25 GPUs of work on 6
+    assert [r.load_fraction for r in d.fill_vs_load] == [0.01, 0.1, 1.0]
+    low, peak = d.fill_vs_load[0], d.fill_vs_load[-1]
+    assert low.batch_fill < peak.batch_fill  # 20 QPS cannot fill B=16 within the max wait
+    sources = [r.source for r in d.losses]
     assert sources == ["partial batches", "GPUs idle while batches form", "queueing variance",
                        "the SLO's cap on batch wait", "fragmentation across per-server queues",
                        "duplicates from retries", "padding with variable sizes", "affine t(b) on small batches"]
-    by = {r["source"]: r for r in d["losses"]}
-    assert all(set(r) >= {"source", "measured", "unit", "explanation"} for r in d["losses"])
-    assert by["fragmentation across per-server queues"]["measured"] > 0.3  # 10 queues at 10% load
-    assert by["the SLO's cap on batch wait"]["measured"] > 0.3
-    assert by["padding with variable sizes"]["measured"] > 0.1
-    assert 1.0 < by["affine t(b) on small batches"]["measured"] < 16 * 0.05 / 0.05
-    json.loads(dumps(d))  # JSON-safe
+    by = {r.source: r for r in d.losses}
+    assert all(r.explanation and r.unit for r in d.losses)
+    assert by["fragmentation across per-server queues"].measured > 0.3  # 10 queues at 10% load
+    assert by["the SLO's cap on batch wait"].measured > 0.3
+    assert by["padding with variable sizes"].measured > 0.1
+    assert 1.0 < by["affine t(b) on small batches"].measured < 16 * 0.05 / 0.05
+    json.loads(dumps(d.to_json()))  # JSON-safe
+    assert CapacityResult.from_json(d.to_json()).to_json() == d.to_json()  # round-trips
 
 
 def test_impossible_slo_gives_no_fleet() -> None:
     d = plan_capacity(qps=200, batch_size=8, batch_time_s=0.5, slo_p99_s=0.3, workers=1, budget=TINY)
-    assert d["realtime_gpus"] is None and d["realtime_with_headroom_gpus"] is None
-    assert any("one batch alone takes longer" in n for n in d["notes"])
-    assert d["offline_efficiency"] >= 0.95
+    assert d.realtime_gpus is None and d.realtime_with_headroom_gpus is None
+    assert any("one batch alone takes longer" in n for n in d.notes)
+    assert d.offline_efficiency >= 0.95
 
 
 # -- rendering and the command ---------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_console_report_fits_80_columns(tiny_plan: dict) -> None:
-    from reports.render import render_console
+def test_console_report_fits_80_columns(tiny_plan: CapacityResult) -> None:
+    from reports.capacity import render
 
     con = Console(width=80, record=True, color_system=None)
-    render_console(tiny_plan, con)
+    render(tiny_plan, con)
     text = con.export_text()
     assert "6.25" in text and "Offline" in text and "duplicates from retries" in text
     assert max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_measured_values_format_by_unit() -> None:
-    from reports.capacity_console import format_measured
+    from reports.capacity import format_measured
 
-    assert format_measured({"measured": 0.329, "unit": "share of GPU time"}) == "32.9%"
-    assert format_measured({"measured": 0.0004, "unit": "share of batch slots"}) == "0.04%"
-    assert format_measured({"measured": 0.0099, "unit": "s of p99 on 32 GPUs"}) == "+10 ms"
-    assert format_measured({"measured": None, "unit": "s of p99 on 32 GPUs"}) == "∞"
-    assert format_measured({"measured": 1.376, "unit": "x the full-batch GPU time"}) == "1.38x"
+    def loss(measured: float | None, unit: str) -> Loss:
+        return Loss(source="s", measured=measured, unit=unit, explanation="e")
+
+    assert format_measured(loss(0.329, "share of GPU time")) == "32.9%"
+    assert format_measured(loss(0.0004, "share of batch slots")) == "0.04%"
+    assert format_measured(loss(0.0099, "s of p99 on 32 GPUs")) == "+10 ms"
+    assert format_measured(loss(None, "s of p99 on 32 GPUs")) == "∞"
+    assert format_measured(loss(1.376, "x the full-batch GPU time")) == "1.38x"
 
 
 @pytest.mark.slow
-def test_html_sections_have_titled_axes(tiny_plan: dict) -> None:
-    from reports.capacity_view import sections
+def test_html_sections_have_titled_axes(tiny_plan: CapacityResult) -> None:
+    from reports.capacity import sections
 
     secs = sections(tiny_plan)
     assert [s.title for s in secs] == [
@@ -290,7 +295,7 @@ def test_cli_capacity_rejects_bad_input(args: list[str], message: str, tmp_path:
 
 @pytest.mark.browser
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium binary installed (apt-get install chromium)")
-def test_capacity_report_draws_in_headless_chromium(tiny_plan: dict, tmp_path: Path) -> None:
+def test_capacity_report_draws_in_headless_chromium(tiny_plan: CapacityResult, tmp_path: Path) -> None:
     from reports.page import write_html
 
     page = write_html([tiny_plan], tmp_path / "cap.html")

@@ -1,8 +1,12 @@
 import json
+import re
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.results import CompareResult, RunResult, from_json
+from reports.page import doc_sections
 
 runner = CliRunner()
 
@@ -60,3 +64,31 @@ def test_listing_commands():
     assert res.exit_code == 0 and "blind-retries" in res.output and "batch_time_s" in res.output
     res = runner.invoke(app, ["workloads"])
     assert res.exit_code == 0 and "dominant-tenant" in res.output and "bad-day" in res.output
+
+
+# Every result file the CLI writes loads with from_json, round-trips, and renders again.
+KINDS = {
+    "run": (["run", "hardened", "-w", "spike", "--duration", "3", "--rate", "1500"], RunResult, 3),
+    "compare": (["compare", "naive", "hardened", "-w", "steady", "-w", "night", "--duration", "2",
+                 "--rate", "800", "--jobs", "1"], CompareResult, 4),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_result_files_load_round_trip_and_render_again(tmp_path, kind):
+    args, cls, charts = KINDS[kind]
+    out = tmp_path / f"{kind}.json"
+    res = runner.invoke(app, [*args, "--out", str(out), "--quiet", "--seed", "2"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    result = from_json(doc)
+    assert type(result) is cls and result.kind == kind and result.seed == 2
+    assert result.to_json() == doc
+    page = tmp_path / "r.html"
+    shown = runner.invoke(app, ["report", str(out), "--html", str(page)])
+    assert shown.exit_code == 0, shown.output
+    assert ("hardened on spike" if kind == "run" else "naive (A) vs hardened (B)") in shown.output
+    html = page.read_text()
+    expected = int(re.search(r'data-expected="(\d+)"', html).group(1))
+    assert expected == sum(s.figure is not None for s in doc_sections(result)) >= charts  # over time, CDF, tenants
+    assert html.count('class="plot"') == expected

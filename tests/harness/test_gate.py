@@ -14,7 +14,10 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.gate.check import lookup, run_gate
 from harness.gate.file import load_gate_file
-from reports.gate_console import junit_xml, markdown
+from harness.results import from_json, load_result
+from harness.results.gate import GateResult
+from harness.results.io import clean
+from reports.gate import junit_xml, markdown
 from workloads.loader import ConfigError
 
 GOOD = """
@@ -47,29 +50,28 @@ def passing(tmp_path_factory):
 
 
 def test_hardened_passes_and_reports_measured_values(passing):
-    _, doc = passing
-    assert doc["kind"] == "gate" and doc["passed"] is True
-    rows = {c["check"]: c for c in doc["checks"]}
-    p99 = doc["summaries"]["night"]["hardened"]["latency_s"]["p99"]
-    assert rows["latency_s.p99 <= 0.3"]["measured"] == p99 < 0.3
-    tenants = doc["summaries"]["night"]["hardened"]["tenants"]
-    assert rows["tenants.*.p99_s <= 0.3"]["measured"] == max(t["p99_s"] for t in tenants.values())
-    assert rows["latency_s.p99 <= baseline +10%"]["skipped"] is True
+    _, res = passing
+    assert isinstance(res, GateResult) and res.passed is True
+    rows = {c.check: c for c in res.checks}
+    hardened = res.summaries["night"]["hardened"]
+    assert rows["latency_s.p99 <= 0.3"].measured == hardened.latency_s.p99 < 0.3
+    assert rows["tenants.*.p99_s <= 0.3"].measured == max(t.p99_s for t in hardened.tenants.values())
+    assert rows["latency_s.p99 <= baseline +10%"].skipped is True
     ratio = rows["goodput_ratio >= 2"]
-    g = doc["summaries"]["night"]
-    assert ratio["target"] == "hardened/naive"
-    assert ratio["measured"] == pytest.approx(g["hardened"]["goodput_ratio"] / g["naive"]["goodput_ratio"])
+    naive = res.summaries["night"]["naive"]
+    assert ratio.target == "hardened/naive"
+    assert ratio.measured == pytest.approx(hardened.goodput_ratio / naive.goodput_ratio)
 
 
 def test_naive_fails_the_same_file(passing):
     path, _ = passing
-    doc = run_gate(str(path), target="naive", workers=1)
-    assert doc["passed"] is False
-    failed = {c["check"] for c in doc["checks"] if not c["passed"]}
+    res = run_gate(str(path), target="naive", workers=1)
+    assert res.passed is False
+    failed = {c.check for c in res.failed}
     # naive's night: full batches never fill, so the tail is never answered; the pair is naive/naive = 1
     assert {"latency_s.p99 <= 0.3", "goodput_ratio >= 0.99", "goodput_ratio >= 2"} <= failed
-    never = next(c for c in doc["checks"] if c["check"] == "latency_s.p99 <= 0.3")
-    assert never["measured"] is None or math.isinf(never["measured"])
+    never = next(c for c in res.checks if c.check == "latency_s.p99 <= 0.3")
+    assert never.measured is None or math.isinf(never.measured)
 
 
 def test_cli_exit_codes_and_reports(passing, tmp_path):
@@ -93,6 +95,7 @@ def test_cli_exit_codes_and_reports(passing, tmp_path):
     again = runner.invoke(app, ["gate", str(path), "--jobs", "1", "--baseline", str(tmp_path / "gate.json"),
                                 "--out", str(tmp_path / "gate2.json")])
     assert again.exit_code == 0 and "skip" not in again.output, again.output
+    assert isinstance(load_result(tmp_path / "gate2.json"), GateResult)
 
 
 @pytest.mark.parametrize("text, key, problem", [
@@ -119,17 +122,27 @@ def test_bad_files_name_the_key_and_exit_2(tmp_path, text, key, problem):
 
 
 def test_baseline_regression_within_tolerance(passing, tmp_path):
-    path, doc = passing
-    base = json.loads(json.dumps(doc))
-    same = run_gate(str(path), baseline=base, workers=1)
-    row = next(c for c in same["checks"] if "baseline" in c["check"])
-    assert row["passed"] and not row["skipped"]
-    assert row["threshold"] == pytest.approx(1.1 * doc["summaries"]["night"]["hardened"]["latency_s"]["p99"])
+    path, res = passing
+    base = json.loads(json.dumps(res.to_json()))
+    same = run_gate(str(path), baseline=from_json(base), workers=1)
+    row = next(c for c in same.checks if "baseline" in c.check)
+    assert row.passed and not row.skipped
+    assert row.threshold == pytest.approx(1.1 * res.summaries["night"]["hardened"].latency_s.p99)
     # A baseline 20% faster than today: today's p99 is a >10% regression.
     base["summaries"]["night"]["hardened"]["latency_s"]["p99"] /= 1.2
-    worse = run_gate(str(path), baseline=base, workers=1)
-    row = next(c for c in worse["checks"] if "baseline" in c["check"])
-    assert not row["passed"] and worse["passed"] is False
+    worse = run_gate(str(path), baseline=from_json(base), workers=1)
+    row = next(c for c in worse.checks if "baseline" in c.check)
+    assert not row.passed and worse.passed is False
+
+
+def test_a_run_result_is_a_baseline_too(passing):
+    path, res = passing
+    summary = clean(res.summaries["night"]["hardened"].model_dump(by_alias=True))
+    run = from_json({"schema": "harness.result/1", "kind": "run", "summary": summary, "target_config": {},
+                     "workload_config": {}, "seed": 1, "mode": "sim"})
+    again = run_gate(str(path), baseline=run, workers=1)
+    row = next(c for c in again.checks if "baseline" in c.check)
+    assert row.passed and not row.skipped and row.threshold == pytest.approx(1.1 * summary["latency_s"]["p99"])
 
 
 def test_default_tolerance_follows_the_operator(tmp_path):
@@ -139,21 +152,24 @@ def test_default_tolerance_follows_the_operator(tmp_path):
     assert [c.relative for c in gf.gates[0].checks] == [0.2, -0.2, 0.0, -0.05]
 
 
-def test_lookup_expands_wildcards_and_reads_null_latency_as_never():
+def test_lookup_expands_wildcards_and_reads_null_latency_as_never(passing):
     s = {"latency_s": {"p99": None}, "cache": {"hit_rate": None},
          "tenants": {"a": {"p99_s": 0.1}, "b": {"p99_s": None}}}
     assert lookup(s, "latency_s.p99") == [("", math.inf)]
     assert lookup(s, "cache.hit_rate") == [("", None)]
     assert dict(lookup(s, "tenants.*.p99_s")) == {"a": 0.1, "b": math.inf}
+    typed = passing[1].summaries["night"]["hardened"]  # a typed RunSummary reads the same way
+    assert lookup(typed, "latency_s.p99") == [("", typed.latency_s.p99)]
+    assert dict(lookup(typed, "tenants.*.p99_s")) == {k: t.p99_s for k, t in typed.tenants.items()}
 
 
 def test_reports_are_well_formed(passing):
-    _, doc = passing
-    root = ET.fromstring(junit_xml(doc))
-    assert root.tag == "testsuites" and len(root.findall(".//testcase")) == len(doc["checks"])
-    text = markdown(doc)
+    _, res = passing
+    root = ET.fromstring(junit_xml(res))
+    assert root.tag == "testsuites" and len(root.findall(".//testcase")) == len(res.checks)
+    text = markdown(res)
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    assert len(rows) == 1 + len(doc["checks"]) and "passed" in text.splitlines()[0]  # header + one per check
+    assert len(rows) == 1 + len(res.checks) and "passed" in text.splitlines()[0]  # header + one per check
     assert "5 of 6 checks passed, 1 skipped" in text
 
 

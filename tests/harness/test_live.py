@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import io as results
 from harness.engine.sim import run_sim
+from harness.results import RunResult, load_result
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 
@@ -58,26 +58,28 @@ def test_naive_and_hardened_run_live_and_write_valid_results(tmp_path: Path) -> 
                         "--out", str(tmp_path / f"{t}.json"), *QUICK) for t in ("naive", "hardened")}
     for proc in runs.values():
         _finish(proc)
-    sim = run_sim(resolve_target("naive"), load_workload("steady").scaled(1 / 32, 2.0))["summary"]
+    sim = run_sim(resolve_target("naive"), load_workload("steady").scaled(1 / 32, 2.0)).to_json()["summary"]
     for target in runs:
-        doc = results.load(tmp_path / f"{target}.json")
-        s = doc["summary"]
-        assert doc["kind"] == "run" and doc["mode"] == s["mode"] == "live" and not s["partial"]
-        assert set(s) == set(sim) | {"live"}  # the same document as sim, plus the live block
-        r = s["requests"]
-        assert 450 < r["unique"] < 800  # 312.5 req/s (scale 0.02 snapped to 1/32) for 2 s
+        doc = load_result(tmp_path / f"{target}.json")
+        assert isinstance(doc, RunResult)
+        s = doc.summary
+        assert doc.mode == s.mode == "live" and not s.partial
+        assert set(doc.to_json()["summary"]) == set(sim) | {"live"}  # the same document as sim, plus the live block
+        r = s.requests
+        assert 450 < r.unique < 800  # 312.5 req/s (scale 0.02 snapped to 1/32) for 2 s
         # Naive runs at utilisation 0.98 (no headroom): on a busy machine a few slow
         # batches tip it into timeouts, so only hardened must answer nearly all.
-        assert r["succeeded"] >= (0.5 if target == "naive" else 0.95) * r["unique"] and r["unfinished"] == 0
-        live = s["live"]
+        assert r.succeeded >= (0.5 if target == "naive" else 0.95) * r.unique and r.unfinished == 0
+        live = s.live
         assert live["scale"]["effective"] == pytest.approx(1 / 32) and live["scale"]["requested"] == 0.02
-        assert live["send_lag_s"]["p99"] is not None and live["sends_measured"] == r["unique"]
-        assert live["executors"]["batches"] == s["gpu"]["batches"] > 0  # real forward passes
+        assert live["send_lag_s"]["p99"] is not None and live["sends_measured"] == r.unique
+        assert live["executors"]["batches"] == s.gpu.batches > 0  # real forward passes
         assert live["host"]["model"] == "mlp" and live["host"]["device"] == "cpu"
         assert sum(live["proxy"]["per_api_server"]) == live["proxy"]["accepted"] >= 10
-    naive, hardened = (results.load(tmp_path / f"{t}.json")["summary"] for t in runs)
-    assert naive["gpu"]["count"] == 1 and hardened["gpu"]["count"] == 3  # sizing rules at 312.5 req/s
-    assert hardened["goodput_ratio"] > 0.9
+        assert 0 < s.gpu.utilization <= 1.0 and live["batch_s_mean"] > 0  # the host's snapshot arrived
+    naive, hardened = (load_result(tmp_path / f"{t}.json").summary for t in runs)
+    assert naive.gpu.count == 1 and hardened.gpu.count == 3  # sizing rules at 312.5 req/s
+    assert hardened.goodput_ratio > 0.9
 
 
 OUTAGE = """
@@ -113,14 +115,14 @@ def test_gpu_outage_live_hardened_loses_nothing_naive_loses_in_flight(tmp_path: 
                         "--out", str(tmp_path / f"{t}.json"), *QUICK) for t in ("naive", "hardened")}
     for proc in runs.values():
         _finish(proc)
-    naive, hardened = (results.load(tmp_path / f"{t}.json") for t in runs)
+    naive, hardened = (load_result(tmp_path / f"{t}.json") for t in runs)
     for doc in (naive, hardened):
-        assert [e["event"] for e in doc["events"]] == ["gpu-down", "gpu-up"]
-        assert doc["events"][0]["gpus"] == 1 and 0.9 < doc["events"][0]["t_s"] < 1.5
-    n, h = naive["summary"], hardened["summary"]
-    assert n["requests"]["lost"] >= 1 and n["gpu"]["redispatched"] == 0
-    assert n["attempt_status"].get("timeout", 0) >= n["requests"]["lost"]  # found out by timing out
-    assert h["requests"]["lost"] == 0 and h["gpu"]["redispatched"] >= 1
+        assert [e["event"] for e in doc.events] == ["gpu-down", "gpu-up"]
+        assert doc.events[0]["gpus"] == 1 and 0.9 < doc.events[0]["t_s"] < 1.5
+    n, h = naive.summary, hardened.summary
+    assert n.requests.lost >= 1 and n.gpu.redispatched == 0
+    assert n.attempt_status.get("timeout", 0) >= n.requests.lost  # found out by timing out
+    assert h.requests.lost == 0 and h.gpu.redispatched >= 1
 
 
 @pytest.mark.live
@@ -141,10 +143,9 @@ def test_ctrl_c_and_sigterm_leave_a_valid_partial_result_and_no_child(tmp_path: 
         proc.send_signal(sigs[k])
     for k, proc in runs.items():
         _finish(proc, timeout_s=30)
-        doc = results.load(tmp_path / f"{k}.json")
-        s = doc["summary"]
-        assert s["partial"] is True and s["mode"] == "live" and s["requests"]["attempts"] > 0
-        assert s["end_s"] < 30 and s["requests"]["unfinished"] > 0  # stopped long before 60 s
+        s = load_result(tmp_path / f"{k}.json").summary
+        assert s.partial is True and s.mode == "live" and s.requests.attempts > 0
+        assert s.end_s < 30 and s.requests.unfinished > 0  # stopped long before 60 s
         for pid in hosts[k]:
             assert not Path(f"/proc/{pid}").exists(), f"host {pid} outlived its run"
 
@@ -184,3 +185,20 @@ def test_scale_keeps_the_designs_per_gpu_rate() -> None:
     assert fixed.fleet_gpus == 10
     with pytest.raises(ValueError):
         snap_scale(naive, 0)
+
+
+def test_live_plan_snaps_the_scale_and_keeps_the_workloads_shape() -> None:
+    from harness.live.plan import parse_url, plan_live
+
+    plan = plan_live("naive", "steady", seed=2, scale=0.02, duration_s=2.0)
+    assert plan.scale == 1 / 32 and plan.asked_scale == 0.02 and plan.scaling.requested == 0.02
+    assert plan.config.fleet_gpus == 1 and plan.workload.duration_s == 2.0
+    assert plan.workload.peak_rps == pytest.approx(load_workload("steady").peak_rps / 32)
+    assert plan.spec is not None and plan.spec.tenants == [t.name for t in plan.workload.tenants]
+    # --rate asks for a peak; hardened snaps from naive's fleet in a compare, as A does.
+    asked = plan_live("hardened", "steady", rate_rps=625.0, scale_from=resolve_target("naive"))
+    assert asked.scale == 2 / 32 and asked.config.fleet_gpus == 4  # ceil(625 x 0.1 / 32 / 0.8) + 1 spare
+    url = plan_live("http://127.0.0.1:9/predict", "steady", scale=0.01)
+    assert url.url == ("127.0.0.1", 9, "/predict") and url.spec is None and url.scale == 0.01
+    with pytest.raises(ValueError, match="--allow-remote"):
+        parse_url("http://10.1.2.3:8000/predict", allow_remote=False)

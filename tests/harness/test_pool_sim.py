@@ -1,5 +1,6 @@
-"""Tests of the pool simulation: exact logs, capacity arithmetic, invariants, and
-the Part 3 verdicts (proportional starves the large model; reservation does not)."""
+"""Tests of the pool simulation (gang-pool step machines on the virtual-time loop): exact
+logs, capacity arithmetic, invariants, and the Part 3 verdicts (proportional starves the
+large model; reservation does not)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.analysis.gang_pool import (
-    ModelSpec, PoolConfig, PoolResult, PoolScheduleError, capacity_check, compare_policies,
-    generate_arrivals, run_pool,
+    BatchRecord, ModelSpec, PoolConfig, PoolScheduleError, capacity_check, generate_arrivals, run_pool,
 )
+from harness.analysis.pool_experiment import run_pool_experiment
+from harness.results.io import dumps
+from harness.results.pool import PolicyRun, PoolResult
 from targets.gang_schedulers import Decision, ModelKind, PoolState, Start, policy_names
 
 L, S = ModelKind.LARGE, ModelKind.SMALL
@@ -64,11 +67,13 @@ def test_config_validates(kwargs: dict) -> None:
 
 def test_lone_large_request_waits_its_batching_timer() -> None:
     cfg = PoolConfig(duration_s=2.0)
-    r = run_pool(cfg, "gang-reserve", trace=True, arrivals=arrivals([0.0], []))
+    log: list[BatchRecord] = []
+    r = run_pool(cfg, "gang-reserve", trace=log, arrivals=arrivals([0.0], []))
     # max_wait = 0.5 x (1.0 - 0.2) = 0.4 s, then 0.2 s on all 8 GPUs
-    assert [(b.model, b.gpus, b.size, b.start_s, b.end_s) for b in r.trace] == [
+    assert [(b.model, b.gpus, b.size, b.start_s, b.end_s) for b in log] == [
         (L, tuple(range(8)), 1, pytest.approx(0.4), pytest.approx(0.6))]
-    assert r.large.p50_s == pytest.approx(0.6) and r.large.p99_s == pytest.approx(0.6)
+    # The recorder's histogram keeps 3 significant digits: 0.6 s within 1 ms.
+    assert r.large.p50_s == pytest.approx(0.6, abs=1e-3) and r.large.p99_s == pytest.approx(0.6, abs=1e-3)
     assert r.large.gpu_s_per_request_measured == pytest.approx(1.6)  # 8 x 0.2 for 1 request
     assert r.utilization == pytest.approx(1.6 / (8 * 2.0))
     assert r.small.requests == 0 and r.meets_slo
@@ -77,8 +82,9 @@ def test_lone_large_request_waits_its_batching_timer() -> None:
 def test_full_small_batch_starts_at_once_and_large_drains_behind_it() -> None:
     cfg = PoolConfig(duration_s=2.0)
     # 32 small at 0.1 (full, due); 8 large at 0.12 (full, due): the pool drains at 0.15.
-    r = run_pool(cfg, "gang-reserve", trace=True, arrivals=arrivals([0.12] * 8, [0.1] * 32))
-    assert [(b.model, b.size, b.start_s, b.end_s) for b in r.trace] == [
+    log: list[BatchRecord] = []
+    r = run_pool(cfg, "gang-reserve", trace=log, arrivals=arrivals([0.12] * 8, [0.1] * 32))
+    assert [(b.model, b.size, b.start_s, b.end_s) for b in log] == [
         (S, 32, 0.1, pytest.approx(0.15)), (L, 8, pytest.approx(0.15), pytest.approx(0.35))]
     # 7 GPUs idle for 0.03 s while the large batch waited for the eighth
     assert r.fragmentation_gpu_s == pytest.approx(7 * 0.03)
@@ -95,7 +101,7 @@ def test_unanswered_requests_make_p99_null() -> None:
     assert r.large.p99_s is None and r.large.unanswered == 1 and r.large.served == 0
     assert r.large.longest_wait_s == pytest.approx(1.5)  # until the 2.0 s horizon
     assert not r.meets_slo
-    json.dumps(r.to_dict(), allow_nan=False)
+    json.loads(dumps(r.model_dump()))
 
 
 class Rogue:
@@ -152,11 +158,10 @@ def configs(draw: st.DrawFn) -> PoolConfig:
                       gantt_window_s=(0.0, 10.0), max_gantt_bars=100_000)
 
 
-def check_trace(cfg: PoolConfig, r: PoolResult) -> None:
-    assert r.trace is not None
+def check_trace(cfg: PoolConfig, r: PolicyRun, trace: list[BatchRecord]) -> None:
     per_gpu: dict[int, list[tuple[float, float]]] = {g: [] for g in range(cfg.gpus)}
     served = {L: 0, S: 0}
-    for b in r.trace:
+    for b in trace:
         m = cfg.large if b.model is L else cfg.small
         assert 1 <= b.size <= m.batch_size, "batch larger than B"
         assert len(b.gpus) == (cfg.gpus if b.model is L else 1)
@@ -170,7 +175,7 @@ def check_trace(cfg: PoolConfig, r: PoolResult) -> None:
         assert served[kind] == stats.served
         assert stats.served + stats.unanswered == stats.requests
     # the Gantt record is the trace seen through the window
-    assert len(r.gantt) == sum(len(b.gpus) for b in r.trace)
+    assert len(r.gantt) == sum(len(b.gpus) for b in trace)
 
 
 @settings(max_examples=20, deadline=None)
@@ -180,55 +185,68 @@ def test_every_policy_keeps_the_pool_invariants(cfg: PoolConfig) -> None:
     for name in policy_names():
         # run_pool also raises PoolScheduleError if a large batch started later than
         # the reservation announced for it (backfill delaying a reservation).
-        r = run_pool(cfg, name, trace=True, arrivals=arr)
-        check_trace(cfg, r)
+        log: list[BatchRecord] = []
+        r = run_pool(cfg, name, trace=log, arrivals=arr)
+        check_trace(cfg, r, log)
         assert r.small.requests == len(arr[S]) and r.large.requests == len(arr[L])
-        json.dumps(r.to_dict(), allow_nan=False)
+        json.loads(dumps(r.model_dump()))
 
 
 # --- the Part 3 verdicts ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def at_defaults() -> dict:
-    return compare_policies(PoolConfig(duration_s=10.0))
+def at_defaults() -> PoolResult:
+    return run_pool_experiment(PoolConfig(duration_s=10.0))
 
 
 @pytest.mark.slow
-def test_same_arrivals_and_deterministic(at_defaults: dict) -> None:
-    res = at_defaults["results"]
-    assert len({(r["large"]["requests"], r["small"]["requests"]) for r in res.values()}) == 1
-    again = run_pool(PoolConfig(duration_s=10.0), "proportional").to_dict()
+def test_same_arrivals_and_deterministic(at_defaults: PoolResult) -> None:
+    res = at_defaults.results
+    assert len({(r.large.requests, r.small.requests) for r in res.values()}) == 1
+    again = run_pool(PoolConfig(duration_s=10.0), "proportional")
     assert again == res["proportional"]
 
 
+def test_arrivals_are_the_workload_schedules_poisson_draws() -> None:
+    cfg = PoolConfig(duration_s=20.0)
+    arr = generate_arrivals(cfg)
+    # 10 and 2000 requests/s for 20 s: counts within 5 sigma of the Poisson means.
+    assert abs(len(arr[L]) - 200) < 5 * 200 ** 0.5 and abs(len(arr[S]) - 40_000) < 5 * 40_000 ** 0.5
+    assert all(np.all(np.diff(a) >= 0) and a.min() >= 0 and a.max() < 20.0 for a in arr.values())
+    # each model has its own seed: changing the small model's rate leaves the large arrivals alone
+    other = generate_arrivals(PoolConfig(duration_s=20.0, small=ModelSpec(100.0, 32, 0.05)))
+    assert np.array_equal(other[L], arr[L]) and not np.array_equal(generate_arrivals(
+        PoolConfig(duration_s=20.0, seed=1))[L], arr[L])
+
+
 @pytest.mark.slow
-def test_proportional_starves_the_large_model_that_reservation_serves(at_defaults: dict) -> None:
-    assert at_defaults["capacity"]["ok"]
-    slo = at_defaults["config"]["slo_s"]
-    prop = at_defaults["results"]["proportional"]
-    assert prop["large"]["p99_s"] is None or prop["large"]["p99_s"] > 5 * slo
-    assert prop["large"]["longest_wait_s"] > 5 * slo
+def test_proportional_starves_the_large_model_that_reservation_serves(at_defaults: PoolResult) -> None:
+    assert at_defaults.capacity.ok
+    slo = at_defaults.config.slo_s
+    prop = at_defaults.results["proportional"]
+    assert prop.large.p99_s is None or prop.large.p99_s > 5 * slo
+    assert prop.large.longest_wait_s > 5 * slo
     # ...though most of the pool sits idle while it waits: fragmentation, not capacity
-    assert prop["fragmentation_frac"] > 0.3 and prop["utilization"] < 0.5
+    assert prop.fragmentation_frac > 0.3 and prop.utilization < 0.5
     for name in ("gang-reserve", "time-slice"):
-        r = at_defaults["results"][name]
-        assert r["meets_slo"], name
-        assert r["large"]["p99_s"] <= slo and r["small"]["p99_s"] <= slo
+        r = at_defaults.results[name]
+        assert r.meets_slo, name
+        assert r.large.p99_s <= slo and r.small.p99_s <= slo
 
 
 @pytest.mark.slow
-def test_gantt_is_bounded_and_inside_its_window(at_defaults: dict) -> None:
-    for r in at_defaults["results"].values():
-        lo, hi = r["gantt_window_s"]
-        assert 0 < len(r["gantt"]) <= 4000
-        assert all(b["end_s"] > lo and b["start_s"] < hi for b in r["gantt"])
+def test_gantt_is_bounded_and_inside_its_window(at_defaults: PoolResult) -> None:
+    for r in at_defaults.results.values():
+        lo, hi = r.gantt_window_s
+        assert 0 < len(r.gantt) <= 4000
+        assert all(b.end_s > lo and b.start_s < hi for b in r.gantt)
     small_cap = run_pool(PoolConfig(duration_s=4.0, max_gantt_bars=10), "gang-reserve")
     assert len(small_cap.gantt) <= 10 and small_cap.gantt_truncated
 
 
 @pytest.mark.slow
 def test_beyond_capacity_every_policy_fails() -> None:
-    out = compare_policies(PoolConfig(duration_s=10.0, **OVERLOAD))
-    assert not out["capacity"]["ok"]
-    assert [n for n, r in out["results"].items() if r["meets_slo"]] == []
-    json.dumps(out, allow_nan=False)
+    out = run_pool_experiment(PoolConfig(duration_s=10.0, **OVERLOAD))
+    assert not out.capacity.ok
+    assert out.meets_slo == [] and not any(r.meets_slo for r in out.results.values())
+    json.loads(dumps(out.to_json()))

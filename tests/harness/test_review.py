@@ -1,54 +1,66 @@
-"""The design-review demo on a reduced setup: its narrative quotes numbers
-that are in its embedded documents, a user's design replaces naive, and a
-missing Part 2/Part 3 module becomes a note instead of a crash."""
+"""The design-review demo on a reduced setup: its items hold the figures of their
+experiments (verdicts decided in the library), the words quote only numbers the
+embedded rank holds, a user's design replaces naive, and a Part 2/3 that fails
+becomes a note instead of sinking the review."""
 
 import re
-import sys
 
 import pytest
 from rich.console import Console
 
-from harness.analysis.review import pct, review
-from reports.review_console import render_review
+from harness.analysis.review import review
+from harness.results.review import ReviewResult
+from reports.fmt import fmt_pct
+from reports.review import gain, measured, narrative, render
 
 SMALL = {"full-batch-only": ["night"], "no-admission-control": ["night"], "blind-retries": ["night"]}
 
 
 @pytest.fixture(scope="module")
-def doc():
-    return review(flaw_scenarios=SMALL, scale=0.2, parts=False, workers=1)
+def result():
+    return review(flaw_scenarios=SMALL, scale=0.2, workers=1)
 
 
-def test_narrative_quotes_measured_numbers(doc):
-    text = "\n".join(doc["narrative"])
-    fbo = next(f for f in doc["rank"]["flaws"] if f["id"] == "full-batch-only")
-    row = fbo["per_scenario"]["night"]
+def test_items_hold_the_measured_figures(result):
+    fbo = result.rank.flaw("full-batch-only")
+    row = fbo.per_scenario["night"]
+    item = next(it for it in result.doc_items if it.flaw == "full-batch-only")
+    assert item.cost.measurable and item.gain.measurable
+    assert (item.cost.before, item.cost.after) == ("hardened", "hardened+full-batch-only")
+    assert item.cost.goodput_after == row.goodput["hardened+full-batch-only"]
+    assert item.cost.change == row.goodput_loss
+    assert (item.gain.before, item.gain.after) == ("naive", "naive-full-batch-only")
+    assert item.gain.change == row.gain_goodput
+    assert item.runs_s == {"night": result.rank.durations["night"].run_s}
+
+
+def test_narrative_quotes_measured_numbers(result):
+    text = "\n".join(narrative(result))
+    row = result.rank.flaw("full-batch-only").per_scenario["night"]
     # The goodput figures of both sides, as measured, appear in the narrative.
-    for value in (row["goodput"]["hardened"], row["goodput"]["hardened+full-batch-only"],
-                  row["goodput"]["naive"], row["goodput"]["naive-full-batch-only"]):
-        assert pct(value) in text
-    assert f"{100 * fbo['cost']['goodput_loss']:.1f} points" in text
-    # Every percentage in the narrative is one the embedded rank document holds.
+    for label in ("hardened", "hardened+full-batch-only", "naive", "naive-full-batch-only"):
+        assert fmt_pct(row.goodput[label]) in text
+    assert f"{100 * result.rank.flaw('full-batch-only').cost.goodput_loss:.1f} points" in text
+    # Every percentage in the narrative is one the embedded rank result holds.
     held = set()
-    for f in doc["rank"]["flaws"]:
-        for r in f["per_scenario"].values():
-            held |= {pct(v) for v in r["goodput"].values()}
-            held |= {f"{100 * v:.1f}%" for v in (r["goodput_loss"], r["gain_goodput"])}
+    for f in result.rank.flaws:
+        for r in f.per_scenario.values():
+            held |= {fmt_pct(v) for v in r.goodput.values()}
+            held |= {f"{100 * v:.1f}%" for v in (r.goodput_loss, r.gain_goodput)}
     quoted = set(re.findall(r"\d+\.\d%", text))
     assert quoted and quoted <= held
 
 
-def test_items_walk_the_doc_in_order(doc):
-    assert [it["flaw"].split(":")[0] for it in doc["items"]] == ["full-batch-only", "blind-retries", "no-admission-control"]
-    for it in doc["items"]:
-        assert set(it) >= {"item", "flaw", "experiment", "measured", "fix", "gain"}
-        assert "night" in it["experiment"] and "->" in it["measured"]
-    assert doc["kind"] == "review" and doc["design"] == "naive" and doc["rank"]["kind"] == "rank"
+def test_items_walk_the_doc_in_order(result):
+    assert [it.flaw for it in result.doc_items] == ["full-batch-only", "blind-retries", "no-admission-control"]
+    for it in result.doc_items:
+        assert "->" in measured(it) and "night" in measured(it) and gain(it)
+    assert isinstance(result, ReviewResult) and result.design == "naive" and result.rank.kind == "rank"
 
 
-def test_console_view_fits_80_columns(doc):
+def test_console_view_fits_80_columns(result):
     console = Console(width=80, record=True, color_system=None)
-    render_review(doc, console)
+    render(result, console)
     out = console.export_text()
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "Item 2: full-batch-only" in out and "Insist on these before shipping" in out
@@ -58,20 +70,27 @@ def test_user_design_replaces_naive(tmp_path):
     design = tmp_path / "my-design.toml"
     design.write_text('name = "mine"\nbase = "naive"\nfix = ["full-batch-only"]\n')
     d = review(str(design), flaw_scenarios={"full-batch-only": ["night"], "blind-retries": ["night"]},
-               scale=0.2, parts=False, workers=1)
-    assert d["rank"]["flawed"] == "mine"
-    fbo = next(it for it in d["items"] if it["flaw"].startswith("full-batch-only"))
-    assert "already fixed in mine" in fbo["gain"]
-    assert "full-batch-only" not in d["rank"]["top"]  # insist only on flaws the design still has
-    br = next(f for f in d["rank"]["flaws"] if f["id"] == "blind-retries")
-    assert "mine-blind-retries" in br["per_scenario"]["night"]["goodput"]
+               scale=0.2, workers=1)
+    assert d.rank.flawed == "mine"
+    fbo = next(it for it in d.doc_items if it.flaw == "full-batch-only")
+    assert fbo.gain.note and "already fixed in mine" in gain(fbo)
+    assert "full-batch-only" not in d.rank.top  # insist only on flaws the design still has
+    assert "mine-blind-retries" in d.rank.flaw("blind-retries").per_scenario["night"].goodput
 
 
-def test_missing_parts_become_notes(monkeypatch):
-    monkeypatch.setitem(sys.modules, "harness.analysis.capacity", None)  # import raises ImportError
-    monkeypatch.setitem(sys.modules, "harness.cli.pool", None)
-    d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, parts=True, workers=1)
-    assert d["capacity"] is None and d["pool"] is None
-    notes = " ".join(d["notes"])
-    assert "Part 2 (capacity) is not available" in notes and "Part 3 (pool) is not available" in notes
-    assert any("Part 2 (capacity) is not available" in line for line in d["narrative"])
+def test_a_failing_part_becomes_a_note():
+    def broken():
+        raise RuntimeError("no GPUs today")
+
+    d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, workers=1,
+               parts=[("Part 2 (capacity)", broken)])
+    assert d.capacity is None and d.pool is None
+    assert d.notes == ["Part 2 (capacity) failed: RuntimeError: no GPUs today"]
+    assert any("Part 2 (capacity) failed" in line for line in narrative(d))
+
+
+def test_progress_counts_every_run():
+    planned, done = [], []
+    d = review(flaw_scenarios=SMALL, scale=0.2, workers=1, on_planned=planned.append,
+               on_done=lambda i, job, res: done.append(job.target))
+    assert sum(planned) == len(done) == d.rank.runs

@@ -2,8 +2,9 @@ import json
 
 import pytest
 
-from harness.results.io import dumps, load, write_atomic
 from harness.engine.sim import SimRun, run_sim
+from harness.results import RunResult, load_result
+from harness.results.io import dumps, load, write_atomic
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 
@@ -14,22 +15,21 @@ SUMMARY_KEYS = {
 
 
 def small(name: str, duration: float, rate: float | None = None):
-    wl = load_workload(name)
-    return wl.scaled((rate / wl.peak_rps) if rate else 1.0, duration)
+    return load_workload(name).at_rate(rate, duration)
 
 
 def test_same_seed_same_summary_different_seed_different():
     wl = small("steady", 3, 2000)
     cfg = resolve_target("naive")
-    a, b, c = (run_sim(cfg, wl, seed)["summary"] for seed in (4, 4, 5))
-    strip = lambda s: {k: v for k, v in s.items() if k != "wall_s"}
+    a, b, c = (run_sim(cfg, wl, seed).summary for seed in (4, 4, 5))
+    strip = lambda s: s.model_dump(exclude={"wall_s"})
     assert strip(a) == strip(b)
     assert strip(a) != strip(c)
 
 
 def test_summary_has_the_contract_keys_and_is_json():
     doc = run_sim(resolve_target("hardened"), small("steady", 2, 2000), 1)
-    s = doc["summary"]
+    s = doc.to_json()["summary"]  # the file's keys are the contract
     assert SUMMARY_KEYS <= set(s)
     assert set(s["requests"]) >= {"unique", "attempts", "succeeded", "within_slo", "failed", "shed", "timed_out", "lost"}
     assert set(s["latency_s"]) == {"mean", "p50", "p90", "p99", "p999", "max"}
@@ -37,32 +37,32 @@ def test_summary_has_the_contract_keys_and_is_json():
     assert set(s["cache"]) >= {"lookups", "hits"}
     for t in s["tenants"].values():
         assert set(t) >= {"unique", "within_slo", "p99_s"}
-    json.loads(dumps(doc))
-    ts = doc["timeseries"]
+    json.loads(dumps(doc.to_json()))
+    ts = doc.timeseries
     assert len(ts["t_s"]) == len(ts["offered_rps"]) == len(ts["p99_s"]) == len(ts["queue_depth"]) == len(ts["gpu_busy"])
 
 
 def test_low_traffic_naive_fails_as_item_2_predicts():
     """20 QPS over ten full-batch-only queues: requests wait for strangers,
     time out, retry; goodput far below offered."""
-    s = run_sim(resolve_target("naive"), small("low-traffic", 120), 1)["summary"]
-    assert s["goodput_ratio"] < 0.2
-    assert s["amplification"] > 2.0
-    assert s["requests"]["timed_out"] > 0.1 * s["requests"]["unique"]
-    assert s["latency_s"]["p50"] is None or s["latency_s"]["p50"] > 1.0
+    s = run_sim(resolve_target("naive"), small("low-traffic", 120), 1).summary
+    assert s.goodput_ratio < 0.2
+    assert s.amplification > 2.0
+    assert s.requests.timed_out > 0.1 * s.requests.unique
+    assert s.latency_s.p50 is None or s.latency_s.p50 > 1.0
 
 
 def test_low_traffic_hardened_answers_in_about_one_batch():
-    s = run_sim(resolve_target("hardened"), small("low-traffic", 120), 1)["summary"]
-    assert s["goodput_ratio"] >= 0.99
-    assert s["latency_s"]["p99"] <= 0.3
+    s = run_sim(resolve_target("hardened"), small("low-traffic", 120), 1).summary
+    assert s.goodput_ratio >= 0.99
+    assert s.latency_s.p99 <= 0.3
 
 
 def test_unanswered_requests_make_percentiles_never():
-    s = run_sim(resolve_target("naive"), small("night", 60), 1)["summary"]
-    assert s["requests"]["succeeded"] < s["requests"]["unique"] * 0.5
-    assert s["latency_s"]["p99"] is None and s["latency_s"]["max"] is None
-    assert s["latency_ok_s"]["p99"] is not None
+    s = run_sim(resolve_target("naive"), small("night", 60), 1).summary
+    assert s.requests.succeeded < s.requests.unique * 0.5
+    assert s.latency_s.p99 is None and s.latency_s.max is None
+    assert s.latency_ok_s.p99 is not None
 
 
 def test_interrupted_run_leaves_a_valid_partial_result(tmp_path, monkeypatch):
@@ -78,34 +78,34 @@ def test_interrupted_run_leaves_a_valid_partial_result(tmp_path, monkeypatch):
 
     monkeypatch.setattr(run.recorder, "finish", finish)
     doc = run.run()
-    assert doc["summary"]["partial"] is True
+    assert doc.summary.partial is True
     path = write_atomic(tmp_path / "r.json", doc)
-    again = load(path)
-    assert again["summary"]["requests"]["unique"] == doc["summary"]["requests"]["unique"]
-    assert again["summary"]["requests"]["unfinished"] > 0
+    again = load_result(path)
+    assert isinstance(again, RunResult) and again.to_json() == doc.to_json()
+    assert again.summary.requests.unfinished > 0
 
 
 @pytest.mark.slow
 def test_gpu_outage_hardened_loses_nothing_naive_loses_in_flight():
     wl = small("gpu-outage", 12)
-    naive = run_sim(resolve_target("naive"), wl, 1)["summary"]
-    hard = run_sim(resolve_target("hardened"), wl, 1)["summary"]
-    assert naive["requests"]["lost"] > 0
-    assert hard["requests"]["lost"] == 0
-    assert hard["gpu"]["redispatched"] > 0
+    naive = run_sim(resolve_target("naive"), wl, 1).summary
+    hard = run_sim(resolve_target("hardened"), wl, 1).summary
+    assert naive.requests.lost > 0
+    assert hard.requests.lost == 0
+    assert hard.gpu.redispatched > 0
 
 
 @pytest.mark.slow
 def test_slowdown_hardened_bounds_amplification_and_never_runs_an_id_twice():
     wl = small("slowdown", 16)
-    naive = run_sim(resolve_target("naive"), wl, 1)["summary"]
-    hard = run_sim(resolve_target("hardened"), wl, 1)["summary"]
+    naive = run_sim(resolve_target("naive"), wl, 1).summary
+    hard = run_sim(resolve_target("hardened"), wl, 1).summary
     # the budget: retries <= 10% of first attempts + a floor of 10 per client
-    floor = 10 * len(hard["tenants"]) / hard["requests"]["unique"]
-    assert hard["amplification"] <= 1.1 + floor
-    assert hard["gpu"]["wasted_breakdown_s"]["duplicate"] == 0
-    assert naive["amplification"] > 1.5
-    assert naive["gpu"]["wasted_breakdown_s"]["duplicate"] > 0
+    floor = 10 * len(hard.tenants) / hard.requests.unique
+    assert hard.amplification <= 1.1 + floor
+    assert hard.gpu.wasted_breakdown_s.duplicate == 0
+    assert naive.amplification > 1.5
+    assert naive.gpu.wasted_breakdown_s.duplicate > 0
 
 
 def test_result_load_rejects_non_results(tmp_path):
@@ -123,6 +123,29 @@ def test_admission_is_not_trapped_after_a_slowdown_at_small_scale():
     slowdown ended; the measured slowness must fade so admission recovers."""
     wl = load_workload("slowdown").scaled(250 / 8000)
     cfg = resolve_target("hardened", {"peak_qps": 312.5, "api_servers": 1})
-    s = run_sim(cfg, wl, 1)["summary"]
-    assert s["recovery"]["recovered_after_s"] is not None
-    assert s["recovery"]["recovered_after_s"] <= 2.0
+    s = run_sim(cfg, wl, 1).summary
+    assert s.recovery.recovered_after_s is not None
+    assert s.recovery.recovered_after_s <= 2.0
+
+
+def test_at_rate_scales_the_peak_and_leaves_an_unasked_workload_alone():
+    wl = load_workload("spike")
+    assert wl.at_rate() is wl
+    assert wl.at_rate(1000).peak_rps == pytest.approx(1000)
+    cut = wl.at_rate(None, 4)
+    assert cut.duration_s == pytest.approx(4) and cut.peak_rps == wl.peak_rps
+
+
+def test_snapshot_is_what_the_summary_reads():
+    """A finished target's snapshot round-trips as plain data (what a live host sends)."""
+    from targets.snapshot import TargetSnapshot
+
+    run = SimRun(resolve_target("hardened"), small("steady", 2, 2000), 1)
+    doc = run.run()
+    snap = run.target.snapshot()
+    assert TargetSnapshot.from_dict(json.loads(json.dumps(snap.to_dict()))) == snap
+    g = doc.summary.gpu
+    assert (g.batches, g.redispatched) == (snap.pool.batches, snap.pool.redispatched)
+    assert g.batch_fill == pytest.approx(snap.pool.mean_batch / run.config.batch_size)
+    assert doc.summary.requests.lost == snap.lost and g.wasted_gpu_s == snap.wasted.total_s
+    assert snap.since(1.0).pool.last_done_s == max(0.0, snap.pool.last_done_s - 1.0)

@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 
 from harness.engine.recorder import Recorder, percentiles
-from harness.results.io import SCHEMA
 from harness.engine.sim import run_sim
-from reports.page import Section, doc_sections, page_html, section_builder, write_html
-from reports.html_rank import TOP
-from reports.html_run import markers, timeseries_figure, Side
+from harness.results import CompareResult, RunResult
+from harness.results.io import SCHEMA
+from reports.page import Section, doc_sections, page_html, write_html
+from reports.rank_charts import TOP
+from reports.registry import view
+from reports.run_charts import markers, timeseries_figure, Side
 from targets.flaws import FLAWS
 from targets.protocol import Status
 from targets.spec import resolve_target
@@ -46,16 +48,16 @@ def small_workload() -> WorkloadConfig:
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict[str, dict[str, Any]]:
+def runs() -> dict[str, RunResult]:
     wl = small_workload()
     return {t: run_sim(resolve_target(t, {"gpus": 2, "peak_qps": 500}), wl, seed=3) for t in ("naive", "hardened")}
 
 
 @pytest.fixture(scope="module")
-def compare_doc(runs) -> dict[str, Any]:
+def compare_doc(runs) -> CompareResult:
     w = "tiny-bad-day"
-    return {"schema": SCHEMA, "kind": "compare", "a": "naive", "b": "hardened", "seed": 3, "mode": "sim",
-            "scenarios": {w: {k: d["summary"] for k, d in runs.items()}}, "runs": {w: runs}}
+    return CompareResult(a="naive", b="hardened", seed=3, mode="sim",
+                         scenarios={w: {k: d.summary for k, d in runs.items()}}, runs={w: runs})
 
 
 def rank_doc(n_scen: int = 3) -> dict[str, Any]:
@@ -151,7 +153,7 @@ def test_latency_cdf_agrees_with_summary_percentiles_and_stops_at_answered():
 
 def test_run_doc_carries_a_cdf_and_every_run_figure_is_labelled(runs):
     doc = runs["naive"]
-    assert doc["latency_cdf"]["fraction"], "run documents carry the latency CDF"
+    assert doc.latency_cdf["fraction"], "run documents carry the latency CDF"
     secs = doc_sections(doc)
     assert len(figures(secs)) == 3  # time series, CDF, tenants
     for fig in figures(secs):
@@ -172,13 +174,17 @@ def test_markers_cover_phases_spike_fault_and_burst(runs):
     assert "spike to 900 req/s" in labels and "GPU outage: 50% of GPUs down" in labels and "tenant a bursts" in labels
 
 
-def test_spike_markers_are_clipped_to_a_shortened_run():
-    doc = {"summary": {"duration_s": 20.0}, "phases": [{"kind": "spike", "start_s": 0.0, "end_s": 20.0}],
-           "workload_config": {"phases": [{"kind": "spike", "at_s": 15, "spike_s": 10, "spike_rps": 2e4}]},
-           "faults": [{"kind": "slowdown", "at_s": 25, "duration_s": 5, "factor": 3}], "events": []}
+def test_spike_markers_are_clipped_to_a_shortened_run(runs):
+    base = runs["naive"]
+    doc = base.model_copy(update={
+        "summary": base.summary.model_copy(update={"duration_s": 20.0}),
+        "phases": [{"kind": "spike", "start_s": 0.0, "end_s": 20.0}],
+        "workload_config": {"phases": [{"kind": "spike", "at_s": 15, "spike_s": 10, "spike_rps": 2e4}]},
+        "faults": [{"kind": "slowdown", "at_s": 25, "duration_s": 5, "factor": 3}], "events": []})
     assert [(m.kind, m.x0, m.x1) for m in markers(doc)] == [("spike", 15.0, 20.0)]
-    doc["faults"][0]["at_s"] = 5  # inside the run, but a live run against an external target skipped it
-    doc["events"] = [{"t_s": 0.0, "event": "faults-skipped", "reason": "external target"}]
+    # Inside the run, but a live run against an external target skipped it:
+    doc = doc.model_copy(update={"faults": [{"kind": "slowdown", "at_s": 5, "duration_s": 5, "factor": 3}],
+                                 "events": [{"t_s": 0.0, "event": "faults-skipped", "reason": "external target"}]})
     got = [(m.kind, m.x0, m.label) for m in markers(doc)]
     assert got == [("spike", 15.0, "spike to 20,000 req/s"), ("event", 0.0, "faults-skipped: external target")]
 
@@ -188,11 +194,11 @@ def test_overloaded_windows_show_never_and_the_slo(runs):
     fig = timeseries_figure([Side("naive", doc, "#000")])
     names = [t.name for t in fig.data]
     assert any(n.startswith("SLO") for n in names)
-    gaps = sum(v is None for v in doc["timeseries"]["p99_s"][:20])  # the 20 windows inside the run
+    gaps = sum(v is None for v in doc.timeseries["p99_s"][:20])  # the 20 windows inside the run
     assert gaps > 0, "naive on 2 GPUs must leave some windows' p99 unanswered"
     never = [t for t in fig.data if "never" in t.name]
     assert len(never) == 1 and len(never[0].x) == gaps
-    assert min(never[0].y) > max(v for v in doc["timeseries"]["p99_s"] if v is not None)  # drawn above the data
+    assert min(never[0].y) > max(v for v in doc.timeseries["p99_s"] if v is not None)  # drawn above the data
 
 
 def test_compare_overlays_a_and_b_in_consistent_colours(compare_doc):
@@ -213,12 +219,11 @@ def test_compare_overlays_a_and_b_in_consistent_colours(compare_doc):
 
 
 def test_cdf_falls_back_to_summary_percentiles_for_old_files(runs):
-    doc = dict(runs["hardened"])
-    del doc["latency_cdf"]
+    doc = runs["hardened"].model_copy(update={"latency_cdf": {}})
     fig = doc_sections(doc)[2].figure
     left = fig.data[0]
-    lat = doc["summary"]["latency_s"]
-    assert list(left.x) == [lat[k] for k in ("p50", "p90", "p99", "p999") if lat[k]]
+    lat = doc.summary.latency_s
+    assert list(left.x) == [v for v in (lat.p50, lat.p90, lat.p99, lat.p999) if v]
 
 
 def test_rank_chart_orders_by_rank_highlights_top_three_and_marks_never():
@@ -250,8 +255,8 @@ def test_review_escapes_narrative_and_notes_missing_views(monkeypatch):
 
 
 def test_unknown_kind_is_a_clear_error():
-    with pytest.raises(ValueError, match="no HTML report for result kind 'bogus'.*known: run, compare"):
-        section_builder("bogus")
+    with pytest.raises(ValueError, match="no report for result kind 'bogus'.*known: run, compare"):
+        view("bogus")
 
 
 def test_page_is_offline_and_inlines_plotly_once(runs, tmp_path):
@@ -306,7 +311,7 @@ def test_report_renders_in_headless_chromium_without_errors(runs, compare_doc, t
 
 
 def test_marker_labels_that_would_overlap_get_separate_rows():
-    from reports.html_run import Marker, label_levels
+    from reports.run_charts import Marker, label_levels
 
     marks = [Marker("spike", 10, 12, "a long label here"), Marker("event", 11, None, "x"),
              Marker("burst", 50, 60, "far away"), Marker("gpu-down", 10.5, 20, "y")]
@@ -315,7 +320,7 @@ def test_marker_labels_that_would_overlap_get_separate_rows():
 
 
 def test_heatmap_keeps_the_sign_of_a_flaw_that_helps():
-    from reports.html_rank import heatmap_figure
+    from reports.rank_charts import heatmap_figure
 
     doc = rank_doc()
     doc["flaws"][0]["per_scenario"]["spike"]["goodput_loss"] = -0.2  # e.g. a cache on repeated payloads

@@ -92,6 +92,7 @@ async def test_unreachable_backend_closes_the_client() -> None:
     proxy = L4Proxy([("127.0.0.1", dead_port)])
     port = await proxy.start()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"hello\n")  # the backend is dialled at the client's first byte
     assert await asyncio.wait_for(reader.read(), 2.0) == b""  # EOF: closed, nothing relayed
     assert proxy.stats.failed == 1
     writer.close()

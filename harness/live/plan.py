@@ -1,0 +1,125 @@
+"""Planning live runs: which scale, which fleet, which traffic; and live compares.
+
+`plan_live(...)` turns what a user asked for (a target spec or an http URL, a
+workload, `--rate` / `--scale` / `--duration`) into a `LivePlan`: the scaled
+target config, the scaled workload, the host spec and the `Scaling` it
+reports. `LivePlan.run(progress)` runs it and returns the typed result.
+`compare_live(...)` runs each workload on A then B, one run at a time (both
+need the machine), at one scale snapped from A, and returns the same
+`CompareResult` a sim compare does. Nothing here prints: callers show a plan
+and a run as they like through `run_one`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from harness.live.host import HostSpec
+from harness.live.http_transport import Payloads
+from harness.live.run import LiveRun, Progress, Scaling, default_scale, scale_for_live, snap_scale
+from harness.results import CompareResult, RunResult
+from targets.config import TargetConfig
+from targets.limits import is_loopback
+from targets.spec import resolve_target
+from workloads.loader import load_workload
+from workloads.model import WorkloadConfig
+
+__all__ = ["LivePlan", "compare_live", "parse_url", "plan_live"]
+
+
+@dataclass(frozen=True)
+class LivePlan:
+    """One live run, planned. `url` set: an external server (no host, no scaling
+    of a fleet: `spec` and `scaling` are None). Rates in requests/s."""
+
+    target: str
+    config: TargetConfig
+    workload: WorkloadConfig
+    seed: int
+    asked_scale: float
+    scale: float
+    payloads: Payloads
+    spec: HostSpec | None = None
+    scaling: Scaling | None = None
+    url: tuple[str, int, str] | None = None
+
+    @property
+    def pad_s(self) -> float | None:
+        """Seconds each batch is held to on the host (None: not padded)."""
+        return self.spec.effective_pad_s(self.config) if self.spec is not None else None
+
+    def runner(self, progress: Progress | None = None) -> LiveRun:
+        return LiveRun(self.config, self.workload, self.seed, self.spec, scaling=self.scaling, url=self.url,
+                       payloads=self.payloads, progress=progress)
+
+    def run(self, progress: Progress | None = None) -> RunResult:
+        """Run it to the end (or Ctrl-C / SIGTERM: a partial result). RuntimeError if the host fails."""
+        return self.runner(progress).run()
+
+
+def parse_url(text: str, allow_remote: bool) -> tuple[str, int, str]:
+    """(host, port, path) of an http URL target; ValueError for other schemes,
+    or for a host outside loopback unless `allow_remote`."""
+    u = urlsplit(text)
+    if u.scheme != "http" or not u.hostname:
+        raise ValueError(f"target URL '{text}': only http://HOST:PORT/PATH is supported")
+    if not allow_remote and not is_loopback(u.hostname):
+        raise ValueError(f"target URL '{text}' is outside loopback; pass --allow-remote to load-test another host")
+    path = (u.path or "/") + (f"?{u.query}" if u.query else "")
+    return u.hostname, u.port or 80, path
+
+
+def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, Any] | None = None,
+              duration_s: float | None = None, rate_rps: float | None = None, scale: float | None = None,
+              model: str = "mlp", device: str = "auto", pad_to_s: float | None = None,
+              template: str | None = None, allow_remote: bool = False,
+              scale_from: TargetConfig | None = None) -> LivePlan:
+    """Plan one live run. The scale is `scale`, else the one that makes the peak
+    `rate_rps`, else `default_scale`; for a built target it is snapped (from
+    `scale_from`, default the target itself) to a whole number of GPUs at the
+    design's per-GPU rate. Raises ConfigError / ValueError / OSError naming the problem."""
+    overrides = overrides or {}
+    wl = load_workload(workload).at_rate(None, duration_s)
+    asked = scale or (wl.rate_factor(rate_rps) if rate_rps else default_scale(wl))
+    payloads = Payloads(model, template, seed)
+    if "://" in target:
+        url = parse_url(target, allow_remote)
+        cfg = resolve_target("naive", {**overrides, "name": target})
+        return LivePlan(target, cfg, wl.scaled(asked), seed, asked, asked, payloads, url=url)
+    design = resolve_target(target, overrides)
+    eff = snap_scale(scale_from or design, asked)
+    cfg, info = scale_for_live(design, eff)
+    wl = wl.scaled(eff)
+    spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
+                    tenants=[t.name for t in wl.tenants], seed=seed)
+    return LivePlan(target, cfg, wl, seed, asked, eff, payloads, spec=spec, scaling=replace(info, requested=asked))
+
+
+def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
+                 duration_s: float | None = None, rate_rps: float | None = None, scale: float | None = None,
+                 model: str = "mlp", device: str = "auto",
+                 run_one: Callable[[LivePlan], RunResult] | None = None) -> CompareResult:
+    """Each workload on A then B at one scale snapped from A; stops after a partial run.
+
+    `run_one(plan)` runs a plan (default: `plan.run()`), so a caller can show
+    the plan and a progress bar around each run.
+    """
+    run_one = run_one or (lambda plan: plan.run())
+    base = resolve_target(a, overrides or {})
+    label_b = b if b != a else f"{b} (B)"
+    scenarios: dict[str, dict[str, Any]] = {}
+    runs: dict[str, dict[str, RunResult]] = {}
+    for w in workloads:
+        for target, side in ((a, a), (b, label_b)):
+            plan = plan_live(target, w, seed, overrides, duration_s, rate_rps, scale, model, device,
+                             scale_from=base)
+            res = run_one(plan)
+            scenarios.setdefault(w, {})[side] = res.summary
+            runs.setdefault(w, {})[side] = res
+            if res.summary.partial:
+                break
+        if any(s.partial for s in scenarios[w].values()):
+            break
+    return CompareResult(a=a, b=label_b, seed=seed, mode="live", scenarios=scenarios, runs=runs)

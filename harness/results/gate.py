@@ -1,0 +1,66 @@
+"""The `gate` result: a CI performance gate's checks, their verdicts and the runs behind them.
+
+`harness.gate.file` documents the gate file, `harness.gate.check` how each check is
+decided. `measured` and `threshold` are numbers; in the file null stands for an
+infinite latency (never answered) or no value; in memory they may be inf.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from harness.results.base import Figures, Result
+from harness.results.run import RunSummary
+
+__all__ = ["CheckOutcome", "GateResult"]
+
+
+class CheckOutcome(Figures):
+    """One check of one gate, decided. `target` is "A/B" for a paired (ratio) check."""
+
+    scenario: str
+    target: str
+    key: str
+    op: str
+    check: str                      # the check as the file wrote it
+    threshold: float | None
+    measured: float | None          # the worst value when a wildcard matched several
+    passed: bool
+    note: str
+    skipped: bool                   # a baseline check without --baseline (counts as passed)
+
+    @property
+    def paired(self) -> bool:
+        return "/" in self.target
+
+    @property
+    def status(self) -> Literal["pass", "FAIL", "skip"]:
+        return "skip" if self.skipped else ("pass" if self.passed else "FAIL")
+
+
+class GateResult(Result):
+    """`summaries[scenario][target]` are the runs the checks read; `durations` their lengths (s)."""
+
+    KIND = "gate"
+
+    kind: Literal["gate"] = "gate"
+    gate_file: str
+    seed: int
+    target: str | None = None       # the --target that replaced the file's target under test
+    checks: list[CheckOutcome]
+    passed: bool
+    summaries: dict[str, dict[str, RunSummary]]
+    durations: dict[str, dict[str, float]]
+    wall_s: float
+
+    @property
+    def failed(self) -> list[CheckOutcome]:
+        return [c for c in self.checks if not c.passed]
+
+    @property
+    def skipped(self) -> list[CheckOutcome]:
+        return [c for c in self.checks if c.skipped]
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `gate --json` prints: the document without the run summaries."""
+        return {k: v for k, v in self.to_json().items() if k != "summaries"}

@@ -1,0 +1,94 @@
+"""The `review` result: the design doc's items one by one, each answered with measurements.
+
+Every item carries the figures of its experiment, decided in the library
+(`harness.analysis.review`): where the flaw cost most when put back into the good
+design, where its fix gained most alone in the design under review, and whether
+either is measurable at all. `reports/review.py` turns them into words. The
+embedded `rank` is the ablation the items were read from; `capacity` and `pool`
+are the Part 2 and Part 3 results (None when skipped or when they failed: see
+`notes`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from harness.results.base import Figures, Result
+from harness.results.capacity import CapacityResult
+from harness.results.pool import PoolResult
+from harness.results.rank import RankResult
+
+__all__ = ["Effect", "LostShift", "ReviewItem", "ReviewResult", "TailShift"]
+
+
+class TailShift(Figures):
+    """p99 before and after the change on one scenario (None: never answered)."""
+
+    scenario: str
+    p99_before_s: float | None
+    p99_after_s: float | None
+
+
+class LostShift(Figures):
+    """Requests lost in flight before and after the change, where it changed most."""
+
+    scenario: str
+    before: int
+    after: int
+
+
+class Effect(Figures):
+    """One change measured: `before` and `after` are variant labels ("hardened",
+    "hardened+blind-retries"); figures are from `scenario`, the one where the change
+    mattered most. `change` is goodput lost (cost) or gained (gain), signed, 0..1."""
+
+    OMIT_IF_NONE = frozenset({"tail", "lost", "note"})
+
+    before: str
+    after: str
+    scenario: str
+    measurable: bool                     # False: noise on every scenario measured
+    change: float
+    goodput_before: float | None
+    goodput_after: float | None
+    p99_before_s: float | None
+    p99_after_s: float | None
+    amplification_before: float | None = None
+    amplification_after: float | None = None
+    wasted_gpu_s: float = 0.0            # extra wasted GPU-seconds (cost side)
+    tail: TailShift | None = None        # the worst tail, when it is on another scenario
+    lost: LostShift | None = None        # when the change loses (or saves) requests in flight
+    note: str | None = None              # why there is nothing to measure (flaw already fixed)
+
+
+class ReviewItem(Figures):
+    """One item of the design doc: its flaw, the experiment, the cost and the fix's gain."""
+
+    item: str                            # the doc's item number(s), or "implicit"
+    flaw: str                            # flaw id
+    failure: str
+    fix: str
+    rank: int
+    runs_s: dict[str, float]             # the experiment: scenario -> run length (s)
+    cost: Effect                         # the flaw put back alone into the good design
+    gain: Effect                         # the flaw fixed alone in the design under review
+    interaction: str | None = None
+
+
+class ReviewResult(Result):
+    KIND = "review"
+
+    kind: Literal["review"] = "review"
+    design: str
+    seed: int
+    quick: bool
+    rank: RankResult
+    capacity: CapacityResult | None = None
+    pool: PoolResult | None = None
+    # "items" in the file; `doc_items` in Python, where `items` would shadow Figures.items.
+    doc_items: list[ReviewItem] = Field(alias="items")
+    notes: list[str]
+    wall_s: float
+

@@ -1,0 +1,139 @@
+"""The rank view's charts: the flaw ranking as bars (top three highlighted) and a
+flaw x scenario heatmap of costs. Read a typed `RankResult` only."""
+
+from __future__ import annotations
+
+import html as _html
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from harness.results.rank import FlawRank, RankResult
+from reports.charts import FONT
+from reports.fmt import fmt_s
+
+__all__ = ["GAIN_OTHER", "GAIN_TOP", "OTHER", "TOP", "heatmap_figure", "label", "p99_change", "ranking_figure"]
+
+TOP = "#d7301f"
+OTHER = "#9e9e9e"
+GAIN_TOP = "#238b45"
+GAIN_OTHER = "#a1d99b"
+
+
+def label(f: FlawRank, top: set[str]) -> str:
+    star = " ★" if f.id in top else ""
+    return f"{f.rank}. {f.id}{star}"
+
+
+def p99_change(x: float | None) -> str:
+    """A p99 difference, signed; None is a tail that became never answered."""
+    if x is None:
+        return "never answered"
+    return ("+" if x >= 0 else "-") + fmt_s(abs(x))
+
+
+def _hover(f: FlawRank) -> str:
+    return (f"<b>{_html.escape(f.id)}</b> (doc item {_html.escape(f.doc_item)})<br>"
+            f"worst in: {_html.escape(f.cost.scenario)}<br>"
+            f"failure: {_html.escape(f.failure[:110])}<br>"
+            f"fix: {_html.escape(f.fix[:110])}"
+            + (f"<br>interaction: {_html.escape(f.interaction)}" if f.interaction else ""))
+
+
+def ranking_figure(result: RankResult) -> go.Figure:
+    """Three panels sharing the flaw axis (rank 1 on top): goodput lost when
+    the flaw is put back into the good design, the p99 increase it causes, and
+    the goodput gained by fixing it alone in the flawed one. Top three in colour."""
+    flaws = result.ranked()
+    top = set(result.top)
+    labels = [label(f, top) for f in flaws]
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=(f"goodput lost (put back into {result.good})",
+                                        f"p99 increase (put back into {result.good})",
+                                        f"goodput gained (fixed alone in {result.flawed})"))
+    p99s = [f.cost.p99_increase_s for f in flaws]
+    finite = [abs(v) for v in p99s if v is not None]
+    cap = max(finite + [0.1]) * 1.2
+    hover = [_hover(f) for f in flaws]
+    for group, name, cost_c, gain_c in ((True, "top three: insist on these", TOP, GAIN_TOP),
+                                        (False, "other flaws", OTHER, GAIN_OTHER)):
+        idx = [i for i, f in enumerate(flaws) if (f.id in top) == group]
+        if not idx:
+            continue
+        y = [labels[i] for i in idx]
+        loss = [100 * flaws[i].cost.goodput_loss for i in idx]
+        fig.add_trace(go.Bar(y=y, x=loss, orientation="h", name=name, legendgroup=name, marker_color=cost_c,
+                             text=[f"{v:.1f}%" for v in loss], textposition="outside", customdata=[hover[i] for i in idx],
+                             hovertemplate="%{customdata}<br>goodput lost: %{x:.2f}%<extra></extra>"), row=1, col=1)
+        p = [p99s[i] for i in idx]
+        fig.add_trace(go.Bar(y=y, x=[cap if v is None else v for v in p], orientation="h", name=name,
+                             legendgroup=name, showlegend=False,
+                             marker=dict(color=cost_c, pattern=dict(shape=["/" if v is None else "" for v in p])),
+                             text=["never" if v is None else p99_change(v) for v in p], textposition="outside",
+                             customdata=[[hover[i], p99_change(p99s[i]), flaws[i].cost.p99_scenario] for i in idx],
+                             hovertemplate="%{customdata[0]}<br>p99: %{customdata[1]} (in %{customdata[2]})"
+                                           "<extra></extra>"), row=1, col=2)
+        gain = [100 * flaws[i].gain.goodput_gain for i in idx]
+        fig.add_trace(go.Bar(y=y, x=gain, orientation="h", name=name, legendgroup=name, showlegend=False,
+                             marker_color=gain_c, text=[f"{v:+.1f}%" for v in gain], textposition="outside",
+                             customdata=[hover[i] for i in idx],
+                             hovertemplate="%{customdata}<br>goodput gained by the fix: %{x:.2f}%<extra></extra>"),
+                      row=1, col=3)
+    # Room to the right of the longest bar for its label ("+1.31 s", "never answered").
+    losses = [100 * f.cost.goodput_loss for f in flaws]
+    gains = [100 * f.gain.goodput_gain for f in flaws]
+    shown = [cap if v is None else v for v in p99s]
+    for col, vals in ((1, losses), (2, shown), (3, gains)):
+        lo, hi = min(vals + [0.0]), max(vals + [0.0]) or 1.0
+        fig.update_xaxes(range=[lo * 1.5 - 0.02 * hi, hi * 1.45], row=1, col=col)
+    fig.update_yaxes(categoryorder="array", categoryarray=labels[::-1], title_text="flaw (rank order)", row=1, col=1)
+    fig.update_xaxes(title_text="goodput lost (% of requests)", rangemode="tozero", row=1, col=1)
+    fig.update_xaxes(title_text="p99 increase (s; hatched = never answered)", row=1, col=2)
+    fig.update_xaxes(title_text="goodput gained (% of requests)", rangemode="tozero", row=1, col=3)
+    fig.update_layout(height=max(360, 60 + 42 * len(flaws)), template="plotly_white", font=FONT, barmode="overlay",
+                      legend=dict(orientation="h", y=-0.16, x=0), margin=dict(l=220, r=60, t=60, b=110),
+                      uniformtext_minsize=10)
+    return fig
+
+
+def heatmap_figure(result: RankResult) -> go.Figure:
+    """Flaw (rank order) x scenario: goodput lost when the flaw is put back into
+    the good design, in percent; hover adds the p99 increase, wasted GPU time and
+    the fix's gain there."""
+    flaws = result.ranked()
+    top = set(result.top)
+    scen = list(result.suite or sorted({w for f in flaws for w in f.per_scenario}))
+    z, text, tips = [], [], []
+    for f in flaws:
+        row, trow, hrow = [], [], []
+        for w in scen:
+            c = f.per_scenario.get(w)
+            if c is None:
+                row.append(None)
+                trow.append("")
+                hrow.append("not measured")
+                continue
+            loss = 100 * c.goodput_loss
+            row.append(loss)
+            trow.append(f"{loss:.1f}" if abs(loss) >= 0.05 else "")
+            hrow.append(f"p99 {p99_change(c.p99_increase_s)}, wasted {c.wasted_gpu_s:,.1f} GPU-s"
+                        f"<br>fix alone in {result.flawed} gains {100 * c.gain_goodput:+.1f}% goodput")
+        z.append(row)
+        text.append(trow)
+        tips.append(hrow)
+    labels = [label(f, top) for f in flaws]
+    values = [v for row in z for v in row if v is not None]
+    # Losses are signed: a flaw can help in a scenario (a cache on repeated
+    # payloads); those cells go blue around a white zero, never clipped away.
+    signed = bool(values) and min(values) < -0.05
+    scale = dict(colorscale="RdBu_r", zmid=0) if signed else dict(colorscale="Reds", zmin=0)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=scen, y=labels, text=text, texttemplate="%{text}", customdata=tips, **scale,
+        colorbar=dict(title=dict(text="goodput lost (%)<br>(negative: it helps)" if signed else "goodput lost (%)")),
+        xgap=2, ygap=2,
+        hovertemplate="%{y} in %{x}: %{z:.2f}% goodput lost<br>%{customdata}<extra></extra>"))
+    fig.update_yaxes(title_text="flaw (rank order)", autorange="reversed")
+    fig.update_xaxes(title_text="scenario", tickangle=-30)
+    fig.update_layout(height=max(380, 140 + 40 * len(flaws)), template="plotly_white", font=FONT,
+                      margin=dict(l=220, r=40, t=30, b=110))
+    return fig

@@ -1,0 +1,180 @@
+"""The review view: the design doc item by item, in words, in the terminal and in HTML.
+
+The library (`harness.analysis.review`) decides every verdict and keeps the
+figures (`harness.results.review.ReviewResult`); this module only words them.
+The embedded rank, capacity (Part 2) and pool (Part 3) results are drawn by
+their own views, found through the registry.
+"""
+
+from __future__ import annotations
+
+import html as _html
+
+from rich.console import Console
+from rich.rule import Rule
+from rich.table import Table
+
+from harness.results.review import Effect, ReviewItem, ReviewResult
+from reports.fmt import fmt_pct, fmt_s
+from reports.page import Section
+from reports.registry import view
+
+__all__ = ["experiment", "gain", "measured", "narrative", "render", "sections", "title"]
+
+_PARTS = (("capacity", "Part 2: capacity"), ("pool", "Part 3: shared GPU pool"))
+
+
+def title(result: ReviewResult) -> str:
+    return f"Design review: {result.design}"
+
+
+def pts(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} points"
+
+
+def lat(x: float | None) -> str:
+    return fmt_s(x, never="never answered")
+
+
+def _lost(e: Effect) -> str:
+    if e.lost is None:
+        return ""
+    return f"; on {e.lost.scenario} requests lost in flight {e.lost.before:,} -> {e.lost.after:,}"
+
+
+def _figures(e: Effect, cost: bool) -> str:
+    """'goodput a -> b (change), p99 a -> b'; the change only when measurable."""
+    change = ""
+    if e.measurable:
+        change = f" ({pts(e.change)} lost)" if cost else f" ({'+' if e.change >= 0 else ''}{pts(e.change)})"
+    return (f"goodput {fmt_pct(e.goodput_before)} -> {fmt_pct(e.goodput_after)}{change}, "
+            f"p99 {lat(e.p99_before_s)} -> {lat(e.p99_after_s)}")
+
+
+def experiment(it: ReviewItem, result: ReviewResult) -> str:
+    """What was run for this item."""
+    runs = ", ".join(f"{w} {s:.3g} s" for w, s in it.runs_s.items())
+    return (f"{it.cost.after} against {it.cost.before}, and {it.gain.after} against {it.gain.before}, "
+            f"on {runs} (seed {result.seed}, same arrivals on both sides)")
+
+
+def measured(it: ReviewItem) -> str:
+    """What putting the flaw back cost, where it cost most."""
+    e = it.cost
+    if not e.measurable:
+        return f"no measurable cost on {', '.join(it.runs_s)}: on {e.scenario} {_figures(e, True)}" + _lost(e)
+    text = f"worst on {e.scenario}: {_figures(e, True)}"
+    a, b = e.amplification_before, e.amplification_after
+    if a and b and abs(b - a) >= 0.05:
+        text += f", amplification {a:.2f}x -> {b:.2f}x"
+    if e.wasted_gpu_s >= 1:
+        text += f", {e.wasted_gpu_s:,.0f} GPU-s more wasted"
+    if e.tail is not None:
+        text += (f"; its worst tail is on {e.tail.scenario}: p99 {lat(e.tail.p99_before_s)} -> "
+                 f"{lat(e.tail.p99_after_s)}")
+    return text + _lost(e)
+
+
+def gain(it: ReviewItem) -> str:
+    """What fixing the flaw alone in the design under review gained."""
+    e = it.gain
+    if e.note:
+        return e.note
+    if not e.measurable:
+        return f"fixed alone in {e.before} it gains nothing measurable: on {e.scenario} {_figures(e, False)}" + _lost(e)
+    return f"fixed alone in {e.before}, best on {e.scenario}: {_figures(e, False)}" + _lost(e)
+
+
+def narrative(result: ReviewResult) -> list[str]:
+    """Paragraphs for a person; every figure is one the review measured."""
+    r = result.rank
+    lines = [f"Design under review: {result.design}. Each flaw of the doc was put back alone into {r.good} "
+             f"(what it costs) and fixed alone in {r.flawed} (what its fix gains), on the scenarios that "
+             f"expose it and on steady: {r.runs} simulated runs, seed {r.seed}, SLO {fmt_s(r.slo_s)}."]
+    for it in result.doc_items:
+        line = (f"Item {it.item}, {it.flaw}: {it.failure}. Experiment: {experiment(it, result)}. "
+                f"Measured: {measured(it)}. Fix: {it.fix}. Gain: {gain(it)}.")
+        if it.interaction:
+            line += f" Interaction: {it.interaction}."
+        lines.append(line)
+    lines.append(f"Ranking ({r.score}): " + "; ".join(
+        f"{f.rank}. {f.id} ({pts(f.cost.goodput_loss)} on {f.cost.scenario})" for f in r.ranked()) + ".")
+    top = [r.flaw(fid) for fid in r.top]
+    lines.append("Insist on these before shipping: " + "; ".join(
+        f"{f.id} (doc item {f.doc_item}: {pts(f.cost.goodput_loss)} of goodput lost on {f.cost.scenario}, p99 "
+        f"{'never answered' if f.cost.p99_increase_s is None else '+' + fmt_s(f.cost.p99_increase_s)})"
+        for f in top) + ".")
+    short = [f"{w} {p.run_s:.3g} of {p.full_s:g} s ({p.kept})"
+             for w, p in r.durations.items() if p.run_s < p.full_s - 1e-9]
+    if short:
+        lines.append("Runs were shortened to fit (harness/analysis/shorten.py): " + "; ".join(short) + ".")
+    return lines + list(result.notes)
+
+
+_FIELDS = ("flaw", "experiment", "measured", "fix", "gain", "interaction")
+
+
+def _cells(it: ReviewItem, result: ReviewResult) -> dict[str, str | None]:
+    return {"item": it.item, "flaw": f"{it.flaw}: {it.failure}", "experiment": experiment(it, result),
+            "measured": measured(it), "fix": it.fix, "gain": gain(it), "interaction": it.interaction}
+
+
+def render(result: ReviewResult, console: Console) -> None:
+    lines = narrative(result)
+    console.print(Rule(f"design review: {result.design}"))
+    console.print(lines[0], highlight=False)
+    for it in result.doc_items:
+        console.print()
+        where = "Implicit flaw" if it.item == "implicit" else f"Item {it.item}"
+        console.print(f"[bold]{where}: {it.flaw}[/] (rank {it.rank})", highlight=False)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style="bold", min_width=13)
+        grid.add_column(overflow="fold")
+        cells = _cells(it, result)
+        cells["flaw"] = it.failure
+        for key in _FIELDS:
+            if cells[key]:
+                grid.add_row(f"  {key}", str(cells[key]))
+        console.print(grid, highlight=False)
+    console.print()
+    console.print(Rule("ranking"))
+    view("rank").render(result.rank, console)
+    for key, heading in _PARTS:
+        part = getattr(result, key)
+        if part is not None:
+            console.print()
+            console.print(Rule(heading))
+            view(key).render(part, console)
+    for note in result.notes:
+        console.print(f"[dim]note:[/] {note}", highlight=False)
+    if result.wall_s:
+        console.print(f"review took {result.wall_s:.0f} s.", highlight=False)
+
+
+def items_table(result: ReviewResult) -> str:
+    cols = ("item", "flaw", "experiment", "measured", "fix", "gain")
+    head = "".join(f"<th class='l'>{c}</th>" for c in cols)
+    rows = []
+    for it in result.doc_items:
+        cells = _cells(it, result)
+        rows.append("<tr>" + "".join(f"<td class='l'>{_html.escape(cells[c] or '-')}</td>" for c in cols) + "</tr>")
+    return f"<table class='data'><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def sections(result: ReviewResult) -> list[Section]:
+    """The review in words, the doc item by item, then the rank, capacity and pool sections."""
+    paras = "".join(f"<p>{_html.escape(p)}</p>" for p in narrative(result))
+    out = [
+        Section("the review, in words", html=paras,
+                note=f"Design under review: {result.design}. Every figure quoted was measured."),
+        Section("the design doc, item by item", html=items_table(result),
+                note="For each item: the flaw, the experiment that exposes it, what it cost, the fix "
+                     "and what the fix gained."),
+    ]
+    out.extend(view("rank").sections(result.rank))
+    for key, heading in _PARTS:
+        part = getattr(result, key)
+        if part is not None:
+            out.extend(Section(f"{heading}: {s.title}", s.figure, s.html, s.note)
+                       for s in view(key).sections(part))
+    return out
