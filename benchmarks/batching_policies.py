@@ -33,7 +33,7 @@ def main() -> None:
     docs = run_jobs(jobs, args.jobs)
     print(f"{'workload':12} {'gpus':>4} {'policy':8} {'p50 ms':>7} {'p99 ms':>7} {'fill':>6} {'util':>6} {'goodput':>8}")
     for (w, g, p), d in zip(cases, docs):
-        s = d["summary"]
+        s = d.to_json()["summary"]
         lat = s["latency_s"]
         f = lambda x: "never" if x is None else f"{1000 * x:.0f}"
         print(f"{w:12} {g:4} {p:8} {f(lat['p50']):>7} {f(lat['p99']):>7} {s['gpu']['batch_fill']:6.2f} "

@@ -15,7 +15,7 @@ def mean_wait(rate: float, duration: float, connections: int, **knobs) -> float:
         "name": "closed-form", "phases": [{"kind": "constant", "duration_s": duration, "rate_rps": rate}],
         "tenants": [{"name": "only", "share": 1.0, "connections": connections}],
     })
-    return run_sim(resolve_target("naive", base), wl, seed=11)["summary"]["latency_ok_s"]["mean"] - 0.1
+    return run_sim(resolve_target("naive", base), wl, seed=11).summary.latency_ok_s.mean - 0.1
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ def main() -> None:
     print(f"{'target':10} {'requests':>9} {'attempts':>9} {'wall s':>7} {'req/s':>8}")
     for name in ("naive", "hardened"):
         t0 = time.perf_counter()
-        s = run_sim(resolve_target(name), wl, seed=1)["summary"]
+        s = run_sim(resolve_target(name), wl, seed=1).to_json()["summary"]
         wall = time.perf_counter() - t0
         n = s["requests"]["unique"]
         print(f"{name:10} {n:9,} {s['requests']['attempts']:9,} {wall:7.2f} {n / wall:8,.0f}")

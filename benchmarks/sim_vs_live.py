@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.results import RunResult  # noqa: E402
 from harness.live.run import LiveRun, scale_for_live  # noqa: E402
 from harness.live.host import HostSpec  # noqa: E402
 from harness.engine.sim import run_sim  # noqa: E402
@@ -43,8 +44,8 @@ from workloads.loader import load_workload  # noqa: E402
 SCALE = 1 / 32  # one of the doc's 32 GPUs
 
 
-def _figures(doc: dict) -> dict:
-    s = doc["summary"]
+def _figures(result: RunResult) -> dict:
+    s = result.to_json()["summary"]
     return {"p50": s["latency_s"]["p50"], "p99": s["latency_s"]["p99"], "goodput": s["goodput_ratio"],
             "shed": s["requests"]["shed"], "timed_out": s["requests"]["timed_out"], "lost": s["requests"]["lost"]}
 
@@ -82,7 +83,7 @@ def main() -> None:
             spec = HostSpec(config=cfg.model_dump(mode="json"), model="mlp", device=args.device, pad_to_s=0.1,
                             tenants=[t.name for t in wl.tenants], seed=args.seed)
             live = LiveRun(cfg, wl, args.seed, spec, scaling=info).run()
-            ls = live["summary"]["live"]
+            ls = live.summary.live or {}
             batch_s = ls.get("batch_s_mean") or 0.1
             # The same sim, told the batch time live actually had (hand-offs and a busy machine included).
             # Only the service time changes: same fleet, same batching deadline.
@@ -95,7 +96,7 @@ def main() -> None:
                          "sim": _figures(sim), "live": _figures(live), "calibrated": _figures(cal),
                          "batch_ms": 1000 * batch_s, "overruns": ex.get("overruns"),
                          "send_lag_p99_ms": 1000 * (ls["send_lag_s"]["p99"] or 0),
-                         "driver_behind": ls["driver_behind"], "partial": live["summary"]["partial"]})
+                         "driver_behind": ls["driver_behind"], "partial": live.summary.partial})
             r = rows[-1]
             print(f"{target} at {rate:g} req/s done: sim p99 {_ms(r['sim']['p99'])}, live p99 {_ms(r['live']['p99'])}",
                   file=sys.stderr)

@@ -43,20 +43,10 @@ class Section:
     note: str = ""
 
 
-def _typed(result: Result | dict) -> Result:
-    # TRANSITIONAL: commands not yet typed hand over plain documents; read them as their kind.
-    if isinstance(result, dict):
-        from harness.results import from_json
-
-        return from_json(result)
-    return result
-
-
 def doc_sections(result: Result) -> list[Section]:
     """The HTML sections of one typed result, from its kind's view (reports/registry.py)."""
     from reports.registry import view
 
-    result = _typed(result)
     return view(result.kind).sections(result)
 
 
@@ -64,7 +54,6 @@ def doc_title(result: Result) -> str:
     """A heading for one typed result, from its kind's view."""
     from reports.registry import view
 
-    result = _typed(result)
     return view(result.kind).title(result)
 
 
@@ -145,7 +134,6 @@ def page_html(results: list[Result], plotly_js: str | None = None, title: str | 
         from plotly.offline import get_plotlyjs
 
         plotly_js = get_plotlyjs()
-    results = [_typed(r) for r in results]
     groups = [(doc_title(r), doc_sections(r)) for r in results]
     title = title or ("; ".join(g[0] for g in groups) if len(groups) == 1 else "Inference harness report")
     toc, body, figs = [], [], []

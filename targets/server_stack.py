@@ -30,7 +30,7 @@ from targets.l4proxy import L4Proxy
 from targets.limits import EdgeLimits
 from targets.protocol import Attempt
 from targets.server import ApiMetrics, ApiServers, FrontDoor
-from targets.target import ServingTarget
+from targets.target import ServingTarget, live_computed_bound
 
 
 class DigestExecutor(ModeledExecutor):
@@ -75,7 +75,8 @@ async def start_stack(config: TargetConfig, limits: EdgeLimits | None = None, to
     """Start a served target on 127.0.0.1 (proxy on a free port)."""
     limits = limits or EdgeLimits()
     executor = DigestExecutor(cost_function(config))
-    target = ServingTarget(config, random.Random(0), executor_for=lambda i: executor)
+    target = ServingTarget(config, random.Random(0), executor_for=lambda i: executor,
+                           computed_bound=live_computed_bound(config))
     metrics = ApiMetrics(target, tenants)
     l4 = config.routing is Routing.L4_ROUND_ROBIN
     cache_keys = None if config.cache is CacheMode.OFF else "exact" if config.cache is CacheMode.EXACT else "normalized"

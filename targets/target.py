@@ -59,12 +59,22 @@ class TargetStats:
     wasted_padding_s: float = 0.0
 
 
+def live_computed_bound(config: TargetConfig) -> Bound:
+    """The bound a long-running server puts on duplicate-work accounting: uids are
+    kept twice as long as a retry may come. A duplicate computed later than that
+    (an attempt queued for longer, e.g. full-batch-only at night) counts as
+    abandoned work instead: the total wasted GPU time is unchanged."""
+    retry_window_s = config.client_timeout_s * (config.client_retries + 1) + config.client_retries * config.backoff_cap_s
+    return Bound(1_000_000, 2 * retry_window_s)
+
+
 class ServingTarget:
     def __init__(
         self,
         config: TargetConfig,
         rng: random.Random,
         executor_for: Callable[[int], Executor] | None = None,
+        computed_bound: Bound | None = None,
     ) -> None:
         self.config = config
         self.loop = asyncio.get_running_loop()
@@ -108,9 +118,10 @@ class ServingTarget:
         # (throttling, a bad node) in the service rate it predicts from.
         self.slowness = 1.0
         self._slowness_at = 0.0
-        # uids computed lately (duplicate-work accounting): kept twice as long as a retry may come
-        retry_window_s = config.client_timeout_s * (config.client_retries + 1) + config.client_retries * config.backoff_cap_s
-        self._computed: RecentSet[int] = RecentSet(Bound(1_000_000, 2 * retry_window_s))
+        # uids computed so far (duplicate-work accounting). A sim run is finite, so by
+        # default it remembers every uid and the duplicate/abandoned split is exact; a
+        # server that runs for days passes `computed_bound` (see live_computed_bound).
+        self._computed: RecentSet[int] = RecentSet(computed_bound or Bound(100_000_000, math.inf))
 
     # -- construction helpers ------------------------------------------------------
     def _new_queue(self):

@@ -133,7 +133,7 @@ class Point:
         cfg = self.config()
         schedule = backlog_schedule(self.workload, self.backlog, cfg.reference_length) if self.backlog else None
         sim = _ProbedRun(cfg, self.workload, self.seed, self.probe_s, schedule)
-        s = sim.run()["summary"]
+        s = sim.run().summary
         pool = sim.target.pool if sim.target else None
         busy = pool.stats.busy_s if pool else 0.0
         items = pool.stats.items if pool else 0
@@ -141,16 +141,16 @@ class Point:
         return {
             "key": self.key, "target": self.target, "gpus": gpus,
             "rate_rps": self.workload.peak_rps, "duration_s": self.workload.duration_s,
-            "p50_s": s["latency_s"]["p50"], "p99_s": s["latency_s"]["p99"],
-            "goodput_ratio": s["goodput_ratio"], "utilization": s["gpu"]["utilization"],
-            "batch_fill": s["gpu"]["batch_fill"], "amplification": s["amplification"],
-            "unique": s["requests"]["unique"], "succeeded": s["requests"]["succeeded"],
-            "shed": s["requests"]["shed"],
-            "end_s": s["end_s"], "busy_gpu_s": busy, "computed": items,
+            "p50_s": s.latency_s.p50, "p99_s": s.latency_s.p99,
+            "goodput_ratio": s.goodput_ratio, "utilization": s.gpu.utilization,
+            "batch_fill": s.gpu.batch_fill, "amplification": s.amplification,
+            "unique": s.requests.unique, "succeeded": s.requests.succeeded,
+            "shed": s.requests.shed,
+            "end_s": s.end_s, "busy_gpu_s": busy, "computed": items,
             "gpu_s_per_request": busy / items if items else None,
-            "wasted_s": dict(s["gpu"]["wasted_breakdown_s"]),
+            "wasted_s": s.gpu.wasted_breakdown_s.model_dump(),
             "idle_forming_frac": sim.idle_forming_gpu_s / (gpus * self.workload.duration_s),
-            "wall_s": s["wall_s"],
+            "wall_s": s.wall_s,
         }
 
 

@@ -81,7 +81,7 @@ class TargetHost:
         from targets.l4proxy import L4Proxy
         from targets.limits import EdgeLimits
         from targets.server import ApiMetrics, ApiServers, FrontDoor
-        from targets.target import ServingTarget
+        from targets.target import ServingTarget, live_computed_bound
         from targets.torch_gpu import torch_gpus, warm_up
 
         spec = self.spec
@@ -94,7 +94,8 @@ class TargetHost:
         self.gpus = torch_gpus(cfg.fleet_gpus, spec.model, cost, spec.device, spec.pad_to_s if fixed else None,
                                spec.threads, spec.seed, pad_to_cost=not fixed and spec.effective_pad_s(cfg) is not None)
         await warm_up(self.gpus)
-        self.target = ServingTarget(cfg, random.Random(spec.seed), executor_for=lambda i: self.gpus[i])
+        self.target = ServingTarget(cfg, random.Random(spec.seed), executor_for=lambda i: self.gpus[i],
+                                    computed_bound=live_computed_bound(cfg))
         for gpu, worker in zip(self.gpus, self.target.pool.workers):
             gpu.dispatched_s = lambda w=worker: w.started_s  # hold batches from the pool's own start
         handle = self.gpus[0].executor.model

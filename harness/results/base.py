@@ -33,28 +33,6 @@ class Figures(BaseModel):
                 del data[key]
         return data
 
-    # TRANSITIONAL (removed when every reader uses attributes): dict-style reads.
-    def __getitem__(self, key: str) -> Any:
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key, default)
-
-    def keys(self) -> list[str]:
-        return list(self.model_dump(by_alias=True))
-
-    def items(self) -> list[tuple[str, Any]]:
-        return [(k, self[k]) for k in self.keys()]
-
-    def values(self) -> list[Any]:
-        return [self[k] for k in self.keys()]
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in self.keys()
-
 
 class Result(Figures):
     """One result document. Subclasses set KIND and declare their fields."""

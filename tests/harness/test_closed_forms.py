@@ -33,8 +33,8 @@ def _mean_wait(rate, duration, connections, **knobs) -> tuple[float, int]:
     base = {"cache": "off", "client_retries": 0, "client_timeout_s": 1e6, "batch_time_s": 0.1}
     base.update(knobs)
     doc = run_sim(resolve_target("naive", base), _workload(rate, duration, connections), seed=11)
-    s = doc["summary"]
-    return s["latency_ok_s"]["mean"] - 0.1, s["requests"]["succeeded"]
+    s = doc.summary
+    return s.latency_ok_s.mean - 0.1, s.requests.succeeded
 
 
 @pytest.mark.slow
