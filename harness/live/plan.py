@@ -17,7 +17,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from harness.live.host import HostSpec
-from harness.live.http_transport import Payloads
+from harness.live.payloads import Payloads
 from harness.live.run import LiveRun, Progress, Scaling, default_scale, scale_for_live, snap_scale
 from harness.results import CompareResult, RunResult
 from targets.config import TargetConfig

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.live.http_transport import Payloads
+from harness.live.payloads import Payloads
 from targets.models import create_model
 
 
