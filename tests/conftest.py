@@ -37,3 +37,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+# Modules whose module-scoped fixtures are expensive (a tiny rank, a capacity plan, a pool
+# experiment) stay on one worker (`--dist loadgroup`); every other test is spread one by one.
+_GROUPED = {"test_ablation.py", "test_review.py", "test_capacity.py", "test_pool_cmd.py", "test_pool_sim.py",
+            "test_gate.py", "test_rank_review_gate.py", "test_html.py", "test_models.py", "test_torch_gpu.py",
+            "test_server.py", "test_architecture.py", "test_capacity_and_pool.py"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in _GROUPED:
+            item.add_marker(pytest.mark.xdist_group(name=item.path.name))
