@@ -21,7 +21,7 @@ from rich.text import Text
 
 from harness.results.capacity import CapacityResult, Loss
 from reports.charts import NEVER, layout
-from reports.fmt import fmt_gpus, fmt_ms, fmt_pct
+from reports.fmt import fmt_gpus, fmt_measured, fmt_ms, fmt_pct
 from reports.page import Section
 
 __all__ = ["title", "render", "sections", "format_measured", "by_b_figure", "curve_figure", "fill_figure",
@@ -36,16 +36,12 @@ def title(result: CapacityResult) -> str:
 
 def format_measured(row: Loss) -> str:
     """A loss's measured value in its unit: shares as %, seconds as ms, ratios as 'x'."""
-    v, unit = row.measured, row.unit
-    if v is None:
-        return "∞" if unit.startswith("s ") else "-"
-    if unit.startswith("share"):
-        return fmt_pct(v, 2 if v < 0.01 else 1)
-    if unit.startswith("s "):
-        return f"{v * 1000:+.0f} ms"
-    if unit.startswith("x "):
-        return f"{v:.2f}x"
-    return f"{v:.3g}"
+    return fmt_measured(row.measured, row.unit)[0]
+
+
+def _unit_rest(row: Loss) -> str:
+    """The loss's unit label without the unit word its value already shows."""
+    return fmt_measured(row.measured, row.unit)[1]
 
 
 def _table(heading: str) -> Table:
@@ -86,7 +82,7 @@ def render(result: CapacityResult, console: Console) -> None:
             head.add_column(width=28, overflow="fold")
             head.add_column(width=7, justify="right", no_wrap=True)
             head.add_column(overflow="fold")
-            head.add_row(f"[bold]{loss.source}[/]", f"[bold]{format_measured(loss)}[/]", loss.unit)
+            head.add_row(f"[bold]{loss.source}[/]", f"[bold]{format_measured(loss)}[/]", _unit_rest(loss))
             console.print(Padding(head, (0, 0, 0, 1)))
             console.print(Padding(Text(loss.explanation, style="dim"), (0, 0, 0, 3)))
         console.print()
@@ -252,7 +248,7 @@ def sections(result: CapacityResult) -> list[Section]:
                            note="At low load the SLO's max-wait timer dispatches partial batches: each "
                                 "GPU-second then serves fewer requests than the formula assumes."))
     if result.losses:
-        rows = [[r.source, format_measured(r), r.unit, r.explanation] for r in result.losses]
+        rows = [[r.source, format_measured(r), _unit_rest(r), r.explanation] for r in result.losses]
         out.append(Section("Where realtime throughput goes (measured)",
                            html=_html_table(["source", "measured", "unit", "what the runs showed"], rows, left=1),
                            note="Each source isolated by targeted sim runs that change one thing."))

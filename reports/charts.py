@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-__all__ = ["FONT", "NEVER", "SIDE_COLORS", "layout"]
+__all__ = ["FONT", "NEVER", "OUTCOME_COLORS", "SIDE_COLORS", "layout"]
 
 FONT = dict(family="system-ui, Segoe UI, Roboto, Helvetica, Arial, sans-serif", size=13)
 SIDE_COLORS = ("#e6550d", "#3182bd", "#31a354", "#756bb1")
 NEVER = "#b2182b"
+# One colour per request outcome (harness.results.run.Outcome), good to bad; apart
+# from the side colours, so an outcome never reads as a target.
+OUTCOME_COLORS = {"within_slo": "#1a9850", "late": "#d9ef8b", "shed": "#9e9ac8", "timed_out": "#d73027",
+                  "failed": "#7f0000", "lost": "#252525"}
 
 
 def layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:

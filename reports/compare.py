@@ -2,18 +2,21 @@
 
 One group of charts per scenario, A and B overlaid on the same axes in the
 same colours throughout (A warm, B cool; offered load grey, since both sides
-get the same arrivals). Which side won is the result's own verdict
-(`CompareResult.winners()`); this module only says it.
+get the same arrivals). Which side won, each scenario's verdicts and each
+side's share of the ceiling are the result's own (`CompareResult.winners()`,
+`CompareResult.verdicts`); this module only says them.
 """
 
 from __future__ import annotations
 
 import html as _html
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from harness.results.compare import CompareResult, Winner
+from harness.results.compare import CompareResult, FigureVerdict, Winner
 from harness.results.run import RunSummary
 from reports.charts import SIDE_COLORS
 from reports.fmt import fmt_pct, fmt_s
@@ -21,7 +24,16 @@ from reports.page import Section
 from reports.run import run_sections, summary_table
 from reports.run_charts import Side
 
-__all__ = ["overview_table", "render", "sections", "title"]
+__all__ = ["ceiling_line", "overview", "overview_table", "render", "sections", "title", "verdict_lines",
+           "verdicts_html", "verdicts_table"]
+
+# Outcome columns of the console table: (outcome key, header). within_slo is the goodput column.
+OUTCOME_COLUMNS = (("late", "late"), ("shed", "shed"), ("timed_out", "t/o"), ("failed", "fail"),
+                   ("lost", "lost"))
+# Longest scenario name the console table shows whole within 80 columns, with every
+# outcome column shown; each outcome column not shown leaves OUTCOME_WIDTH more.
+NAME_WIDTH = 16
+OUTCOME_WIDTH = 6
 
 
 def title(result: CompareResult) -> str:
@@ -40,67 +52,238 @@ def _recovery(s: RunSummary) -> str:
     return "never" if r.recovered_after_s is None else f"{r.recovered_after_s:.1f} s"
 
 
+def _share(x: float | None) -> str:
+    """A share in at most 4 characters: 0, <.1%, 2.9%, 19%, 100%."""
+    if x is None:
+        return "-"
+    if x == 0:
+        return "0"
+    if x < 0.00095:
+        return "<.1%"
+    return f"{100 * x:.1f}%" if x < 0.0995 else f"{100 * x:.0f}%"
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _outcome_share(s: RunSummary, key: str) -> float:
+    return getattr(s.outcomes, key).share
+
+
+def _ceiling_share(result: CompareResult, name: str) -> tuple[str, str]:
+    ca, cb = result.ceiling_pair(name)
+    return tuple("-" if c is None or c.share is None else f"{100 * c.share:.0f}%" for c in (ca, cb))
+
+
+def _ceiling_ratio(result: CompareResult, name: str) -> tuple[str, str]:
+    return tuple("-" if c is None else fmt_pct(c.ceiling_ratio) for c in result.ceiling_pair(name))
+
+
+def value_text(v: FigureVerdict, x: float | None) -> str:
+    """One side's value of a declared figure, in its unit ('never' for a missing worst)."""
+    if x is None:
+        return "never" if v.none_means == "worst" else "0"
+    return {"ratio": lambda: fmt_pct(x), "s": lambda: "0 s" if x == 0 else fmt_s(x), "x": lambda: f"{x:.2f}x",
+            "count": lambda: f"{x:,.0f}", "gpu_s": lambda: f"{x:,.1f} GPU-s"}.get(v.unit, lambda: f"{x:g}")()
+
+
+def _tie_text(v: FigureVerdict) -> str:
+    t = v.tie_within
+    within = {"ratio": f"{100 * t:.1f} pts", "s": fmt_s(t), "x": f"{t:.2f}x", "count": f"{t:,.0f}",
+              "gpu_s": f"{t:,.2f} GPU-s"}.get(v.unit, f"{t:g}")
+    return f"tie (within {within})"
+
+
+def verdict_text(result: CompareResult, v: FigureVerdict) -> str:
+    """The one-line verdict: the better side by name, or a tie within the noise threshold."""
+    if v.winner is Winner.TIE:
+        return _tie_text(v)
+    return f"{result.a} (A)" if v.winner is Winner.A else f"{result.b} (B)"
+
+
+def verdict_lines(result: CompareResult, name: str) -> list[str]:
+    """Per declared figure of one scenario: 'label: A value | B value -> verdict'."""
+    sv = result.verdicts.get(name)
+    if sv is None:
+        return []
+    return [f"{v.label}: {value_text(v, v.a)} | {value_text(v, v.b)} -> {verdict_text(result, v)}"
+            for v in sv.answers]
+
+
+def ceiling_line(result: CompareResult, name: str) -> str | None:
+    """'share of the ceiling: ...' for one scenario, or None where it was not computed."""
+    parts = []
+    for label, s, c in zip((f"{result.a} (A)", f"{result.b} (B)"), result.pair(name), result.ceiling_pair(name)):
+        if c is None or c.share is None:
+            return None
+        parts.append(f"{label} {fmt_pct(s.goodput_ratio)} of {fmt_pct(c.ceiling_ratio)} = "
+                     f"{100 * c.share:.0f}%")
+    return "goodput as a share of the ceiling (what any design could answer): " + ", ".join(parts)
+
+
 # -- terminal ---------------------------------------------------------------------------------
 
-def render(result: CompareResult, console: Console) -> None:
-    """One row per scenario: goodput, p99 and amplification of A and B, and who won."""
-    t = Table(title=f"{result.a} (A) vs {result.b} (B)", header_style="bold")
-    t.add_column("scenario")
-    for col in ("goodput A", "goodput B", "p99 A", "p99 B", "amp A/B"):
-        t.add_column(col, justify="right")
-    t.add_column("win", justify="center")
+def _shown_outcomes(result: CompareResult) -> list[tuple[str, str]]:
+    """Outcome columns that hold a request in some scenario (an all-zero column says nothing)."""
+    pairs = [result.pair(w) for w in result.scenarios]
+    return [(k, h) for k, h in OUTCOME_COLUMNS
+            if any(_outcome_share(s, k) > 0 for pair in pairs for s in pair)]
+
+
+def overview(result: CompareResult) -> Table:
+    """Two rows per scenario (A, B): goodput, share of the ceiling, answered p99, the
+    outcome shares that are not within the SLO, attempts per request, and who won."""
+    t = Table(title=f"{result.a} (A) vs {result.b} (B)", header_style="bold", box=box.SIMPLE_HEAD,
+              pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)
+    outcomes = _shown_outcomes(result)
+    budget = NAME_WIDTH + OUTCOME_WIDTH * (len(OUTCOME_COLUMNS) - len(outcomes))
+    width = min(budget, max([len(w) for w in result.scenarios] + [len("scenario")]))
+    t.add_column("scenario", no_wrap=True)
+    for col in ("goodput", "ceil", "p99 ok"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for _, head in outcomes:
+        t.add_column(head, justify="right", no_wrap=True)
+    t.add_column("amp", justify="right", no_wrap=True)
+    t.add_column("", justify="center", no_wrap=True)
     winners = result.winners()
     for name in result.scenarios:
-        sa, sb = result.pair(name)
-        mark = {Winner.A: "[green]A[/]", Winner.B: "[green]B[/]", Winner.TIE: "="}[winners[name]]
-        t.add_row(name, fmt_pct(sa.goodput_ratio), fmt_pct(sb.goodput_ratio),
-                  fmt_s(sa.latency_s.p99), fmt_s(sb.latency_s.p99), f"{_amp(sa)}/{_amp(sb)}", mark)
-    console.print(t)
-    wins = list(winners.values())
+        pair = result.pair(name)
+        ceil = _ceiling_share(result, name)
+        won = winners[name]
+        for i, (side, s) in enumerate(zip(("A", "B"), pair)):
+            mark = "=" if won is Winner.TIE else ("[green]✓[/]" if won == (Winner.A, Winner.B)[i] else "")
+            first = (_clip(name, width) if i == 0 else "").ljust(width)
+            flag = "" if s.valid else "[red]![/]"
+            t.add_row(f"{first} {side}{flag}", fmt_pct(s.goodput_ratio), ceil[i],
+                      fmt_s(s.latency_ok_s.p99, never="-"),
+                      *[_share(_outcome_share(s, k)) for k, _ in outcomes],
+                      _amp(s), mark,
+                      end_section=i == 1)
+    return t
+
+
+def verdicts_table(result: CompareResult) -> Table:
+    """Per scenario, each figure its file declares: A, B and the better side."""
+    t = Table(header_style="bold", box=None, padding=(0, 1), pad_edge=False, show_edge=False)
+    t.add_column("figure", overflow="fold")
+    t.add_column("A", justify="right", no_wrap=True)
+    t.add_column("B", justify="right", no_wrap=True)
+    t.add_column("better", overflow="fold")
+    for name in result.scenarios:
+        sv = result.verdicts.get(name)
+        if sv is None or not sv.answers:
+            continue
+        t.add_row(Text(name, style="bold"), *_ceiling_ratio(result, name), "ceiling (any design)")
+        for v in sv.answers:
+            style = "" if v.winner is Winner.TIE else "green"
+            t.add_row(f"  {v.label}", value_text(v, v.a), value_text(v, v.b),
+                      Text(verdict_text(result, v), style=style))
+    return t
+
+
+def render(result: CompareResult, console: Console) -> None:
+    """The overview table, what each scenario asks, and a legend; fits 80 columns."""
+    console.print(overview(result))
+    shown = {k for k, _ in _shown_outcomes(result)}
+    missing = [h for k, h in OUTCOME_COLUMNS if k not in shown]
     console.print(
-        f"goodput = share of unique requests answered within the SLO; p99 over all "
-        f"requests ('never' = the 1% tail was never answered); amp = attempts per request.\n"
-        f"A won {wins.count(Winner.A)}, B won {wins.count(Winner.B)} of {len(result.scenarios)} scenarios."
-    )
+        "goodput: share of unique requests answered within the SLO; ceil: goodput as a share "
+        "of the ceiling, what any design could answer on that side's fleet; p99 ok: over answered requests; "
+        "late, shed (refused on purpose), t/o (client gave up), fail, lost (never resolved): "
+        "shares of unique requests" + (f" ({', '.join(missing)}: none anywhere)" if missing else "")
+        + "; amp: attempts per request (x); ✓ better (goodput, then p99); '!': an invalid run.",
+        highlight=False)
+    if any(v.answers for v in result.verdicts.values()):
+        console.print()
+        console.print("[bold]What each scenario asks[/] (the figures its file declares; a tie is "
+                      "within the figure's noise threshold)", highlight=False)
+        console.print(verdicts_table(result))
+    for name in result.scenarios:
+        for side, s in zip(("A", "B"), result.pair(name)):
+            if not s.valid:
+                console.print(f"[red]{name} {side} invalid:[/] " + "; ".join(s.invalid_reasons), highlight=False)
+    wins = list(result.winners().values())
+    console.print(f"A won {wins.count(Winner.A)}, B won {wins.count(Winner.B)} of "
+                  f"{len(result.scenarios)} scenarios.", highlight=False)
 
 
 # -- HTML ---------------------------------------------------------------------------------------
 
 def overview_table(result: CompareResult) -> str:
-    """Per scenario: goodput, p99, attempts per request, recovery and wasted
-    GPU time of A and B, and which side won (goodput first, then p99)."""
+    """Per scenario: goodput, share of the ceiling, answered p99, shed, timed out and
+    lost shares, attempts per request, recovery and wasted GPU time of A and B, and
+    which side won (goodput first, then p99)."""
     ca, cb = SIDE_COLORS[0], SIDE_COLORS[1]
-    head = ("<tr><th class='l' rowspan='2'>scenario</th><th colspan='2'>goodput (within SLO)</th>"
-            "<th colspan='2'>p99 latency</th><th colspan='2'>attempts / request</th>"
-            "<th colspan='2'>recovery</th><th colspan='2'>wasted GPU-s</th><th rowspan='2'>better</th></tr><tr>"
-            + f"<th style='color:{ca}'>A</th><th style='color:{cb}'>B</th>" * 5 + "</tr>")
+    groups = ("goodput (within SLO)", "share of ceiling", "p99 (answered)", "shed", "timed out", "lost",
+              "attempts / request", "recovery", "wasted GPU-s")
+    head = ("<tr><th class='l' rowspan='2'>scenario</th>"
+            + "".join(f"<th colspan='2'>{g}</th>" for g in groups) + "<th rowspan='2'>better</th></tr><tr>"
+            + f"<th style='color:{ca}'>A</th><th style='color:{cb}'>B</th>" * len(groups) + "</tr>")
     marks = {Winner.A: f"<b style='color:{ca}'>A</b>", Winner.B: f"<b style='color:{cb}'>B</b>", Winner.TIE: "tie"}
     winners = result.winners()
     rows = []
     for w in result.scenarios:
         sa, sb = result.pair(w)
-        cells = [fmt_pct(sa.goodput_ratio), fmt_pct(sb.goodput_ratio),
-                 fmt_s(sa.latency_s.p99), fmt_s(sb.latency_s.p99), _amp(sa), _amp(sb),
-                 _recovery(sa), _recovery(sb), f"{sa.gpu.wasted_gpu_s:,.1f}", f"{sb.gpu.wasted_gpu_s:,.1f}"]
+        both = (sa, sb)
+        cells = [fmt_pct(s.goodput_ratio) for s in both] + list(_ceiling_share(result, w))
+        cells += [fmt_s(s.latency_ok_s.p99, never="-") for s in both]
+        for key in ("shed", "timed_out", "lost"):
+            cells += [fmt_pct(_outcome_share(s, key)) for s in both]
+        cells += [_amp(s) for s in both] + [_recovery(s) for s in both]
+        cells += [f"{s.gpu.wasted_gpu_s:,.1f}" for s in both]
         rows.append(f"<tr><td class='l'>{_html.escape(w)}</td>"
                     + "".join(f"<td>{_html.escape(c)}</td>" for c in cells) + f"<td>{marks[winners[w]]}</td></tr>")
     a, b = _html.escape(result.a), _html.escape(result.b)
     legend = (f"<p>A = <b style='color:{ca}'>{a}</b>, B = <b style='color:{cb}'>{b}</b>; "
-              "same seed and the same arrivals on both sides. p99 over all requests ('never': the slowest 1% were "
-              "never answered); recovery: seconds from the disturbance's end until every later window is back "
-              "to 99% goodput.</p>")
+              "same seed and the same arrivals on both sides. Share of ceiling: goodput as a share of what "
+              "the best possible design could answer within the SLO on that side's fleet (capacity-bound, "
+              "faults included). p99 over answered requests; shed (refused on purpose), timed out (the "
+              "client gave up) and lost (never resolved) are shares of unique requests; recovery: seconds "
+              "from the disturbance's end until every later window is back to 99% goodput ('never': not "
+              "within the run).</p>")
+    return legend + f"<table class='data'>{head}{''.join(rows)}</table>"
+
+
+def verdicts_html(result: CompareResult) -> str:
+    """Per scenario, each figure its file declares, A, B and the one-line verdict."""
+    ca, cb = SIDE_COLORS[0], SIDE_COLORS[1]
+    rows = []
+    for w in result.scenarios:
+        sv = result.verdicts.get(w)
+        if sv is None or not sv.answers:
+            continue
+        for i, v in enumerate(sv.answers):
+            name = f"<td class='l' rowspan='{len(sv.answers)}'>{_html.escape(w)}</td>" if i == 0 else ""
+            color = {Winner.A: ca, Winner.B: cb}.get(v.winner)
+            verdict = _html.escape(verdict_text(result, v))
+            verdict = f"<b style='color:{color}'>{verdict}</b>" if color else verdict
+            rows.append(f"<tr>{name}<td class='l'>{_html.escape(v.label)}</td>"
+                        f"<td>{_html.escape(value_text(v, v.a))}</td><td>{_html.escape(value_text(v, v.b))}</td>"
+                        f"<td class='l'>{verdict}</td></tr>")
+    if not rows:
+        return "<p>This result has no scenario verdicts (written before scenarios declared them).</p>"
+    head = (f"<tr><th class='l'>scenario</th><th class='l'>figure</th><th style='color:{ca}'>A</th>"
+            f"<th style='color:{cb}'>B</th><th class='l'>better</th></tr>")
+    legend = ("<p>The figures each scenario file declares as the answer to its question "
+              "(<code>[[answers]]</code>); a tie is a difference within the figure's noise threshold.</p>")
     return legend + f"<table class='data'>{head}{''.join(rows)}</table>"
 
 
 def sections(result: CompareResult) -> list[Section]:
-    """The overview, then per scenario its summary numbers, time series,
+    """The overview and the verdicts, then per scenario its summary numbers, time series,
     latency distribution and tenants (scenarios without saved runs: numbers only)."""
-    out = [Section("A vs B in every scenario", html=overview_table(result))]
+    out = [Section("A vs B in every scenario", html=overview_table(result)),
+           Section("What each scenario asks", html=verdicts_html(result))]
     for w in result.scenarios:
         if w not in result.runs:
             continue
         ra, rb = result.run_pair(w)
         sides = [Side(f"A: {result.a}", ra, SIDE_COLORS[0]), Side(f"B: {result.b}", rb, SIDE_COLORS[1])]
+        lines = verdict_lines(result, w) + [line for line in [ceiling_line(result, w)] if line]
+        if lines:
+            items = "".join(f"<li>{_html.escape(line)}</li>" for line in lines)
+            out.append(Section(f"{w}: verdict", html=f"<ul>{items}</ul>"))
         out.append(Section(f"{w}: summary", html=summary_table(sides)))
         out.extend(run_sections(sides, prefix=f"{w}: "))
     return out

@@ -23,7 +23,23 @@ __all__ = ["junit_xml", "markdown", "render", "sections", "title", "value"]
 
 
 def title(result: GateResult) -> str:
-    return f"Performance gate: {'passed' if result.passed else 'FAILED'}"
+    return f"Performance gate: {_word(result)}"
+
+
+def _word(result: GateResult) -> str:
+    return {"pass": "passed", "fail": "FAILED", "cannot judge": "CANNOT JUDGE"}[result.verdict]
+
+
+def _source(result: GateResult) -> str:
+    """Where the judged figures came from: sim runs, or the saved runs given."""
+    if result.results:
+        modes = sorted({s.mode for sides in result.summaries.values() for s in sides.values()})
+        return f"{'/'.join(modes)} runs from {', '.join(result.results)}"
+    return f"sim mode, seed {result.seed}"
+
+
+def _cannot(result: GateResult) -> list[str]:
+    return [f"cannot judge: {line}" for line in result.cannot_judge]
 
 
 def _seconds(key: str) -> bool:
@@ -68,9 +84,12 @@ def render(result: GateResult, console: Console) -> None:
         note = "; ".join(x for x in (("" if c.target == main or c.paired else c.target), c.note) if x)
         t.add_row(mark, c.scenario, c.check, _shown(c), note)
     console.print(t)
-    verdict = "[bold green]PASSED[/]" if result.passed else "[bold red]FAILED[/]"
+    verdict = {"pass": "[bold green]PASSED[/]", "fail": "[bold red]FAILED[/]",
+               "cannot judge": "[bold red]CANNOT JUDGE[/]"}[result.verdict]
     wall = f" ({result.wall_s:.1f} s)" if result.wall_s else ""
-    console.print(f"{verdict}: {_tally(result)}{wall}; sim mode, seed {result.seed}.", highlight=False)
+    console.print(f"{verdict}: {_tally(result)}{wall}; {_source(result)}.", highlight=False, soft_wrap=True)
+    for line in _cannot(result):
+        console.print(f"  {line}", highlight=False, soft_wrap=True)
 
 
 def sections(result: GateResult) -> list[Section]:
@@ -87,8 +106,9 @@ def sections(result: GateResult) -> list[Section]:
                {"pass": "<td class='l good'>pass</td>", "FAIL": "<td class='l bad'>FAIL</td>",
                 "skip": "<td class='l'>skip</td>"}[c.status] for k in cols]
         rows.append("<tr>" + "".join(tds) + "</tr>")
-    verdict = ("<p class='good'><b>PASSED</b>: " if result.passed else "<p class='bad'><b>FAILED</b>: ")
-    verdict += f"{_html.escape(_tally(result))} (sim mode, seed {result.seed}).</p>"
+    verdict = ("<p class='good'><b>PASSED</b>: " if result.passed else f"<p class='bad'><b>{_word(result)}</b>: ")
+    verdict += f"{_html.escape(_tally(result))} ({_html.escape(_source(result))}).</p>"
+    verdict += "".join(f"<p class='bad'>{_html.escape(line)}</p>" for line in _cannot(result))
     return [Section(f"gate {result.gate_file}",
                     html=verdict + f"<table class='data'><tr>{head}</tr>{''.join(rows)}</table>")]
 
@@ -97,10 +117,15 @@ def junit_xml(result: GateResult) -> str:
     """JUnit XML: one <testcase> per check, classname = scenario.target."""
     checks = result.checks
     failures, skipped = len(result.failed), len(result.skipped)
+    errors = 1 if result.cannot_judge else 0
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             f'<testsuites tests="{len(checks)}" failures="{failures}" skipped="{skipped}">',
-             f'  <testsuite name={quoteattr("harness gate " + result.gate_file)} tests="{len(checks)}" '
-             f'failures="{failures}" skipped="{skipped}" time="{result.wall_s or 0:.3f}">']
+             f'<testsuites tests="{len(checks) + errors}" failures="{failures}" errors="{errors}" skipped="{skipped}">',
+             f'  <testsuite name={quoteattr("harness gate " + result.gate_file)} tests="{len(checks) + errors}" '
+             f'failures="{failures}" errors="{errors}" skipped="{skipped}" time="{result.wall_s or 0:.3f}">']
+    if errors:  # an invalid run: the gate could not judge, which is neither a pass nor a failure
+        why = "; ".join(result.cannot_judge)
+        lines.append(f'    <testcase classname="gate" name="valid runs"><error message={quoteattr(why)}>'
+                     f"{escape(why)}</error></testcase>")
     for c in checks:
         detail = (f"measured {value(c.measured, c.key, c.paired)}, threshold "
                   f"{c.op} {value(c.threshold, c.key, c.paired)}" + (f"; {c.note}" if c.note else ""))
@@ -120,10 +145,11 @@ def junit_xml(result: GateResult) -> str:
 def markdown(result: GateResult) -> str:
     """A GitHub-flavoured Markdown report: verdict line, then one row per check."""
     n, failed, skipped = len(result.checks), len(result.failed), len(result.skipped)
-    head = (f"### Performance gate `{result.gate_file}`: {'passed' if result.passed else 'FAILED'}\n\n"
+    head = (f"### Performance gate `{result.gate_file}`: {_word(result)}\n\n"
             f"{n - failed - skipped} of {n} checks passed" + (f", {skipped} skipped" if skipped else "")
-            + f" (sim mode, seed {result.seed}).\n\n"
-            "| | scenario | target | check | measured | note |\n|---|---|---|---|---:|---|\n")
+            + f" ({_source(result)}).\n\n"
+            + "".join(f"**{line}**\n\n" for line in _cannot(result))
+            + "| | scenario | target | check | measured | note |\n|---|---|---|---|---:|---|\n")
     rows = []
     for c in result.checks:
         mark = {"pass": "✅", "FAIL": "❌", "skip": "⏭"}[c.status]

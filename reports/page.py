@@ -67,10 +67,16 @@ per window (usually 1 s); a request is counted in the window it was <i>scheduled
 <li><b>Offered</b> is what the workload sent (unique requests per second); <b>goodput</b> is the
 part answered successfully within the latency SLO (the dashed line on latency charts);
 <b>attempts</b> include the clients' retries.</li>
+<li><b>Outcomes</b>: each unique request ends as exactly one of <i>within SLO</i>, <i>late</i>
+(answered OK after the SLO), <i>shed</i> (refused by the target on purpose, 429/503: a fast
+answer, not a wait), <i>timed out</i> (the client gave up), <i>failed</i> (an error) or
+<i>lost</i> (never resolved); tables give each one's share of all requests.</li>
 <li><b>Latency</b> is end to end from each request's scheduled start to its final answer,
-retries included. A request that was never answered successfully (timed out, shed, failed)
-counts as infinitely slow: a percentile that lands on one is shown as <b>never</b>
-(a red &times; or a hatched bar), and a latency CDF stops short of 100&nbsp;%.</li>
+retries included, over the requests answered OK, always beside the outcome shares. A latency
+CDF stops at the share answered OK; the legend names how the rest ended. Where a figure ranks
+every request (the "all requests" p99), one not answered OK counts as infinitely slow, and a
+percentile that lands on one is named by its outcome: <b>never</b> (a red &times;) only for
+requests that were never answered (timed out or lost), else <i>shed</i> or <i>failed</i>.</li>
 <li><b>Shaded bands</b> mark what the scenario does to the target (load spikes, GPU outages,
 slowdowns, tenant bursts); thin vertical lines mark phase boundaries and recorded events.</li>
 </ul>

@@ -1,9 +1,10 @@
 """The rank view: the flaw ranking in the terminal (80 columns) and in HTML.
 
 Terminal: the ranking table, the top three with their numbers and a one-line
-measured reason each, interactions, and how the runs were shortened. HTML: the
-verdict, the ranking and heatmap charts (reports/rank_charts.py) and the table.
-Reads only the typed result (`harness.results.rank.RankResult`).
+measured reason each, a warning per flaw whose runs were too short to show it,
+interactions, and how the runs were shortened. HTML: the verdict, the ranking
+and heatmap charts (reports/rank_charts.py) and the table. Reads only the typed
+result (`harness.results.rank.RankResult`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.results.rank import FlawRank, RankResult
+from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawRank, RankResult,
+                                  ShortRun, TailChange)
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
-from reports.rank_charts import heatmap_figure, p99_change, ranking_figure
+from reports.rank_charts import cost_tail, heatmap_figure, p99_at, ranking_figure
 
-__all__ = ["pts", "reason", "render", "sections", "shortened", "tail", "title"]
+__all__ = ["amplification", "p99_words", "pts", "reason", "render", "sections", "short_run_words", "shortened",
+           "tail", "tail_cell", "title"]
 
 
 def title(result: RankResult) -> str:
@@ -42,19 +45,82 @@ def tail(x: float | None) -> str:
     return f"{'+' if x >= 0 else '-'}{fmt_s(abs(x))}"
 
 
+def tail_cell(c: FlawCost) -> str:
+    """The worst p99 change for a narrow column: 'never' (became never answered),
+    'never->898 ms' (was never answered, now a number), else signed."""
+    if c.p99_increase_s is not None and c.p99_change is TailChange.BECAME_ANSWERED \
+            and c.p99_increase_s < NOISE_P99_S:
+        return f"{_short(c.p99_from_outcome)}->{fmt_s(c.p99_to_s)}"
+    if c.p99_increase_s is None:
+        return _short(c.p99_to_outcome)
+    if c.p99_change is TailChange.NEVER and abs(c.p99_increase_s) < NOISE_P99_S \
+            and _short(c.p99_from_outcome) != _short(c.p99_to_outcome):
+        return f"{_short(c.p99_from_outcome)}->{_short(c.p99_to_outcome)}"
+    return tail(c.p99_increase_s)
+
+
+def _short(outcome: str | None) -> str:
+    """Where a p99 with no latency lands, in one word."""
+    return outcome if outcome in ("shed", "failed") else "never"
+
+
+def p99_words(c: FlawCost) -> str:
+    """The worst p99 change in words: never 'unchanged' beside a tail that went from never
+    answered to a number (or back)."""
+    x = c.p99_increase_s
+    if x is None:
+        before = "" if c.p99_from_s is None else f"{fmt_s(c.p99_from_s)} -> "
+        return f"{before}{p99_at(None, c.p99_to_outcome)} in {c.p99_scenario}"
+    if c.p99_change in (TailChange.BECAME_ANSWERED, TailChange.NEVER) and abs(x) < NOISE_P99_S:
+        return f"{cost_tail(c)} in {c.p99_scenario}"
+    if abs(x) < NOISE_P99_S:
+        return "unchanged"
+    return tail(x) + ("" if c.p99_scenario == c.scenario else f" in {c.p99_scenario}")
+
+
+def amplification(before: float | None, after: float | None) -> str | None:
+    """'amplification 1.00x -> 1.31x' when it moved beyond noise (three digits for small moves)."""
+    if before is None or after is None or abs(after - before) < NOISE_AMPLIFICATION:
+        return None
+    d = 2 if abs(after - before) >= 0.05 else 3
+    return f"amplification {before:.{d}f}x -> {after:.{d}f}x"
+
+
 def reason(f: FlawRank, good: str) -> str:
     """One line, from measured figures only: what the flaw did where it hurt most."""
     row = f.per_scenario[f.cost.scenario]
     put = f"{good}+{f.id}"
-    g, p, a = row.goodput, row.p99_s, row.amplification
+    g, p, a, at = row.goodput, row.p99_s, row.amplification, row.p99_outcome
     parts = [f"on {f.cost.scenario} goodput {fmt_pct(g.get(good))} -> {fmt_pct(g.get(put))}",
-             f"p99 {fmt_s(p.get(good))} -> {fmt_s(p.get(put))}"]
-    before, after = a.get(good), a.get(put)
-    if before is not None and after is not None and abs(after - before) >= 0.05:
-        parts.append(f"amplification {before:.2f}x -> {after:.2f}x")
+             f"p99 {p99_at(p.get(good), at.get(good), 'never')} -> {p99_at(p.get(put), at.get(put), 'never')}"]
+    u = row.unserved
+    if good in u and put in u and abs(u[put] - u[good]) >= NOISE_SHARE:
+        parts.append(f"timed out, failed or lost {fmt_pct(u[good], 2)} -> {fmt_pct(u[put], 2)}")
+    lost = row.lost
+    if lost.get(good, 0) != lost.get(put, 0):
+        parts.append(f"lost in flight {lost.get(good, 0):,} -> {lost.get(put, 0):,}")
+    amp = amplification(a.get(good), a.get(put))
+    if amp:
+        parts.append(amp)
     if row.wasted_gpu_s >= 1:
         parts.append(f"{row.wasted_gpu_s:,.0f} GPU-s more wasted")
     return ", ".join(parts)
+
+
+def short_run_words(w: ShortRun) -> str:
+    """The per-flaw warning: which runs were too short (or missing) and what the mechanism needs."""
+    if w.missing:
+        text = f"none of the scenarios that expose it ({', '.join(w.missing)}) was run"
+    else:
+        runs = ", ".join(f"{s} kept {k.disturbance_s or 0:.3g} s of it and {k.after_s or 0:.3g} s after"
+                         for s, k in w.runs.items())
+        text = f"the runs were too short to show it ({runs})"
+    if w.needed_disturbance_s is not None:
+        text += (f": {w.mechanism}, so {w.needed_disturbance_s:.3g} s of disturbance and "
+                 f"{w.needed_after_s or 0:.3g} s after")
+    else:
+        text += f": {w.mechanism}"
+    return text + "; its cost may be understated"
 
 
 def shortened(result: RankResult) -> list[str]:
@@ -72,7 +138,7 @@ def render(result: RankResult, console: Console) -> None:
     t.add_column("flaw", no_wrap=True)
     t.add_column("lost", justify="right")
     t.add_column("p99 +", justify="right")
-    t.add_column("waste", justify="right")
+    t.add_column("harm", justify="right")
     t.add_column("worst in", no_wrap=True)
     t.add_column("gain", justify="right")
     top = set(result.top)
@@ -81,23 +147,26 @@ def render(result: RankResult, console: Console) -> None:
         star = "*" if f.id in top else ""
         gain = "fixed" if g.note else pts(g.goodput_gain)
         where = c.scenario if c.measurable() else "-"
-        t.add_row(f"{f.rank}{star}", f.id, pts(c.goodput_loss), tail(c.p99_increase_s),
-                  f"{c.wasted_gpu_s:,.0f}", where, gain)
+        t.add_row(f"{f.rank}{star}", f.id + ("!" if f.too_short else ""), pts(c.goodput_loss), tail_cell(c),
+                  f"{100 * c.harmed:.1f}", where, gain)
     console.print(t)
     console.print(f"lost: goodput lost when put back into {good}; gain: goodput its fix gains alone in "
                   f"{flawed} (percentage points of all requests, worst scenario); p99 +: worst p99 increase "
-                  f"('never' = the 1% tail was never answered); waste: extra wasted GPU-s; * = top three.",
+                  f"('never' = the 1% tail was never answered, 'shed' = it was refused); harm: points more of requests timed out, "
+                  f"failed or lost in flight; * = top three; ! = runs too short to show it (below).",
                   highlight=False)
+    warned = [f for f in flaws if f.too_short]
+    for f in warned:
+        console.print(f"[bold]! {f.id}[/]: {short_run_words(f.too_short)}.", highlight=False)  # type: ignore[arg-type]
     console.print()
     console.print("[bold]Insist on these before shipping:[/]")
     for i, fid in enumerate(result.top, 1):
         f = result.flaw(fid)
         c, g = f.cost, f.gain
         gain = "" if g.note else f"; fixed alone in {flawed} it gains {pts(g.goodput_gain)} points on {g.scenario}"
-        p99 = ("the 1% tail never answered" if c.p99_increase_s is None
-               else "unchanged" if abs(c.p99_increase_s) < 0.0005 else tail(c.p99_increase_s))
+        harm = f", {pts(c.harmed)} points more timed out, failed or lost" if c.harmed >= NOISE_SHARE else ""
         console.print(f"{i}. [bold]{fid}[/] (doc item {f.doc_item}): {pts(c.goodput_loss)} points of goodput "
-                      f"lost, p99 {p99}{gain}.", highlight=False)
+                      f"lost, p99 {p99_words(c)}{harm}{gain}.", highlight=False)
         console.print(f"   {reason(f, good)}.", highlight=False)
     inter = [f for f in flaws if f.interaction]
     if inter:
@@ -117,17 +186,18 @@ def render(result: RankResult, console: Console) -> None:
 def ranking_table(result: RankResult) -> str:
     top = set(result.top)
     head = ("<tr><th>rank</th><th class='l'>flaw</th><th>doc item</th><th>goodput lost</th><th>p99 increase</th>"
-            "<th>wasted GPU-s</th><th class='l'>worst in</th><th>fix gains</th><th class='l'>failure / fix / interaction</th></tr>")
+            "<th>timed out, failed or lost</th><th>wasted GPU-s</th><th class='l'>worst in</th><th>fix gains</th><th class='l'>failure / fix / interaction</th></tr>")
     rows = []
     for f in result.ranked():
         c, g = f.cost, f.gain
         detail = (f"{_html.escape(f.failure)}<br><i>fix:</i> {_html.escape(f.fix)}"
-                  + (f"<br><i>interaction:</i> {_html.escape(f.interaction)}" if f.interaction else ""))
+                  + (f"<br><i>interaction:</i> {_html.escape(f.interaction)}" if f.interaction else "")
+                  + (f"<br><b>warning:</b> {_html.escape(short_run_words(f.too_short))}" if f.too_short else ""))
         cls = " class='top'" if f.id in top else ""
         rows.append(
             f"<tr{cls}><td>{f.rank}</td><td class='l'><b>{_html.escape(f.id)}</b></td>"
             f"<td>{_html.escape(f.doc_item)}</td><td>{fmt_pct(c.goodput_loss)}</td>"
-            f"<td>{_html.escape(p99_change(c.p99_increase_s))}</td><td>{c.wasted_gpu_s:,.1f}</td>"
+            f"<td>{_html.escape(cost_tail(c))}</td><td>{fmt_pct(c.harmed, 2)}</td><td>{c.wasted_gpu_s:,.1f}</td>"
             f"<td class='l'>{_html.escape(c.scenario)}</td>"
             f"<td>{'fixed' if g.note else fmt_pct(g.goodput_gain)}</td><td class='l'>{detail}</td></tr>")
     return f"<table class='data'>{head}{''.join(rows)}</table>"

@@ -8,11 +8,24 @@ import html as _html
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from harness.results.rank import FlawRank, RankResult
+from harness.results.rank import NOISE_P99_S, FlawCost, FlawRank, RankResult, ScenarioCost, TailChange
 from reports.charts import FONT
 from reports.fmt import fmt_s
 
-__all__ = ["GAIN_OTHER", "GAIN_TOP", "OTHER", "TOP", "heatmap_figure", "label", "p99_change", "ranking_figure"]
+__all__ = ["GAIN_OTHER", "GAIN_TOP", "OTHER", "TOP", "cost_tail", "heatmap_figure", "label", "p99_at", "p99_change",
+           "ranking_figure", "row_tail"]
+
+# Where a p99 with no latency lands, in words: only requests never answered are "never".
+_ON = {"shed": "on shed requests", "failed": "on failed requests", "timed_out": "never answered (timed out)",
+       "lost": "never answered (lost)"}
+
+
+def p99_at(x: float | None, outcome: str | None = None, never: str = "never answered") -> str:
+    """A p99: its latency, or the outcome its 1% tail lands on ('on shed requests': the
+    target answered them with a refusal; `never` only for requests never answered)."""
+    if x is not None:
+        return fmt_s(x)
+    return _ON.get(outcome or "", never)
 
 TOP = "#d7301f"
 OTHER = "#9e9e9e"
@@ -25,11 +38,32 @@ def label(f: FlawRank, top: set[str]) -> str:
     return f"{f.rank}. {f.id}{star}"
 
 
-def p99_change(x: float | None) -> str:
-    """A p99 difference, signed; None is a tail that became never answered."""
+def p99_change(x: float | None, change: TailChange = TailChange.SHIFTED, to_s: float | None = None,
+               from_outcome: str | None = None, to_outcome: str | None = None) -> str:
+    """A p99 difference, signed; None is a tail that lost its latency ('never answered', or
+    where it lands: `to_outcome`). A tail that went from no latency to `to_s` says so (it is
+    a change, never "+0 ms"); one with no latency either way says where it lands."""
     if x is None:
-        return "never answered"
+        return p99_at(None, to_outcome)
+    if change is TailChange.BECAME_ANSWERED and x < NOISE_P99_S:
+        return f"{p99_at(None, from_outcome)} -> {fmt_s(to_s)}"
+    if change is TailChange.NEVER and abs(x) < NOISE_P99_S:
+        a, b = p99_at(None, from_outcome), p99_at(None, to_outcome)
+        return f"{a}, both" if a == b else f"{a} -> {b}"
     return ("+" if x >= 0 else "-") + fmt_s(abs(x))
+
+
+def cost_tail(c: FlawCost) -> str:
+    """A flaw's worst p99 change, in words fit for a cell."""
+    return p99_change(c.p99_increase_s, c.p99_change, c.p99_to_s, c.p99_from_outcome, c.p99_to_outcome)
+
+
+def row_tail(c: ScenarioCost) -> str:
+    """The p99 change of one (flaw, scenario) cell (tables keyed good, good+F, ...)."""
+    keys = list(c.p99_s)
+    good, put = (keys[0], keys[1]) if len(keys) > 1 else ("", "")
+    return p99_change(c.p99_increase_s, c.p99_change, c.p99_s.get(put), c.p99_outcome.get(good),
+                      c.p99_outcome.get(put))
 
 
 def _hover(f: FlawRank) -> str:
@@ -37,7 +71,8 @@ def _hover(f: FlawRank) -> str:
             f"worst in: {_html.escape(f.cost.scenario)}<br>"
             f"failure: {_html.escape(f.failure[:110])}<br>"
             f"fix: {_html.escape(f.fix[:110])}"
-            + (f"<br>interaction: {_html.escape(f.interaction)}" if f.interaction else ""))
+            + (f"<br>interaction: {_html.escape(f.interaction)}" if f.interaction else "")
+            + ("<br><b>warning:</b> the runs were too short to show it" if f.too_short else ""))
 
 
 def ranking_figure(result: RankResult) -> go.Figure:
@@ -69,8 +104,9 @@ def ranking_figure(result: RankResult) -> go.Figure:
         fig.add_trace(go.Bar(y=y, x=[cap if v is None else v for v in p], orientation="h", name=name,
                              legendgroup=name, showlegend=False,
                              marker=dict(color=cost_c, pattern=dict(shape=["/" if v is None else "" for v in p])),
-                             text=["never" if v is None else p99_change(v) for v in p], textposition="outside",
-                             customdata=[[hover[i], p99_change(p99s[i]), flaws[i].cost.p99_scenario] for i in idx],
+                             text=["never" if v is None else cost_tail(flaws[i].cost) for v, i in zip(p, idx)],
+                             textposition="outside",
+                             customdata=[[hover[i], cost_tail(flaws[i].cost), flaws[i].cost.p99_scenario] for i in idx],
                              hovertemplate="%{customdata[0]}<br>p99: %{customdata[1]} (in %{customdata[2]})"
                                            "<extra></extra>"), row=1, col=2)
         gain = [100 * flaws[i].gain.goodput_gain for i in idx]
@@ -116,7 +152,8 @@ def heatmap_figure(result: RankResult) -> go.Figure:
             loss = 100 * c.goodput_loss
             row.append(loss)
             trow.append(f"{loss:.1f}" if abs(loss) >= 0.05 else "")
-            hrow.append(f"p99 {p99_change(c.p99_increase_s)}, wasted {c.wasted_gpu_s:,.1f} GPU-s"
+            hrow.append(f"p99 {row_tail(c)}, wasted {c.wasted_gpu_s:,.1f} GPU-s, timed out/failed/lost "
+                        f"{100 * c.harm():+.2f}%"
                         f"<br>fix alone in {result.flawed} gains {100 * c.gain_goodput:+.1f}% goodput")
         z.append(row)
         text.append(trow)

@@ -14,12 +14,15 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
+from harness.results.rank import NOISE_GOODPUT, NOISE_SHARE
 from harness.results.review import Effect, ReviewItem, ReviewResult
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
+from reports.rank import amplification, p99_words, short_run_words
+from reports.rank_charts import p99_at
 from reports.registry import view
 
-__all__ = ["experiment", "gain", "measured", "narrative", "render", "sections", "title"]
+__all__ = ["experiment", "gain", "measured", "narrative", "render", "sections", "title", "warning"]
 
 _PARTS = (("capacity", "Part 2: capacity"), ("pool", "Part 3: shared GPU pool"))
 
@@ -32,8 +35,9 @@ def pts(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f} points"
 
 
-def lat(x: float | None) -> str:
-    return fmt_s(x, never="never answered")
+def lat(x: float | None, outcome: str | None = None) -> str:
+    """A p99: its latency, or the outcome its tail lands on ('never answered' only for those)."""
+    return p99_at(x, outcome)
 
 
 def _lost(e: Effect) -> str:
@@ -43,12 +47,25 @@ def _lost(e: Effect) -> str:
 
 
 def _figures(e: Effect, cost: bool) -> str:
-    """'goodput a -> b (change), p99 a -> b'; the change only when measurable."""
+    """'goodput a -> b (change), p99 a -> b[, timed out, failed or lost a -> b]'; the goodput
+    change only when it is beyond noise."""
     change = ""
-    if e.measurable:
-        change = f" ({pts(e.change)} lost)" if cost else f" ({'+' if e.change >= 0 else ''}{pts(e.change)})"
-    return (f"goodput {fmt_pct(e.goodput_before)} -> {fmt_pct(e.goodput_after)}{change}, "
-            f"p99 {lat(e.p99_before_s)} -> {lat(e.p99_after_s)}")
+    if e.measurable and abs(e.change) >= NOISE_GOODPUT:
+        if cost:
+            change = f" ({pts(e.change)} lost)" if e.change > 0 else f" ({pts(-e.change)} gained)"
+        else:
+            change = f" ({'+' if e.change >= 0 else ''}{pts(e.change)})"
+    text = (f"goodput {fmt_pct(e.goodput_before)} -> {fmt_pct(e.goodput_after)}{change}, "
+            f"p99 {lat(e.p99_before_s, e.p99_before_outcome)} -> {lat(e.p99_after_s, e.p99_after_outcome)}")
+    u0, u1 = e.unserved_before, e.unserved_after
+    if u0 is not None and u1 is not None and abs(u1 - u0) >= NOISE_SHARE:
+        text += f", timed out, failed or lost {fmt_pct(u0, 2)} -> {fmt_pct(u1, 2)}"
+    return text
+
+
+def warning(it: ReviewItem) -> str | None:
+    """The item's warning when its runs could not show the flaw (decided in the library)."""
+    return None if it.too_short is None else short_run_words(it.too_short)
 
 
 def experiment(it: ReviewItem, result: ReviewResult) -> str:
@@ -64,14 +81,14 @@ def measured(it: ReviewItem) -> str:
     if not e.measurable:
         return f"no measurable cost on {', '.join(it.runs_s)}: on {e.scenario} {_figures(e, True)}" + _lost(e)
     text = f"worst on {e.scenario}: {_figures(e, True)}"
-    a, b = e.amplification_before, e.amplification_after
-    if a and b and abs(b - a) >= 0.05:
-        text += f", amplification {a:.2f}x -> {b:.2f}x"
+    amp = amplification(e.amplification_before, e.amplification_after)
+    if amp:
+        text += f", {amp}"
     if e.wasted_gpu_s >= 1:
         text += f", {e.wasted_gpu_s:,.0f} GPU-s more wasted"
     if e.tail is not None:
-        text += (f"; its worst tail is on {e.tail.scenario}: p99 {lat(e.tail.p99_before_s)} -> "
-                 f"{lat(e.tail.p99_after_s)}")
+        text += (f"; its worst tail is on {e.tail.scenario}: p99 {lat(e.tail.p99_before_s, e.tail.p99_before_outcome)}"
+                 f" -> {lat(e.tail.p99_after_s, e.tail.p99_after_outcome)}")
     return text + _lost(e)
 
 
@@ -94,6 +111,8 @@ def narrative(result: ReviewResult) -> list[str]:
     for it in result.doc_items:
         line = (f"Item {it.item}, {it.flaw}: {it.failure}. Experiment: {experiment(it, result)}. "
                 f"Measured: {measured(it)}. Fix: {it.fix}. Gain: {gain(it)}.")
+        if it.too_short:
+            line += f" Warning: {warning(it)}."
         if it.interaction:
             line += f" Interaction: {it.interaction}."
         lines.append(line)
@@ -102,7 +121,9 @@ def narrative(result: ReviewResult) -> list[str]:
     top = [r.flaw(fid) for fid in r.top]
     lines.append("Insist on these before shipping: " + "; ".join(
         f"{f.id} (doc item {f.doc_item}: {pts(f.cost.goodput_loss)} of goodput lost on {f.cost.scenario}, p99 "
-        f"{'never answered' if f.cost.p99_increase_s is None else '+' + fmt_s(f.cost.p99_increase_s)})"
+        f"{p99_words(f.cost)}"
+        + (f", {pts(f.cost.harmed)} more of requests timed out, failed or lost" if f.cost.harmed >= NOISE_SHARE
+           else "") + ")"
         for f in top) + ".")
     short = [f"{w} {p.run_s:.3g} of {p.full_s:g} s ({p.kept})"
              for w, p in r.durations.items() if p.run_s < p.full_s - 1e-9]
@@ -111,12 +132,13 @@ def narrative(result: ReviewResult) -> list[str]:
     return lines + list(result.notes)
 
 
-_FIELDS = ("flaw", "experiment", "measured", "fix", "gain", "interaction")
+_FIELDS = ("flaw", "experiment", "warning", "measured", "fix", "gain", "interaction")
 
 
 def _cells(it: ReviewItem, result: ReviewResult) -> dict[str, str | None]:
     return {"item": it.item, "flaw": f"{it.flaw}: {it.failure}", "experiment": experiment(it, result),
-            "measured": measured(it), "fix": it.fix, "gain": gain(it), "interaction": it.interaction}
+            "warning": warning(it), "measured": measured(it), "fix": it.fix, "gain": gain(it),
+            "interaction": it.interaction}
 
 
 def render(result: ReviewResult, console: Console) -> None:
@@ -157,6 +179,8 @@ def items_table(result: ReviewResult) -> str:
     rows = []
     for it in result.doc_items:
         cells = _cells(it, result)
+        if cells["warning"]:
+            cells["measured"] = f"WARNING: {cells['warning']}. {cells['measured']}"
         rows.append("<tr>" + "".join(f"<td class='l'>{_html.escape(cells[c] or '-')}</td>" for c in cols) + "</tr>")
     return f"<table class='data'><tr>{head}</tr>{''.join(rows)}</table>"
 

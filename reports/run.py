@@ -16,14 +16,14 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.table import Table
 
-from harness.results.run import RunResult, RunSummary
+from harness.results.run import ANSWERED, Outcome, RunResult, RunSummary
 from reports.charts import SIDE_COLORS
-from reports.fmt import fmt_n, fmt_pct, fmt_s
+from reports.fmt import fmt_n, fmt_pct, fmt_s, fmt_share, fmt_x
 from reports.page import Section
 from reports.run_charts import Side, cdf_figure, tenant_figure, timeseries_figure
 
-__all__ = ["lag_text", "render", "render_summary", "run_sections", "scenario_note", "sections",
-           "summary_table", "title"]
+__all__ = ["all_p", "header", "lag_text", "not_ok_text", "render", "render_summary", "run_sections",
+           "scenario_note", "sections", "summary_table", "tenant_table", "title"]
 
 
 def title(result: RunResult) -> str:
@@ -37,22 +37,73 @@ def render(result: RunResult, console: Console) -> None:
     render_summary(result.summary, console)
 
 
+NOTES = {
+    Outcome.WITHIN_SLO: "answered OK within the SLO",
+    Outcome.LATE: "answered OK after the SLO",
+    Outcome.SHED: "refused on purpose (429/503)",
+    Outcome.TIMED_OUT: "given up on by the client (timeout)",
+    Outcome.FAILED: "answered with an error",
+    Outcome.LOST: "unresolved at the end (in flight)",
+}
+
+
+def all_p(s: RunSummary, q: float, value: float | None) -> str:
+    """A percentile of `latency_s` (every request; not answered OK = infinite): its
+    value, else the outcome it lands on: 'never' only for requests never answered
+    (timed out, lost), else 'shed' or 'failed' (an answer, just not an OK one)."""
+    if value is not None:
+        return fmt_s(value)
+    o = s.outcomes.at(q)
+    return "never" if o is None or o not in ANSWERED else o.label
+
+
+def not_ok_text(s: RunSummary) -> str:
+    """'17.2% shed, 0.5% timed out': how the requests not answered OK ended."""
+    parts = [f"{fmt_share(f.share)} {o.label}" for o, f in s.outcomes.not_ok().items()]
+    return ", ".join(parts) if parts else "none"
+
+
+def header(s: RunSummary) -> str:
+    """The run's title line, with an interrupted or invalid run said up front."""
+    span = f"{s.duration_s:g} s" if not s.partial else f"{fmt_s(s.covered_s)} of {s.duration_s:g} s"
+    head = f"{s.target} on {s.workload} ({s.mode}, seed {s.seed}, {span})"
+    if s.partial:
+        head += "\n[bold red]PARTIAL[/]: interrupted; figures cover the requests scheduled in the first " \
+                f"{fmt_s(s.covered_s)}"
+    if not s.valid:
+        head += "\n[bold red]INVALID[/]: " + "; ".join(s.invalid_reasons or ["no reason recorded"])
+    elif s.mode == "live":
+        head += "\nvalid: the driver kept its schedule and reached the target"
+    return head
+
+
 def render_summary(s: RunSummary, console: Console) -> None:
     """A run's headline figures, then its tenants when there are several."""
-    r = s.requests
-    t = Table(title=f"{s.target} on {s.workload} ({s.mode}, seed {s.seed}, {s.duration_s:g} s)",
-              show_header=True, header_style="bold", min_width=60)
+    r, oc = s.requests, s.outcomes
+    t = Table(title=header(s), show_header=True, header_style="bold", min_width=60)
     t.add_column("metric")
     t.add_column("value", justify="right")
     t.add_column("note", overflow="fold")
     t.add_row("offered", f"{s.offered_rps:,.0f} req/s", f"{r.unique:,} unique requests")
     t.add_row("goodput", f"{s.goodput_rps:,.0f} req/s", f"{fmt_pct(s.goodput_ratio)} within the {fmt_s(s.slo_s)} SLO")
-    t.add_row("throughput", f"{s.throughput_rps:,.0f} req/s", "answered successfully")
+    t.add_row("throughput", f"{s.throughput_rps:,.0f} req/s", "answered OK")
+    ok_share = oc.within_slo.share + oc.late.share
     lat, ok = s.latency_s, s.latency_ok_s
-    t.add_row("latency p50 / p99", f"{fmt_s(lat.p50)} / {fmt_s(lat.p99)}", "all requests; never = not answered")
-    t.add_row("answered p99 / max", f"{fmt_s(ok.p99)} / {fmt_s(ok.max)}", "successful requests only")
-    t.add_row("amplification", _amp(s.amplification) + "x", f"{r.attempts:,} attempts")
-    t.add_row("shed / timed out", f"{r.shed:,} / {r.timed_out:,}", f"failed {r.failed:,}, lost {r.lost:,}")
+    t.add_row("latency p50 / p99", f"{fmt_s(ok.p50, '-')} / {fmt_s(ok.p99, '-')}",
+              f"of the {fmt_share(ok_share)} answered OK; max {fmt_s(ok.max, '-')}")
+    t.add_row("[bold]outcomes[/]", "share", "each request ends as exactly one of:")
+    for o in Outcome:
+        f = oc.of(o)
+        note = f"{f.count:,} {NOTES[o]}"
+        if o is Outcome.WITHIN_SLO:
+            note = f"{f.count:,} answered OK within {fmt_s(s.slo_s)}"
+        if o is Outcome.LOST and r.lost:
+            note += f"; {r.lost:,} attempts lost in flight on dead GPUs (their clients timed out)"
+        t.add_row(f"  {o.label}", fmt_share(f.share), note)
+    if ok_share < 1.0 and r.unique:
+        t.add_row("p99, all requests", all_p(s, 0.99, lat.p99),
+                  f"not answered OK = infinitely slow: {not_ok_text(s)}")
+    t.add_row("amplification", fmt_x(s.amplification), f"{r.attempts:,} attempts")
     g = s.gpu
     live = s.live or {}
     if not live.get("external_url"):  # a server the harness did not build: its GPUs are unknown
@@ -67,23 +118,27 @@ def render_summary(s: RunSummary, console: Console) -> None:
         t.add_row("cache", c.mode, f"hit rate {fmt_pct(c.hit_rate)} of {c.lookups:,} lookups")
     rec = s.recovery
     if rec.disturbance_end_s is not None:
-        after = rec.recovered_after_s
-        t.add_row("recovery", "never" if after is None else f"{after:.1f} s",
-                  f"after the disturbance ends at {rec.disturbance_end_s:g} s")
-    if s.partial:
-        t.add_row("[bold red]PARTIAL[/]", "interrupted", "figures cover the part that ran")
+        t.add_row("recovery", fmt_s(rec.recovered_after_s), f"after the disturbance ends at {fmt_s(rec.disturbance_end_s)}")
     console.print(t)
     if len(s.tenants) > 1:
-        tt = Table(title=f"per tenant (Jain fairness {fmt_n(s.fairness_jain)})", header_style="bold")
-        for col in ("tenant", "requests", "within SLO", "p50", "p99"):
-            tt.add_column(col, justify="right" if col != "tenant" else "left")
-        for name, v in s.tenants.items():
-            tt.add_row(name, f"{v.unique:,}", fmt_pct(v.goodput_ratio), fmt_s(v.p50_s), fmt_s(v.p99_s))
-        console.print(tt)
+        console.print(tenant_table(s))
 
 
-def _amp(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
+def tenant_table(s: RunSummary) -> Table:
+    """Per tenant: its outcome shares (the categories any tenant has) and the
+    p50/p99 of its requests answered OK."""
+    shown = [o for o in Outcome if o is Outcome.WITHIN_SLO
+             or any(v.outcomes is not None and v.outcomes.of(o).count for v in s.tenants.values())]
+    tt = Table(title=f"per tenant (Jain fairness {fmt_n(s.fairness_jain)}; p50, p99 of answered OK)",
+               header_style="bold")
+    tt.add_column("tenant")
+    for col in ("requests", *(o.label for o in shown), "p50", "p99"):
+        tt.add_column(col, justify="right")
+    for name, v in s.tenants.items():
+        shares = [fmt_share(v.goodput_ratio if v.outcomes is None else v.outcomes.of(o).share) for o in shown]
+        p50, p99 = (v.p50_ok_s, v.p99_ok_s) if v.outcomes is not None else (v.p50_s, v.p99_s)
+        tt.add_row(name, f"{v.unique:,}", *shares, fmt_s(p50, "-"), fmt_s(p99, "-"))
+    return tt
 
 
 def lag_text(s: RunSummary) -> str:
@@ -107,22 +162,34 @@ def _recovery(s: RunSummary) -> str:
     rec = s.recovery
     if rec.disturbance_end_s is None:
         return "-"
-    return "never" if rec.recovered_after_s is None else f"{rec.recovered_after_s:.1f} s"
+    return fmt_s(rec.recovered_after_s)
 
 
 def summary_table(sides: list[Side]) -> str:
-    """The headline numbers, one column per side, as an HTML table."""
+    """The headline numbers, one column per side, as an HTML table: latency over the
+    requests answered OK beside how every request ended."""
     rows: list[tuple[str, list[str]]] = []
 
     def row(name: str, f: Callable[[RunSummary], str]) -> None:
         rows.append((name, [f(s.run.summary) for s in sides]))
 
+    def share(o: Outcome) -> Callable[[RunSummary], str]:
+        return lambda s: f"{fmt_share(s.outcomes.of(o).share)} ({s.outcomes.of(o).count:,})"
+
+    if any(not s.run.summary.valid or s.run.summary.mode == "live" for s in sides):
+        row("valid", lambda s: "yes" if s.valid else "INVALID: " + "; ".join(s.invalid_reasons))
+    if any(s.run.summary.partial for s in sides):
+        row("covered", lambda s: f"PARTIAL: first {fmt_s(s.covered_s)} of {s.duration_s:g} s" if s.partial
+            else "whole run")
     row("offered", lambda s: f"{s.offered_rps:,.0f} req/s ({s.requests.unique:,} requests)")
     row("goodput (within SLO)", lambda s: f"{s.goodput_rps:,.0f} req/s = {fmt_pct(s.goodput_ratio)}")
-    row("latency p50 / p99 (all)", lambda s: f"{fmt_s(s.latency_s.p50)} / {fmt_s(s.latency_s.p99)}")
-    row("answered p99", lambda s: fmt_s(s.latency_ok_s.p99))
-    row("attempts per request", lambda s: f"{s.amplification:.2f}x" if s.amplification is not None else "-")
-    row("shed / timed out / lost", lambda s: f"{s.requests.shed:,} / {s.requests.timed_out:,} / {s.requests.lost:,}")
+    row("latency p50 / p99 (answered OK)",
+        lambda s: f"{fmt_s(s.latency_ok_s.p50, '-')} / {fmt_s(s.latency_ok_s.p99, '-')}")
+    for o in Outcome:
+        row(f"{o.label}: {NOTES[o]}", share(o))
+    row("p99, all requests (not OK = infinite)", lambda s: all_p(s, 0.99, s.latency_s.p99))
+    row("attempts per request", lambda s: fmt_x(s.amplification))
+    row("attempts lost in flight (dead GPUs)", lambda s: f"{s.requests.lost:,}")
     row("GPUs, utilisation", lambda s: f"{s.gpu.count}, {fmt_pct(s.gpu.utilization)}")
     row("wasted GPU time", lambda s: f"{s.gpu.wasted_gpu_s:,.1f} GPU-s")
     row("recovery after disturbance", _recovery)
@@ -148,17 +215,23 @@ def run_sections(sides: list[Side], prefix: str = "") -> list[Section]:
     s0 = sides[0].run.summary
     out = [Section(f"{prefix}over time", timeseries_figure(sides),
                    note="Top to bottom: offered load against goodput and attempts (retries show as attempts "
-                        "above offered), p99 latency per 1-s window against the SLO, the deepest queue in each "
-                        "window, and the share of live GPUs busy. " + scenario_note(sides[0].run)),
+                        "above offered), with the requests shed or timed out when there are any; p99 latency of "
+                        "the requests answered OK per 1-s window against the SLO (an x where the window's p99 "
+                        "was never answered: over 1% timed out or lost); the deepest queue in each window; and "
+                        "the share of live GPUs busy. " + scenario_note(sides[0].run)),
            Section(f"{prefix}latency distribution", cdf_figure(sides),
-                   note=f"End-to-end latency of every unique request ({s0.requests.unique:,} per target). "
-                        "Left: further left and higher is better. Right: the tail on a log scale; where a "
-                        "curve crosses 1% is its p99.")]
+                   note=f"End-to-end latency of every unique request ({s0.requests.unique:,} per target) answered "
+                        "OK. Left: further left and higher is better. Right: the tail on a log scale; where a "
+                        "curve crosses 1% is its p99. A curve stops at the share answered OK; the dotted level "
+                        "beyond it is the rest, named in the legend by how those requests ended (shed: refused "
+                        "at once on purpose; timed out: the client gave up; failed; lost).")]
     tf = tenant_figure(sides)
     if tf is not None:
         out.append(Section(f"{prefix}per tenant", tf,
                            note="A fair target gives every tenant the same latency; a noisy tenant should "
-                                "hurt only itself."))
+                                "hurt only itself. Left: p99 of each tenant's requests answered OK; right: how "
+                                "all of its requests ended, so shed or timed-out requests show as their own "
+                                "share, not as a latency."))
     return out
 
 
@@ -166,8 +239,13 @@ def sections(result: RunResult) -> list[Section]:
     """The summary table, then the run's charts."""
     s = result.summary
     side = Side(s.target, result, SIDE_COLORS[1])
+    flags = ""
+    if s.partial:
+        flags += f" PARTIAL: interrupted; the figures cover the requests scheduled in the first {fmt_s(s.covered_s)}."
+    if not s.valid:
+        flags += " INVALID: " + "; ".join(s.invalid_reasons) + "."
     head = Section("summary", html=summary_table([side]),
                    note=f"{s.target} on {s.workload}, {s.duration_s:g} s, SLO {fmt_s(s.slo_s)}, "
-                        f"{fmt_n(s.offered_rps)} req/s offered." + (" PARTIAL: the run was interrupted."
-                                                                     if s.partial else ""))
+                        f"{fmt_n(s.offered_rps)} req/s offered. Latency is over the requests answered OK; "
+                        "the outcome rows say how every request ended (shares of all requests)." + flags)
     return [head, *run_sections([side])]

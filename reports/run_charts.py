@@ -18,13 +18,14 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from harness.results.run import RunResult
-from reports.charts import FONT, NEVER
-from reports.fmt import fmt_s
+from harness.results.run import ANSWERED, Outcome, OutcomeFigures, RunResult, outcome_at
+from reports.charts import FONT, NEVER, OUTCOME_COLORS
+from reports.fmt import fmt_s, fmt_share
 
 __all__ = ["Marker", "Side", "add_markers", "cdf_figure", "label_levels", "log_axis", "markers",
            "tenant_figure", "timeseries_figure"]
 
+OK = (Outcome.WITHIN_SLO, Outcome.LATE)
 # Offered load is neutral grey: both sides of a compare get the same arrivals.
 OFFERED = "#7f7f7f"
 BAND_COLORS = {"spike": "#fdae6b", "gpu-down": "#e377c2", "slowdown": "#bcbd22", "burst": "#9edae5"}
@@ -157,9 +158,27 @@ def _legend_layout(fig: go.Figure, rows: int) -> None:
                                 bgcolor="rgba(255,255,255,0.8)", font=dict(size=12))
 
 
+def _p99_line(run: RunResult) -> list[float | None]:
+    """Per window, the p99 of the requests answered OK (older files: of all requests)."""
+    ts = run.timeseries
+    return ts.get("p99_ok_s") or ts["p99_s"]
+
+
+def _never_p99(ts: dict[str, Any], j: int) -> bool:
+    """Whether window j's p99 over all its requests lands on one never answered
+    (timed out or lost; older files: on any request not answered OK)."""
+    per = ts.get("outcomes")
+    if not per:
+        return ts["p99_s"][j] is None
+    o = outcome_at({k: v[j] for k, v in per.items()}, 0.99)
+    return o is not None and o not in ANSWERED
+
+
 def timeseries_figure(sides: list[Side]) -> go.Figure:
-    """Four rows sharing the time axis: rates, p99 per window (with the SLO),
-    queue depth and GPU busy; the scenario's disturbances marked on all."""
+    """Four rows sharing the time axis: rates (offered, goodput, attempts, and the
+    requests shed or timed out), p99 of the requests answered OK per window (with
+    the SLO; an x where the window's p99 was never answered), queue depth and GPU
+    busy; the scenario's disturbances marked on all."""
     rows = 4
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.05,
                         row_heights=[0.34, 0.26, 0.2, 0.2])
@@ -173,7 +192,7 @@ def timeseries_figure(sides: list[Side]) -> go.Figure:
                              line=dict(color=OFFERED, width=3, dash="dot"), hovertemplate=rate_tip,
                              legend="legend"), row=1, col=1)
     slo = first.summary.slo_s
-    finite = [v for s in sides for v in s.run.timeseries["p99_s"] if v is not None]
+    finite = [v for s in sides for v in _p99_line(s.run) if v is not None]
     cap = max(finite + [slo]) * 1.6
     dense = len(x) > 120  # long runs: markers would merge into a wall
     for i, s in enumerate(sides):
@@ -186,11 +205,11 @@ def timeseries_figure(sides: list[Side]) -> go.Figure:
         fig.add_trace(go.Scatter(x=xs, y=_pick(ts["attempts_rps"], kp), name=f"attempts incl. retries{tag}",
                                  line=dict(color=s.color, width=1.5, dash="dash"), hovertemplate=rate_tip,
                                  legend="legend"), row=1, col=1)
-        p99 = _pick(ts["p99_s"], kp)
-        fig.add_trace(go.Scatter(x=xs, y=p99, name=f"p99 latency{tag}", line=dict(color=s.color, width=2),
+        p99 = _pick(ts.get("p99_ok_s", ts["p99_s"]), kp)
+        fig.add_trace(go.Scatter(x=xs, y=p99, name=f"p99 latency, answered OK{tag}", line=dict(color=s.color, width=2),
                                  mode="lines" if dense else "lines+markers", marker=dict(size=4), legend="legend2",
                                  hovertemplate="p99 %{y:.3f} s<extra>%{fullData.name}</extra>"), row=2, col=1)
-        nx = [xv for xv, v in zip(xs, p99) if v is None]
+        nx = [xv for xv, j in zip(xs, kp) if _never_p99(ts, j)]
         if nx:
             # Staggered per side, so that A's and B's "never" marks do not hide each other.
             fig.add_trace(go.Scatter(x=nx, y=[cap * 1.3 ** i] * len(nx), mode="markers", legend="legend2",
@@ -198,7 +217,14 @@ def timeseries_figure(sides: list[Side]) -> go.Figure:
                                      marker=dict(symbol="x", size=5 if dense else 10, color=s.color,
                                                  line=dict(color=NEVER, width=1)),
                                      hovertemplate="p99 never: over 1% of this window's requests were never "
-                                                   "answered<extra>%{fullData.name}</extra>"), row=2, col=1)
+                                                   "answered (timed out or lost)<extra>%{fullData.name}</extra>"),
+                          row=2, col=1)
+        for o, dash in ((Outcome.SHED, "dot"), (Outcome.TIMED_OUT, "dashdot")):
+            per = (ts.get("outcomes") or {}).get(o.value)
+            if per and any(per[j] for j in kp):
+                fig.add_trace(go.Scatter(x=xs, y=[per[j] / w for j in kp], name=f"{o.label} (requests){tag}",
+                                         line=dict(color=s.color, width=1.5, dash=dash), legend="legend",
+                                         hovertemplate=rate_tip), row=1, col=1)
         fig.add_trace(go.Scatter(x=xs, y=_pick(ts["queue_depth"], kp), name=f"queue depth (peak){tag}",
                                  line=dict(color=s.color, width=2), legend="legend3",
                                  hovertemplate="%{y:,.0f} requests queued<extra>%{fullData.name}</extra>"),
@@ -211,7 +237,7 @@ def timeseries_figure(sides: list[Side]) -> go.Figure:
                              name=f"SLO {fmt_s(slo)}", line=dict(color="#333", width=1.5, dash="dash"),
                              legend="legend2", hoverinfo="skip"), row=2, col=1)
     fig.update_yaxes(title_text="requests/s", rangemode="tozero", row=1, col=1)
-    p99_all = [v for s in sides for v in s.run.timeseries["p99_s"] if v is not None]
+    p99_all = [v for s in sides for v in _p99_line(s.run) if v is not None]
     fig.update_yaxes(title_text="p99 latency (log)", **log_axis(p99_all + [slo, cap * 1.3 ** (len(sides) - 1)]),
                      row=2, col=1)
     fig.update_yaxes(title_text="queue (requests)", rangemode="tozero", row=3, col=1)
@@ -239,12 +265,19 @@ def _cdf_points(run: RunResult) -> tuple[list[float], list[float], float | None,
     return [p[0] for p in pts], [p[1] for p in pts], answered, False
 
 
+def _not_ok_text(run: RunResult) -> str:
+    """How the requests not answered OK ended: '21.5% shed, 0.48% timed out'."""
+    oc = run.summary.outcomes
+    return ", ".join(f"{fmt_share(f.share)} {o.label}" for o, f in oc.not_ok().items()) or "none"
+
+
 def cdf_figure(sides: list[Side]) -> go.Figure:
-    """Left: the latency CDF (share of requests answered within x). Right: its
-    tail, the share NOT answered within x, on a log scale; a curve that levels
-    off above zero (dotted) is the share never answered."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=("share answered within x", "tail: share NOT answered within x"))
+    """Left: the latency CDF (share of requests answered OK within x). Right: its
+    tail, the share NOT answered OK within x, on a log scale. A curve stops at
+    the share answered OK; the dotted level beyond it is the rest, labelled with
+    how those requests ended (shed, timed out, failed, lost), not drawn as a latency."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
+                        subplot_titles=("share answered OK within x", "tail: share NOT answered OK within x"))
     slo = sides[0].run.summary.slo_s
     points = [(s, *_cdf_points(s.run)) for s in sides]
     axis = log_axis([slo] + [x for p in points for x in p[1]], floor=1e-4)
@@ -255,21 +288,23 @@ def cdf_figure(sides: list[Side]) -> go.Figure:
         fig.add_trace(go.Scatter(x=xs, y=[100 * f for f in fs], mode=mode, name=s.label, legendgroup=s.label,
                                  line=dict(color=s.color, width=2.5, shape="hv" if exact else "linear"),
                                  text=text, textposition="top left",
-                                 hovertemplate="%{y:.3f}% answered within %{x:.3f} s<extra>%{fullData.name}</extra>"),
+                                 hovertemplate="%{y:.3f}% answered OK within %{x:.3f} s<extra>%{fullData.name}</extra>"),
                       row=1, col=1)
         tail = [(x, 1 - f) for x, f in zip(xs, fs) if 1 - f > 1e-7]
         fig.add_trace(go.Scatter(x=[t[0] for t in tail], y=[100 * t[1] for t in tail], mode=mode, name=s.label,
                                  legendgroup=s.label, showlegend=False, text=text, textposition="top right",
                                  line=dict(color=s.color, width=2.5, shape="hv" if exact else "linear"),
-                                 hovertemplate="%{y:.4g}% not answered within %{x:.3f} s<extra>%{fullData.name}</extra>"),
+                                 hovertemplate="%{y:.4g}% not answered OK within %{x:.3f} s<extra>%{fullData.name}</extra>"),
                       row=1, col=2)
         if answered is not None and answered < 1 - 1e-9:
-            never = 100 * (1 - answered)
+            # Requests not answered OK have no latency: a level line from where the curve
+            # stops, labelled with how they ended (shed is a fast refusal, not a wait).
+            rest = _not_ok_text(s.run)
             end = xs[-1] if xs else slo
-            tip = f"{never:.3g}% of requests were never answered<extra>{_html.escape(s.label)}</extra>"
-            for col, y in ((1, 100 - never), (2, never)):
+            tip = f"not answered OK: {rest}<extra>{_html.escape(s.label)}</extra>"
+            for col, y in ((1, 100 * answered), (2, 100 * (1 - answered))):
                 fig.add_trace(go.Scatter(x=[end, right], y=[y, y], mode="lines", legendgroup=s.label,
-                                         name=f"{s.label}: {never:.2f}% never answered", showlegend=col == 1,
+                                         name=f"{s.label}: {rest}", showlegend=col == 1,
                                          line=dict(color=s.color, width=2, dash="dot"), hovertemplate=tip),
                               row=1, col=col)
     for col in (1, 2):
@@ -282,8 +317,8 @@ def cdf_figure(sides: list[Side]) -> go.Figure:
                            showarrow=False, xanchor="left", xshift=4, font=dict(size=12, color="#333"),
                            bgcolor="rgba(255,255,255,0.8)")
         fig.update_xaxes(title_text="end-to-end latency (log scale)", row=1, col=col, **axis)
-    fig.update_yaxes(title_text="requests answered within x (%)", range=[0, 101], row=1, col=1)
-    fig.update_yaxes(title_text="requests not answered within x (%, log)", type="log", row=1, col=2,
+    fig.update_yaxes(title_text="answered OK within x (%)", range=[0, 101], row=1, col=1)
+    fig.update_yaxes(title_text="not answered OK within x (%, log)", type="log", row=1, col=2,
                      range=[-3.3, 2.05], tickvals=[100, 10, 1, 0.1, 0.01, 0.001],
                      ticktext=["100%", "10%", "1% (p99)", "0.1% (p999)", "0.01%", "0.001%"])
     fig.update_layout(height=460, template="plotly_white", font=FONT, hovermode="closest",
@@ -291,44 +326,72 @@ def cdf_figure(sides: list[Side]) -> go.Figure:
     return fig
 
 
+def _tenant_outcomes(run: RunResult, name: str) -> dict[Outcome, OutcomeFigures]:
+    """A tenant's outcome shares (older files know only its share within the SLO)."""
+    t = run.summary.tenants[name]
+    if t.outcomes is not None:
+        return {o: t.outcomes.of(o) for o in Outcome}
+    return {Outcome.WITHIN_SLO: OutcomeFigures(count=t.within_slo, share=t.goodput_ratio)}
+
+
 def tenant_figure(sides: list[Side]) -> go.Figure | None:
-    """p99 and share within the SLO per tenant, grouped by target (None when
-    the workload has one tenant). A p99 of 'never' is a hatched bar."""
+    """Per tenant, grouped by target: left, the p99 of its requests answered OK;
+    right, how its requests ended, stacked to 100% (within SLO, late, shed, timed
+    out, failed, lost), so unanswered requests are a category of their own, never
+    a bar height on the latency axis. None when the workload has one tenant."""
     names = list(sides[0].run.summary.tenants)
     if len(names) < 2:
         return None
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=("p99 latency per tenant (hatched: never answered)",
-                                        "requests within the SLO per tenant"))
+                        subplot_titles=("p99 latency per tenant, of requests answered OK",
+                                        "how each tenant's requests ended"))
     slo = sides[0].run.summary.slo_s
-    finite = [t.p99_s for s in sides for t in s.run.summary.tenants.values() if t.p99_s is not None]
+    finite = [_ok_p99(t) for s in sides for t in s.run.summary.tenants.values() if _ok_p99(t) is not None]
     cap = max(finite + [slo]) * 1.25
     # Bar labels only while they stay legible; hover always has the figure.
     label = len(names) * len(sides) <= 12
     for s in sides:
         ten = s.run.summary.tenants
-        p99 = [ten[n].p99_s for n in names]
-        fig.add_trace(go.Bar(x=names, y=[cap if v is None else v for v in p99], name=s.label, legendgroup=s.label,
-                             marker=dict(color=s.color, pattern=dict(shape=["/" if v is None else "" for v in p99])),
-                             text=["never" if v is None else fmt_s(v) for v in p99] if label else None,
+        p99 = [_ok_p99(ten[n]) for n in names]
+        ok = [fmt_share(sum(f.share for o, f in _tenant_outcomes(s.run, n).items() if o in OK)) for n in names]
+        fig.add_trace(go.Bar(x=names, y=[0 if v is None else v for v in p99], name=s.label, legendgroup=s.label,
+                             marker=dict(color=s.color),
+                             text=["none OK" if v is None else fmt_s(v) for v in p99] if label else None,
                              textposition="outside",
-                             customdata=[fmt_s(v) for v in p99],
-                             hovertemplate="tenant %{x}: p99 %{customdata}<extra>%{fullData.name}</extra>"),
+                             customdata=[[fmt_s(v, "none answered OK"), k] for v, k in zip(p99, ok)],
+                             hovertemplate="tenant %{x}: p99 %{customdata[0]} over its %{customdata[1]} answered OK"
+                                           "<extra>%{fullData.name}</extra>"),
                       row=1, col=1)
-        ratio = [100 * ten[n].goodput_ratio for n in names]
-        fig.add_trace(go.Bar(x=names, y=ratio, name=s.label, legendgroup=s.label, showlegend=False,
-                             marker=dict(color=s.color), text=[f"{r:.0f}%" for r in ratio] if label else None,
-                             textposition="outside",
-                             hovertemplate="tenant %{x}: %{y:.1f}% within SLO<extra>%{fullData.name}</extra>"),
+    # Stacked shares on a (tenant, target) axis: one trace per outcome, in its own colour.
+    short = {s.label: s.label.split(":")[0] if len(sides) > 1 else s.label for s in sides}
+    xs = [[n for n in names for _ in sides], [short[s.label] for _ in names for s in sides]]
+    per = {(n, s.label): _tenant_outcomes(s.run, n) for n in names for s in sides}
+    base = [0.0] * len(xs[0])
+    for o in Outcome:
+        figs = [per[n, s.label].get(o) for n in names for s in sides]
+        if not any(f is not None and f.count for f in figs):
+            continue
+        ys = [100 * f.share if f else 0.0 for f in figs]
+        # Stacked by hand (base) in one offset group: barmode stays "group" for the p99 bars.
+        fig.add_trace(go.Bar(x=xs, y=ys, base=list(base), offsetgroup="outcomes", name=o.label,
+                             marker=dict(color=OUTCOME_COLORS[o.value], line=dict(color="#ffffff", width=0.5)),
+                             customdata=[f.count if f else 0 for f in figs], legendgroup=f"outcome-{o.value}",
+                             hovertemplate=f"{o.label}: %{{y:.1f}}% (%{{customdata:,}} requests)"
+                                           "<extra>%{x}</extra>"),
                       row=1, col=2)
+        base = [b + y for b, y in zip(base, ys)]
     # The SLO's label goes in the legend: on the chart it would sit on the bars.
     fig.add_hline(y=slo, line=dict(color="#333", dash="dash", width=1.5), row=1, col=1)
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"SLO {fmt_s(slo)}", hoverinfo="skip",
                              line=dict(color="#333", dash="dash", width=1.5)), row=1, col=1)
-    fig.update_xaxes(title_text="tenant", row=1, col=1)
-    fig.update_xaxes(title_text="tenant", row=1, col=2)
+    fig.update_xaxes(title_text="tenant")
     fig.update_yaxes(title_text="p99 latency (s)", range=[0, cap * 1.15], row=1, col=1)
-    fig.update_yaxes(title_text="within SLO (% of tenant's requests)", range=[0, 112], row=1, col=2)
-    fig.update_layout(height=440, template="plotly_white", font=FONT, barmode="group", uniformtext_minsize=9,
-                      legend=dict(orientation="h", y=-0.2, x=0), margin=dict(l=80, r=30, t=60, b=100))
+    fig.update_yaxes(title_text="share of the tenant's requests (%)", range=[0, 101], row=1, col=2)
+    fig.update_layout(height=460, template="plotly_white", font=FONT, barmode="group", uniformtext_minsize=9,
+                      legend=dict(orientation="h", y=-0.25, x=0), margin=dict(l=80, r=30, t=60, b=110))
     return fig
+
+
+def _ok_p99(t: Any) -> float | None:
+    """A tenant's p99 over its requests answered OK (older files: over all of them)."""
+    return t.p99_ok_s if t.outcomes is not None else t.p99_s

@@ -7,10 +7,12 @@ knobs to their fixed values (see `targets.flaws`). Units are in the names.
 
 from __future__ import annotations
 
+import json
 import math
 from enum import Enum
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Batching(str, Enum):
@@ -104,12 +106,32 @@ class TargetConfig(BaseModel):
     failure_handling: bool = False
     batch_timeout_factor: float = Field(2.0, gt=1, description="batch timeout = factor x expected time")
 
+    @field_validator("cost_table")
+    @classmethod
+    def _table_file(cls, path: str | None) -> str | None:
+        """A cost table must be a readable table file now, not a traceback mid-run."""
+        if path is None:
+            return None
+        from targets.cost_table import CostTable  # no torch: tables are plain JSON
+
+        if not Path(path).is_file():
+            raise ValueError(f"no such file '{path}' (write one with `harness profile MODEL`)")
+        try:
+            CostTable.from_json(path)
+        except (OSError, ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+            kind = "not JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise ValueError(f"'{path}' is not a cost table: {kind}") from None
+        return path
+
     @model_validator(mode="after")
     def _consistent(self) -> "TargetConfig":
         if self.dedupe and not self.request_ids:
             raise ValueError("dedupe needs request_ids = true (nothing to dedupe on)")
         if self.cost_model is CostModel.TABLE and not self.cost_table:
             raise ValueError("cost_model = 'table' needs cost_table = PATH (from `harness profile`)")
+        if self.cost_table and self.cost_model is not CostModel.TABLE:
+            raise ValueError(f"cost_table is set but cost_model is '{self.cost_model.value}', which ignores it "
+                             "(set cost_model = 'table')")
         if self.backoff_cap_s < self.backoff_base_s:
             raise ValueError("backoff_cap_s must be >= backoff_base_s")
         return self

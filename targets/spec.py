@@ -79,6 +79,8 @@ def _split_flaws(text: str) -> tuple[str, list[tuple[str, str]]]:
             raise ConfigError(
                 f"target '{text}': cannot read '{sign}{rest}': expected +FLAW or -FLAW with FLAW one of {', '.join(FLAW_IDS)}"
             )
+        if (("-" if sign == "+" else "+"), flaw) in ops:
+            raise ConfigError(f"target '{text}': both puts back and fixes '{flaw}'")
         ops.append((sign, flaw))
         rest = rest[len(flaw):]
     return base, ops
@@ -123,6 +125,10 @@ def _from_toml(path: Path, overrides: dict[str, Any]) -> TargetConfig:
             if item not in FLAW_IDS:
                 raise ConfigError(f"{path}: key '{key}': unknown flaw '{item}' (valid: {', '.join(FLAW_IDS)})")
             ops.append((sign, item))
+    both = sorted({f for sign, f in ops if sign == "+"} & {f for sign, f in ops if sign == "-"})
+    if both:
+        raise ConfigError(f"{path}: keys 'add' and 'fix' both name {', '.join(repr(f) for f in both)}: "
+                          "a design either has a flaw or fixes it")
     try:
         knobs = _apply(base_knobs(base), ops)
     except ConfigError as exc:

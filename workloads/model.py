@@ -15,7 +15,9 @@ from enum import Enum
 from typing import Annotated, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from workloads.answers import Answer, select_tenants, split_tenant_key
 
 
 class _Frozen(BaseModel):
@@ -181,6 +183,27 @@ class WorkloadConfig(_Frozen):
     sizes: Sizes = Sizes()
     faults: tuple[Fault, ...] = ()
     window_s: float = Field(default=1.0, gt=0)
+    # The figures that answer the scenario's question (workloads.answers); compare judges them.
+    answers: tuple[Answer, ...] = ()
+
+    @field_validator("answers")
+    @classmethod
+    def _tenants_exist(cls, answers: tuple[Answer, ...], info: ValidationInfo) -> tuple[Answer, ...]:
+        names = [t.name for t in info.data.get("tenants", ())]
+        for i, answer in enumerate(answers):
+            key = split_tenant_key(answer.figure)
+            if key is None or not names:
+                continue
+            selector = key[0]
+            if selector.startswith("!") and selector[1:] not in names:
+                problem = f"'{selector[1:]}' is not a tenant"
+            elif not select_tenants(selector, names):
+                problem = f"'{selector}' matches no tenant"
+            else:
+                continue
+            raise ValueError(f"answers[{i}].figure '{answer.figure}': {problem} "
+                             f"(tenants: {', '.join(names)})")
+        return answers
 
     @model_validator(mode="after")
     def _check(self) -> "WorkloadConfig":

@@ -15,7 +15,12 @@ Per (flaw, scenario) the rank result records (`per_scenario`, a
   the flaw made the 1% tail never answered while GOOD answered it (ranks
   above any finite increase); 0.0 when neither answered its 1% tail (goodput
   carries that scenario) or when the flaw turned a never-answered tail into an
-  answered one (not an increase);
+  answered one (not an increase, for sorting; ``p99_change`` says which of
+  these it was, so a tail that went from never to a number is a change);
+- ``unserved_increase``, ``lost_increase``, ``amplification_increase``: the
+  share of requests that ended timed out, failed or never resolved, the share
+  lost in flight inside the target, and attempts per request, GOOD+F minus
+  GOOD (`harness.analysis.scoring`);
 - ``wasted_gpu_s``: wasted GPU-seconds (duplicates, abandoned work, padding)
   of GOOD+F minus those of GOOD, over the (compressed) run;
 - ``gain_goodput`` and ``gain_p99_s``: the same differences on the gain side
@@ -23,14 +28,17 @@ Per (flaw, scenario) the rank result records (`per_scenario`, a
   never-answered tail answered).
 
 A flaw's `cost` is its worst case over the scenarios: the largest goodput
-loss, the largest p99 increase (None beats any number), the largest extra
-waste, and the scenario of the highest severity (goodput loss in steps of
-TIE = half a point, then p99 increase). Its `gain` is the same on the gain
-side.
+loss, the largest p99 increase (None beats any number), the largest share of
+requests harmed (timed out, failed or lost), the largest extra amplification
+and waste, and the scenario of the highest severity (goodput loss in steps of
+TIE = half a point, then p99 increase, then harm, then amplification). Its
+`gain` is the same on the gain side.
 
 Score (the ranking, documented in the result's `score` key): flaws sort by
 worst goodput loss in steps of TIE, then worst p99 increase (never answered
-first), then the fix's goodput gain from the naive side, then extra waste.
+first; under 0.5 ms counts as none), then requests harmed, then
+amplification, then the fix's goodput gain from the naive side, then extra
+waste.
 `top` is the three highest-ranked flaws the flawed design still has (for
 `naive`, the first three): the ones to insist on before shipping it.
 
@@ -38,8 +46,11 @@ Durations: 20 targets x 11 scenarios at the scenarios' full lengths (up to
 600,000 requests a run) take most of an hour on 2 cores, so each scenario is
 shortened by `harness.analysis.shorten.plan`: stationary scripts cut to about
 `request_budget` requests, disturbed ones cut to a little calm, the
-disturbance (up to 3 s) and a little recovery; `duration_scale` scales all
-of it. The plan used is in the result (`durations`).
+disturbance (3 s, or longer where a flaw's mechanism needs it: 8 s for a
+retry storm at the doc's client settings, `harness.analysis.exposure`) and a
+little recovery; `duration_scale` scales all of it but those needs. The plan
+used is in the result (`durations`); a flaw whose exposing runs still kept
+too little (or did not run) carries a `too_short` warning.
 
 Interactions: see `harness.analysis.interactions`; the shared measures are in
 `harness.analysis.scoring`, the jobs in `harness.analysis.variants`.
@@ -47,24 +58,26 @@ Interactions: see `harness.analysis.interactions`; the shared measures are in
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Callable
 
+from harness.analysis.exposure import scenario_needs, short_run
 from harness.analysis.interactions import find_interactions
-from harness.analysis.scoring import TIE, goodput, inf, p99, severity, tail_increase
+from harness.analysis.scoring import (amplification, goodput, inf, lost_share, p99, p99_outcome, severity, steps,
+                                      tail, tail_increase, unserved)
 from harness.analysis.shorten import REQUEST_BUDGET, plan_for_json
 from harness.analysis.shorten import plan as plan_runs
 from harness.analysis.variants import OnDone, OnPlanned, VariantJob, knobs_of, run_summaries, variant
-from harness.results.rank import FlawCost, FlawGain, FlawRank, RankResult, ScenarioCost
+from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawGain, FlawRank,
+                                  KeptSpan, RankResult, ScenarioCost, TailChange, tail_change)
 from harness.results.run import RunSummary
 from targets.config import TargetConfig
 from targets.flaws import FLAWS, Flaw
 from targets.spec import flaws_present
 from workloads.loader import load_suite
 
-__all__ = ["REQUEST_BUDGET", "SCORE_TEXT", "ablate", "ablation_job_count", "job_count", "measure", "rank",
-           "score_key", "worst"]
+__all__ = ["REQUEST_BUDGET", "SCORE_TEXT", "ablate", "ablation_job_count", "exposing_plan", "job_count", "measure",
+           "rank", "score_key", "worst"]
 
 Summaries = dict[tuple[str, str], RunSummary]
 
@@ -89,45 +102,84 @@ def measure(flaw_scenarios: dict[str, list[str]], good: str, flawed: str,
                 gain_p99_s=tail_increase(p99(nf), p99(n)),
                 goodput={k: v.goodput_ratio for k, v in sides.items()},
                 p99_s={k: p99(v) for k, v in sides.items()},
+                p99_outcome={k: o for k, v in sides.items() if (o := p99_outcome(v)) is not None},
                 amplification={k: v.amplification for k, v in sides.items()},
                 lost={k: v.requests.lost for k, v in sides.items()},
+                unserved={k: unserved(v) for k, v in sides.items()},
+                unserved_increase=unserved(gf) - unserved(g),
+                lost_increase=lost_share(gf) - lost_share(g),
+                amplification_increase=amplification(gf) - amplification(g),
+                p99_change=tail_change(p99(g), p99(gf)),
+                gain_unserved=unserved(n) - unserved(nf),
+                gain_lost=lost_share(n) - lost_share(nf),
+                gain_p99_change=tail_change(p99(n), p99(nf)),
             )
         out[fid] = rows
     return out
 
 
+def _tail_key(r: ScenarioCost) -> tuple[float, float]:
+    """Where a flaw's tail moved most: a measurable increase (never answered first), then a
+    tail that went from never answered to a number (a change in kind), then the rest."""
+    inc = r.p99_increase_s
+    if inc is None or inc >= NOISE_P99_S:
+        return (inf(inc), 0.0)
+    return (0.0, 1.0 if r.p99_change is TailChange.BECAME_ANSWERED else inc - 1.0)
+
+
 def worst(rows: dict[str, ScenarioCost]) -> tuple[FlawCost, FlawGain]:
     """(cost, gain) of one flaw: its worst case over the scenarios measured."""
     ws = list(rows)
-    cost_w = max(ws, key=lambda w: severity(rows[w].goodput_loss, rows[w].p99_increase_s))
-    gain_w = max(ws, key=lambda w: severity(rows[w].gain_goodput, rows[w].gain_p99_s))
+    cost_w = max(ws, key=lambda w: severity(rows[w].goodput_loss, rows[w].p99_increase_s, rows[w].harm(),
+                                            rows[w].amplification_increase))
+    gain_w = max(ws, key=lambda w: severity(rows[w].gain_goodput, rows[w].gain_p99_s, rows[w].gain_harm()))
+    tail_w = max(ws, key=lambda w: _tail_key(rows[w]))
+    gtail_w = max(ws, key=lambda w: inf(rows[w].gain_p99_s))
     tails = [rows[w].p99_increase_s for w in ws]
     gtails = [rows[w].gain_p99_s for w in ws]
+    before, after = _labels(rows[tail_w])
     cost = FlawCost(
         goodput_loss=max(0.0, max(rows[w].goodput_loss for w in ws)),
         p99_increase_s=None if None in tails else max(tails),  # type: ignore[type-var]
         wasted_gpu_s=max(rows[w].wasted_gpu_s for w in ws),
         scenario=cost_w,
-        p99_scenario=max(ws, key=lambda w: inf(rows[w].p99_increase_s)),
+        p99_scenario=tail_w,
+        p99_change=rows[tail_w].p99_change,
+        p99_from_s=rows[tail_w].p99_s.get(before) if before else None,
+        p99_to_s=rows[tail_w].p99_s.get(after) if after else None,
+        p99_from_outcome=rows[tail_w].p99_outcome.get(before) if before else None,
+        p99_to_outcome=rows[tail_w].p99_outcome.get(after) if after else None,
+        harmed=max(0.0, max(rows[w].harm() for w in ws)),
+        amplification_increase=max(0.0, max(rows[w].amplification_increase for w in ws)),
     )
     gain = FlawGain(
         goodput_gain=max(0.0, max(rows[w].gain_goodput for w in ws)),
         p99_decrease_s=None if None in gtails else max(gtails),  # type: ignore[type-var]
         scenario=gain_w,
+        p99_change=rows[gtail_w].gain_p99_change,
+        harm_avoided=max(0.0, max(rows[w].gain_harm() for w in ws)),
     )
     return cost, gain
+
+
+def _labels(r: ScenarioCost) -> tuple[str | None, str | None]:
+    """(good, good+F) labels of a row: the tables are keyed good, good+F, flawed, flawed-F."""
+    keys = list(r.p99_s)
+    return (keys[0], keys[1]) if len(keys) >= 2 else (None, None)
 
 
 def score_key(f: FlawRank) -> tuple:
     """Ascending sort key: the most harmful flaw first (see module doc)."""
     c, g = f.cost, f.gain
-    return (-severity(c.goodput_loss, None)[0], -inf(c.p99_increase_s),
-            -math.floor(g.goodput_gain / TIE + 1e-9), -c.wasted_gpu_s)
+    return (-steps(c.goodput_loss), -tail(c.p99_increase_s), -steps(c.harmed, NOISE_SHARE),
+            -steps(c.amplification_increase, NOISE_AMPLIFICATION), -steps(g.goodput_gain), -c.wasted_gpu_s,
+            -inf(c.p99_increase_s))
 
 
 SCORE_TEXT = ("worst goodput loss when put back into the good design (in steps of 0.5 points), then worst "
-              "p99 increase (never answered first), then the goodput its fix gains alone in the flawed design, "
-              "then extra wasted GPU-seconds")
+              "p99 increase (never answered first), then requests timed out, failed or lost in flight (share, "
+              "in steps of 0.1 points), then extra attempts per request (amplification, in steps of 0.005), "
+              "then the goodput its fix gains alone in the flawed design, then extra wasted GPU-seconds")
 
 
 # -- the ablation --------------------------------------------------------------------------
@@ -144,7 +196,7 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
     """
     started = time.perf_counter()
     scen = sorted({w for ws in flaw_scenarios.values() for w in ws}, key=_suite_order(suite))
-    plan = plan or plan_runs(scen)
+    plan = plan or exposing_plan(flaw_scenarios, good)
     good_label, good_knobs = knobs_of(good)
     flawed_label, flawed_knobs = knobs_of(flawed)
     if flawed_label == good_label:
@@ -162,14 +214,17 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
     summaries = run_summaries(jobs, workers, on_done, on_planned)
     per = measure(flaw_scenarios, good_label, flawed_label, summaries)
     slo = TargetConfig.model_validate(good_knobs).slo_s
+    kept = {w: KeptSpan(disturbance_s=plan[w].get("disturbance_s"), after_s=plan[w].get("after_s")) for w in scen}
     flaws = []
     for fid, rows in per.items():
         f = by_id[fid]
         cost, gain = worst(rows)
         if fid not in present:
             gain = gain.model_copy(update={"note": f"already fixed in {flawed_label}: nothing to gain"})
+        warning = short_run(fid, flaw_scenarios[fid], f.exposed_by, variant(good_knobs, f.present), kept)
         flaws.append(FlawRank(id=fid, doc_item=f.doc_item, failure=f.failure, fix=f.fix,
-                              exposed_by=list(f.exposed_by), cost=cost, gain=gain, per_scenario=rows, rank=0))
+                              exposed_by=list(f.exposed_by), cost=cost, gain=gain, per_scenario=rows, rank=0,
+                              too_short=warning))
     flaws.sort(key=score_key)
     flaws = [f.model_copy(update={"rank": i}) for i, f in enumerate(flaws, 1)]
     found = None
@@ -191,6 +246,19 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
     )
 
 
+def exposing_plan(flaw_scenarios: dict[str, list[str]], good: str = "hardened", scale: float = 1.0,
+                  request_budget: float | None = REQUEST_BUDGET) -> dict[str, dict[str, Any]]:
+    """The shortening plan of an ablation: `harness.analysis.shorten.plan` over its scenarios,
+    each disturbance kept as long as the flaws it exposes need to show
+    (`harness.analysis.exposure`), from the knobs of `good` with each flaw put back."""
+    _, good_knobs = knobs_of(good)
+    by_id = {f.id: f for f in FLAWS}
+    needs = scenario_needs(flaw_scenarios, {fid: by_id[fid].exposed_by for fid in flaw_scenarios},
+                           {fid: variant(good_knobs, by_id[fid].present) for fid in flaw_scenarios})
+    names = sorted({w for ws in flaw_scenarios.values() for w in ws})
+    return plan_runs(names, scale, request_budget, needs=needs)
+
+
 def _suite_order(suite: str | list[str]) -> Callable[[str], tuple[int, str]]:
     try:
         order = list(suite) if isinstance(suite, list) else (load_suite(suite) if suite else [])
@@ -206,7 +274,7 @@ def rank(suite: str | list[str] = "bad-day", seed: int = 1, workers: int | None 
     """The rank result: every flaw (or `flaws`) measured on every scenario of the suite."""
     names = list(suite) if isinstance(suite, list) else load_suite(suite)
     ids = flaws or [f.id for f in FLAWS]
-    plan = plan_runs(names, duration_scale, request_budget)
+    plan = exposing_plan({fid: list(names) for fid in ids}, good, duration_scale, request_budget)
     return ablate({fid: list(names) for fid in ids}, good, flawed, seed, workers, plan, on_done, interactions,
                   suite=names, on_planned=on_planned, suite_name=suite if isinstance(suite, str) else "custom")
 

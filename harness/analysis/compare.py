@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from harness.analysis.verdicts import add_verdicts
 from harness.engine.jobs import SimJob, run_jobs
 from harness.results.compare import CompareResult
 from harness.results.run import RunResult, RunSummary
@@ -12,7 +13,8 @@ from harness.results.run import RunResult, RunSummary
 def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
             duration_s: float | None = None, rate_rps: float | None = None, workers: int | None = None,
             on_done: Callable | None = None, durations: dict[str, float] | None = None) -> CompareResult:
-    """Runs every workload on both targets; returns their comparison.
+    """Runs every workload on both targets; returns their comparison, with each
+    scenario's declared figures judged and each side's share of the ceiling (`verdicts`).
 
     `overrides` apply to both sides; give a side its own knobs with a spec
     (`hardened:gpus=40`) or a TOML file. `duration_s` applies to every
@@ -28,4 +30,4 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
     for job, res, side in zip(jobs, results, [a, label_b] * len(workloads)):
         scenarios.setdefault(job.workload, {})[side] = res.summary
         runs.setdefault(job.workload, {})[side] = res
-    return CompareResult(a=a, b=label_b, seed=seed, mode="sim", scenarios=scenarios, runs=runs)
+    return add_verdicts(CompareResult(a=a, b=label_b, seed=seed, mode="sim", scenarios=scenarios, runs=runs))

@@ -7,6 +7,11 @@ review (its gain; `naive`, the doc's design, unless a user design is given).
 It then ranks the flaws, and adds the Part 2 (capacity) and Part 3 (shared
 pool) answers the caller asks for.
 
+Runs are shortened so each scenario keeps the disturbance the flaws it exposes
+need to show (`harness.analysis.exposure`); `--quick` halves the rest. An
+item whose exposing runs still kept too little carries the rank's warning
+(`too_short`), so a flaw is never quietly found harmless by a run too short.
+
 Returns a `ReviewResult`: per doc item the figures of its experiment and the
 verdicts (measurable or not, where it hurt most, requests lost), decided here;
 `reports/review.py` words them. No figure is canned: each is read from the
@@ -18,11 +23,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from harness.analysis.ablation import ablate, ablation_job_count
-from harness.analysis.shorten import plan as plan_runs
+from harness.analysis.ablation import ablate, ablation_job_count, exposing_plan
 from harness.analysis.variants import OnDone, OnPlanned
 from harness.results.base import Result
-from harness.results.rank import FlawRank, RankResult, ScenarioCost, measurable
+from harness.results.rank import FlawRank, RankResult, ScenarioCost, TailChange, measurable
 from harness.results.review import Effect, LostShift, ReviewItem, ReviewResult, TailShift
 from targets.flaws import FLAWS
 from workloads.loader import load_workload
@@ -30,7 +34,7 @@ from workloads.loader import load_workload
 __all__ = ["QUICK_SCALE", "Part", "capacity_part", "check_design", "default_parts", "items", "pool_part", "review",
            "review_job_count", "review_scenarios"]
 
-QUICK_SCALE = 0.5          # --quick: every run this much shorter (see harness/analysis/shorten.py)
+QUICK_SCALE = 0.5          # --quick: runs this much shorter, never below what a flaw needs (shorten.py)
 
 # A Part 2/3 answer: (name for notes, builder of its result).
 Part = tuple[str, Callable[[], Any]]
@@ -66,12 +70,18 @@ def _effect(f: FlawRank, before: str, after: str, side: str) -> Effect:
         change = row.gain_goodput
     tail = None
     pw = f.cost.p99_scenario
-    if side == "cost" and seen and pw != w and measurable(0.0, per[pw].p99_increase_s):
-        tail = TailShift(scenario=pw, p99_before_s=per[pw].p99_s[before], p99_after_s=per[pw].p99_s[after])
+    moved = measurable(0.0, per[pw].p99_increase_s) or per[pw].p99_change is TailChange.BECAME_ANSWERED
+    if side == "cost" and seen and pw != w and moved:
+        tail = TailShift(scenario=pw, p99_before_s=per[pw].p99_s[before], p99_after_s=per[pw].p99_s[after],
+                         change=per[pw].p99_change, p99_before_outcome=per[pw].p99_outcome.get(before),
+                         p99_after_outcome=per[pw].p99_outcome.get(after))
     return Effect(
         before=before, after=after, scenario=w, measurable=seen, change=change,
         goodput_before=row.goodput[before], goodput_after=row.goodput[after],
         p99_before_s=row.p99_s[before], p99_after_s=row.p99_s[after],
+        p99_change=row.p99_change if side == "cost" else row.gain_p99_change,
+        p99_before_outcome=row.p99_outcome.get(before), p99_after_outcome=row.p99_outcome.get(after),
+        unserved_before=row.unserved.get(before), unserved_after=row.unserved.get(after),
         amplification_before=row.amplification.get(before), amplification_after=row.amplification.get(after),
         wasted_gpu_s=row.wasted_gpu_s if side == "cost" else 0.0, tail=tail,
         lost=None if (side == "gain" and f.gain.note) else _lost(per, before, after),
@@ -93,7 +103,7 @@ def items(rank: RankResult) -> list[ReviewItem]:
             runs_s={w: rank.durations[w].run_s for w in f.per_scenario},
             cost=_effect(f, good, f"{good}+{flaw.id}", "cost"),
             gain=_effect(f, flawed, f"{flawed}-{flaw.id}", "gain"),
-            interaction=f.interaction,
+            interaction=f.interaction, too_short=f.too_short,
         ))
     return out
 
@@ -147,9 +157,8 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     notes: list[str] = []
     if rank is None:
         scen = flaw_scenarios or review_scenarios()
-        names = sorted({w for ws in scen.values() for w in ws})
         factor = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
-        plan = plan_runs(names, factor)
+        plan = exposing_plan(scen, "hardened", factor)
         rank = ablate(scen, "hardened", flawed, seed, workers, plan, on_done, suite="bad-day", on_planned=on_planned)
     embedded: dict[str, Result] = {}
     for name, build in parts:

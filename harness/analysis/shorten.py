@@ -14,6 +14,13 @@ Two ways to shorten a scenario:
   slowdown to 1.5 s, too short for queues to pass the 1 s client timeout, so
   the retry storm it exists to expose would never start.
 
+`DISTURBANCE_S` and `AFTER_S` (times `scale`) are defaults; `needs` (from
+`harness.analysis.exposure.scenario_needs`) raise them per scenario to what
+the flaws it exposes need to show, and no `scale` shortens below that. The
+plan records what each run kept of its disturbance, so the ranking can warn
+per flaw where a run still kept too little (a script shorter than the need,
+or no shortening plan for disturbances, as with `request_budget` None).
+
 A `Shortening` is plain data (it travels to worker processes with the job);
 `shorten(wl, sh)` applies it. All times are seconds.
 """
@@ -21,9 +28,11 @@ A `Shortening` is plain data (it travels to worker processes with the job);
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
+from harness.analysis.exposure import Need
 from workloads.loader import load_workload
 from workloads.model import SpikePhase, WorkloadConfig
 
@@ -113,19 +122,28 @@ def expected_requests(wl: WorkloadConfig) -> float:
 
 def plan(names: list[str], scale: float = 1.0, request_budget: float | None = REQUEST_BUDGET,
          min_s: float = MIN_S, before_s: float = BEFORE_S, disturbance_s: float = DISTURBANCE_S,
-         after_s: float = AFTER_S) -> dict[str, dict]:
-    """{scenario: {"shortening", "full_s", "run_s", "expected_requests", "kept"}} for a suite.
+         after_s: float = AFTER_S, needs: Mapping[str, Need] | None = None) -> dict[str, dict]:
+    """{scenario: {"shortening", "full_s", "run_s", "expected_requests", "kept", "disturbance_s",
+    "after_s"}} for a suite.
 
-    `scale` multiplies every kept length; `request_budget` None keeps every
-    scenario whole.
+    `scale` multiplies every kept length, but a disturbance and its recovery are
+    never kept shorter than `needs[scenario]` says (the script's own lengths
+    permitting); `request_budget` None keeps every scenario whole (or, with
+    `scale` under 1, compresses it uniformly). `disturbance_s` and `after_s` in
+    the plan are what the run kept: None where the script has no disturbance,
+    0.0 where the cut lost it.
     """
     out: dict[str, dict] = {}
+    needs = needs or {}
     for name in names:
         wl = load_workload(name)
+        need = needs.get(name)
         if request_budget is None:
             sh = Shortening(run_s=wl.duration_s * scale) if scale < 1 else None
         elif disturbance(wl) is not None and len(wl.phases) == 1:
-            sh = Shortening(before_s=before_s * scale, disturbance_s=disturbance_s * scale, after_s=after_s * scale)
+            sh = Shortening(before_s=before_s * scale,
+                            disturbance_s=max(disturbance_s * scale, need.disturbance_s if need else 0.0),
+                            after_s=max(after_s * scale, need.after_s if need else 0.0))
         else:
             mean = max(expected_requests(wl) / wl.duration_s, 1e-9)
             sh = Shortening(run_s=min(wl.duration_s, max(min_s, request_budget / mean)) * scale)
@@ -138,8 +156,13 @@ def plan(names: list[str], scale: float = 1.0, request_budget: float | None = RE
             kept = f"{span[0]:.3g} s calm, {span[1] - span[0]:.3g} s disturbance, {short.duration_s - span[1]:.3g} s after"
         else:
             kept = f"first {short.duration_s:.3g} s" if simple else f"whole script in {short.duration_s:.3g} s"
+        kept_d = kept_a = None
+        if disturbance(wl) is not None:
+            kept_d, kept_a = ((max(0.0, span[1] - span[0]), max(0.0, short.duration_s - span[1])) if span
+                              else (0.0, 0.0))
         out[name] = {"shortening": sh, "full_s": wl.duration_s, "run_s": short.duration_s,
-                     "expected_requests": expected_requests(short), "kept": kept}
+                     "expected_requests": expected_requests(short), "kept": kept,
+                     "disturbance_s": kept_d, "after_s": kept_a}
     return out
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.cli.common import HTML, JSON, OUT, QUIET, SEED, err, fail, out
+from harness.cli.common import (HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, existing_file, fail, out,
+                                writable_file)
 from harness.results import io as results
 from harness.results import load_result
 from harness.results.rank import RankResult
@@ -23,8 +24,6 @@ from reports import gate as gate_view
 from reports import rank as rank_view
 from reports import review as review_view
 from workloads.loader import ConfigError, load_suite
-
-JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core).")
 
 @contextmanager
 def _runs_progress(quiet: bool) -> Iterator[Callable[[], Callable[..., Any]]]:
@@ -59,8 +58,10 @@ def rank(
     suite: str = typer.Option("bad-day", "--suite", help="Suite of scenarios to rank the flaws over."),
     seed: int = SEED,
     jobs: Optional[int] = JOBS,
-    scale: float = typer.Option(1.0, "--scale", help="Multiply every shortened run's length by this (see harness/analysis/shorten.py)."),
-    budget: int = typer.Option(0, "--budget", help="Expected requests per run (0: the default plan; -1: full lengths)."),
+    scale: float = typer.Option(1.0, "--scale", help="Multiply every shortened run's length by this (see harness/analysis/shorten.py).",
+                                callback=bounded("--scale", gt=0)),
+    budget: int = typer.Option(0, "--budget", help="Expected requests per run (0: the default plan; -1: full lengths).",
+                               callback=bounded("--budget", ge=-1)),
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
@@ -74,8 +75,6 @@ def rank(
         load_suite(suite)
     except ConfigError as exc:
         fail(str(exc))
-    if scale <= 0:
-        fail("--scale must be > 0")
     with _runs_progress(quiet or as_json) as callbacks:
         on_planned, on_done = callbacks()
         result = run_rank(suite, seed, jobs, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
@@ -87,7 +86,8 @@ def review(
     design: Optional[str] = typer.Argument(None, help="Design to review: a target spec or TOML file (default: naive, the doc)."),
     html: Optional[Path] = HTML,
     quick: bool = typer.Option(False, "--quick", help="Shorter runs (a rougher review in about half the time)."),
-    rank_file: Optional[Path] = typer.Option(None, "--rank", help="Reuse a saved rank result instead of running the ablation."),
+    rank_file: Optional[Path] = typer.Option(None, "--rank", help="Reuse a saved rank result instead of running the ablation.",
+                                             callback=existing_file("--rank")),
     no_parts: bool = typer.Option(False, "--no-parts", help="Skip Part 2 (capacity) and Part 3 (pool)."),
     seed: int = SEED,
     jobs: Optional[int] = JOBS,
@@ -132,22 +132,30 @@ def _finish(result: Any, path: Path, html: Optional[Path], as_json: bool, view: 
 
 
 def gate(
-    gate_file: Path = typer.Argument(..., help="Gate file (TOML; format: harness/gate/file.py, example harness/gate/ci.toml)."),
-    target: Optional[str] = typer.Option(None, "--target", help="Replace the target under test (every gate's target, side A of paired gates)."),
-    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Result file (gate, run, compare or rank) the 'baseline' checks compare with."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write a Markdown report here."),
+    gate_file: Path = typer.Argument(..., help="Gate file (TOML; format: harness/gate/file.py, example harness/gate/ci.toml).",
+                                     callback=existing_file("GATE_FILE")),
+    target: Optional[str] = typer.Option(None, "--target", help="Replace the target under test (wherever the file names it; never a paired gate's reference)."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Result file (gate, run, compare or rank) the 'baseline' checks compare with.",
+                                            callback=existing_file("--baseline")),
+    results_: Optional[List[Path]] = typer.Option(None, "--results", help="Judge these saved runs (run or compare results, live or sim; repeatable) instead of running sim.",
+                                                  callback=existing_file("--results")),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report here.", callback=writable_file("--junit")),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write a Markdown report here.",
+                                            callback=writable_file("--markdown")),
     jobs: Optional[int] = JOBS,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     html: Optional[Path] = HTML,
 ) -> None:
-    """CI performance gate: run the gate file's scenarios (sim, seeded); exit 0 pass, 1 violation, 2 bad file."""
+    """CI performance gate: run the gate file's scenarios (sim, seeded) or judge saved runs (--results);
+    exit 0 pass, 1 violation, 2 bad file or cannot judge (an invalid live run)."""
     from harness.gate.check import run_gate
 
     try:
         base = load_result(baseline) if baseline is not None else None
-        result = run_gate(str(gate_file), target, base, jobs)
+        given = [load_result(f) for f in results_ or []]
+        result = run_gate(str(gate_file), target, base, jobs, results=given or None,
+                          result_files=[str(f) for f in results_ or []])
     except (ConfigError, ValueError) as exc:
         fail(str(exc), code=2)
     for report, text in ((junit, gate_view.junit_xml), (markdown, gate_view.markdown)):
@@ -155,4 +163,7 @@ def gate(
             results.write_text_atomic(report, text(result), mode=0o644)
     _finish(result, out_path or results.default_path("gate", gate_file.stem), html, as_json, gate_view,
             result.summary_json())
-    raise typer.Exit(0 if result.passed else 1)
+    if result.cannot_judge and as_json:  # the view says it otherwise; --json keeps stdout for the document
+        err.print("[bold red]CANNOT JUDGE[/] (exit 2): neither pass nor fail, a run the gate reads is invalid\n"
+                  + "\n".join(f"  - {line}" for line in result.cannot_judge), highlight=False, soft_wrap=True)
+    raise typer.Exit(result.exit_code)

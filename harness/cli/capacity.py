@@ -15,7 +15,7 @@ from typing import Callable, Iterator, Optional
 import typer
 
 from harness.results import io as results
-from harness.cli.common import HTML, JSON, OUT, QUIET, SEED, err, fail, out
+from harness.cli.common import HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, existing_file, fail, one_of, out
 
 
 @contextmanager
@@ -38,16 +38,23 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]
 
 
 def capacity(
-    qps: float = typer.Option(10_000, "--qps", help="Peak load to size for (requests/s)."),
-    batch_size: int = typer.Option(32, "--batch-size", "-B", help="B, the model's maximum batch."),
-    batch_time: float = typer.Option(0.1, "--batch-time", help="t(B): s per full batch (a cost table overrides)."),
-    slo_p99: float = typer.Option(0.3, "--slo-p99", help="Latency target: p99 in seconds."),
-    cost_model: str = typer.Option("constant", "--cost-model", help="constant (the doc), affine (t0 + k b), table."),
+    qps: float = typer.Option(10_000, "--qps", help="Peak load to size for (requests/s).",
+                              callback=bounded("--qps", gt=0, unit=" req/s")),
+    batch_size: int = typer.Option(32, "--batch-size", "-B", help="B, the model's maximum batch.",
+                                   callback=bounded("--batch-size", ge=1, le=4096)),
+    batch_time: float = typer.Option(0.1, "--batch-time", help="t(B): s per full batch (a cost table overrides).",
+                                     callback=bounded("--batch-time", gt=0, unit=" s")),
+    slo_p99: float = typer.Option(0.3, "--slo-p99", help="Latency target: p99 in seconds.",
+                                  callback=bounded("--slo-p99", gt=0, unit=" s")),
+    cost_model: str = typer.Option("constant", "--cost-model", help="constant (the doc), affine (t0 + k b), table.",
+                                   callback=one_of("--cost-model", ("constant", "affine", "table"))),
     cost_table: Optional[Path] = typer.Option(None, "--cost-table",
-                                              help="Cost table JSON from `harness profile` (--cost-model table)."),
-    headroom: float = typer.Option(1.25, "--headroom", help="Size the headroom fleet for this multiple of peak."),
+                                              help="Cost table JSON from `harness profile` (--cost-model table).",
+                                              callback=existing_file("--cost-table")),
+    headroom: float = typer.Option(1.25, "--headroom", help="Size the headroom fleet for this multiple of peak.",
+                                   callback=bounded("--headroom", ge=1)),
     quick: bool = typer.Option(False, "--quick", help="About a quarter of the simulation: shorter runs, fewer points."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core)."),
+    jobs: Optional[int] = JOBS,
     seed: int = SEED,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -57,8 +64,6 @@ def capacity(
     """Part 2: the formula's fleet beside the simulated realtime (+headroom, N+1) and offline ones."""
     from harness.analysis.capacity import plan_capacity
 
-    if cost_table is not None and not cost_table.is_file():
-        fail(f"--cost-table {cost_table}: no such file")
     if cost_model == "table" and cost_table is None:
         fail("--cost-model table needs --cost-table FILE (from `harness profile`)")
     try:

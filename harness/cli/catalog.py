@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from harness.cli.common import HTML, fail, out
+from harness.cli.common import HTML, existing_file, fail, out
 from targets.config import TargetConfig
 from targets.flaws import FLAWS
 from targets.spec import base_names
@@ -54,7 +54,8 @@ def workloads() -> None:
 
 
 def report(
-    files: List[Path] = typer.Argument(..., help="Result files (run, compare, rank, ...)."),
+    files: List[Path] = typer.Argument(..., help="Result files (run, compare, rank, ...).",
+                                       callback=existing_file("RESULT")),
     html: Optional[Path] = HTML,
 ) -> None:
     """Render saved results again (terminal, and HTML with --html)."""

@@ -1,12 +1,20 @@
-"""What every command shares: the consoles, the error exit, and the common options.
+"""What every command shares: the consoles, the error exit, the common options and their checks.
 
 Common options mean the same on every command that runs work: `--seed`, `--json`
 (the result alone on stdout), `--out` (result file), `--quiet` (no progress).
+
+Every number, name and path a user types is checked while the command line is
+parsed, before any work starts: a bad one ends the command with one line,
+`error: --OPTION ...`, and exit code 2 (`fail`). The checks are option
+callbacks built here (`bounded`, `one_of`, `existing_file`, ...), so an
+option carries its own rule wherever it is used.
 """
 
 from __future__ import annotations
 
-from typing import NoReturn
+import math
+from pathlib import Path
+from typing import Any, Callable, Iterable, NoReturn
 
 import typer
 from rich.console import Console
@@ -14,16 +22,119 @@ from rich.console import Console
 out = Console()
 err = Console(stderr=True)
 
-SEED = typer.Option(1, "--seed", help="One seed drives arrivals, clients and the target.")
-DURATION = typer.Option(None, "--duration", help="Cut or stretch the workload to this many seconds.")
-RATE = typer.Option(None, "--rate", help="Scale the workload's rates so its peak is this (req/s).")
-SET = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable).")
-JSON = typer.Option(False, "--json", help="Print the result as JSON to stdout, nothing else.")
-OUT = typer.Option(None, "--out", help="Result file path (default: runs/<time>-<kind>-<label>.json).")
-QUIET = typer.Option(False, "--quiet", "-q", help="No progress display.")
-HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report here.")
+MODES = ("sim", "live")
+MODELS = ("mlp", "cnn", "transformer")  # targets.models.MODEL_NAMES, without importing torch
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+# -- option checks (typer callbacks: they get the parsed value and return it) ---------------------
+
+def bounded(option: str, *, gt: float | None = None, ge: float | None = None, le: float | None = None,
+            unit: str = "") -> Callable[[Any], Any]:
+    """A check that a number (or each of a repeated option's numbers) is finite and within bounds."""
+    def check(value: Any) -> Any:
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if v is None:
+                continue
+            got = f", got {v:g}" if isinstance(v, (int, float)) else f", got {v!r}"
+            if not math.isfinite(v):
+                fail(f"{option} must be a finite number{got}")
+            if gt is not None and not v > gt:
+                fail(f"{option} must be > {gt:g}{unit}{got}")
+            if ge is not None and not v >= ge:
+                fail(f"{option} must be >= {ge:g}{unit}{got}")
+            if le is not None and not v <= le:
+                fail(f"{option} must be <= {le:g}{unit}{got}")
+        return value
+    return check
+
+
+def one_of(option: str, valid: Iterable[str]) -> Callable[[Any], Any]:
+    names = tuple(valid)
+
+    def check(value: Any) -> Any:
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if v is not None and v not in names:
+                fail(f"{option} '{v}': valid are {', '.join(names)}")
+        return value
+    return check
+
+
+def device_check(value: Any) -> Any:
+    if value is not None and value not in ("auto", "cpu", "cuda") and not (
+            value.startswith("cuda:") and value[5:].isdigit()):
+        fail(f"--device '{value}': valid are auto, cpu, cuda, cuda:N")
+    return value
+
+
+def existing_file(option: str) -> Callable[[Any], Any]:
+    """Each path given must be a file that exists."""
+    def check(value: Any) -> Any:
+        for p in value if isinstance(value, (list, tuple)) else [value]:
+            if p is not None and not Path(p).is_file():
+                fail(f"{option} {p}: " + ("is a directory, not a file" if Path(p).is_dir() else "no such file"))
+        return value
+    return check
+
+
+def writable_file(option: str) -> Callable[[Any], Any]:
+    """A path to write: not a directory, and its folder is not a file."""
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        p = Path(value)
+        if p.is_dir():
+            fail(f"{option} {p}: is a directory; give a file path")
+        parent = next((q for q in p.parents if q.exists()), None)
+        if parent is not None and not parent.is_dir():
+            fail(f"{option} {p}: {parent} is a file, not a folder")
+        return value
+    return check
+
+
+def int_list(option: str, value: str, ge: int = 1) -> tuple[int, ...]:
+    """'1,2,4' -> (1, 2, 4); each an integer >= `ge`."""
+    items = [x.strip() for x in value.split(",") if x.strip()]
+    try:
+        numbers = tuple(int(x) for x in items)
+    except ValueError:
+        fail(f"{option} '{value}': expected comma-separated integers like 1,2,4")
+    if not numbers or any(n < ge for n in numbers):
+        fail(f"{option} '{value}': each must be an integer >= {ge}")
+    return numbers
+
+
+def check_target_mode(target: str, mode: str, option: str = "TARGET") -> None:
+    """A URL target runs only live: say so instead of 'unknown target http'."""
+    if "://" in target and mode != "live":
+        fail(f"{option} '{target}' is a URL: a URL target is driven over HTTP, so add --mode live")
+
+
+# -- the common options --------------------------------------------------------------------------
+
+SEED = typer.Option(1, "--seed", help="One seed drives arrivals, clients and the target.",
+                    callback=bounded("--seed", ge=0))
+DURATION = typer.Option(None, "--duration", help="Cut or stretch the workload to this many seconds.",
+                        callback=bounded("--duration", gt=0, unit=" s"))
+RATE = typer.Option(None, "--rate", help="Scale the workload's rates so its peak is this (req/s).",
+                    callback=bounded("--rate", gt=0, unit=" req/s"))
+SET = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable).")
+JSON = typer.Option(False, "--json", help="Print the result as JSON to stdout, nothing else.")
+OUT = typer.Option(None, "--out", help="Result file path (default: runs/<time>-<kind>-<label>.json).",
+                   callback=writable_file("--out"))
+QUIET = typer.Option(False, "--quiet", "-q", help="No progress display.")
+HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report here.",
+                    callback=writable_file("--html"))
+JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core).",
+                    callback=bounded("--jobs", ge=1, le=256))
+MODE = typer.Option("sim", "--mode", help="sim (virtual time) or live (real servers).",
+                    callback=one_of("--mode", MODES))
+LIVE_SCALE = typer.Option(None, "--scale", help="live: shrink rates and fleet together, 0 < S <= 1.",
+                          callback=bounded("--scale", gt=0, le=1))
+MODEL = typer.Option("mlp", "--model", help="live: torch model of the GPU workers (mlp, cnn, transformer).",
+                     callback=one_of("--model", MODELS))
+DEVICE = typer.Option("auto", "--device", help="live: auto, cpu or cuda.", callback=device_check)

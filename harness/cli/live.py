@@ -16,7 +16,8 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness.cli.common import err, fail, out
+from harness.cli.common import (DEVICE, LIVE_SCALE, MODEL, MODELS, bounded, err, fail, int_list, out,
+                                writable_file)
 from harness.engine.jobs import SimJob
 from harness.results import CompareResult, RunResult
 from workloads.loader import ConfigError
@@ -73,11 +74,43 @@ def _shown_run(quiet: bool) -> Callable[[LivePlan], RunResult]:
                 fail(str(exc), code=1)
         if not quiet:
             err.print(lag_text(res.summary), highlight=False, soft_wrap=True)
+            err.print(_status_text(res.summary.live or {}), highlight=False, soft_wrap=True)
             if res.summary.partial:
                 err.print("[bold red]interrupted[/]: the result covers the part that ran", highlight=False)
+        invalid_line(res)
         return res
 
     return run_one
+
+
+def _status_text(live: dict[str, Any]) -> str:
+    """'HTTP 200 x757, 503 x804 (overloaded: ...); connection errors 0' from the live block."""
+    statuses = live.get("http_status") or {}
+    reasons = live.get("http_errors") or {}
+    codes = ", ".join(f"{code} x{n:,}" + (f" ({reasons[code]})" if code in reasons else "")
+                      for code, n in statuses.items()) or "no response"
+    conn = live.get("connection_errors") or {}
+    errors = f"connection errors {conn.get('count', 0):,}" + (f" (first: {conn['first']})" if conn.get("first") else "")
+    return f"  HTTP {codes}; {errors}"
+
+
+def invalid_line(res: RunResult) -> None:
+    """An invalid run says so on stderr, with its reasons, whatever else is shown."""
+    s = res.summary
+    if not s.valid:
+        err.print(f"[bold red]INVALID[/] live run of {s.target} on {s.workload}: these figures are not the "
+                  "target's; `harness gate` will not judge it (exit 2)\n"
+                  + "\n".join(f"  - {r}" for r in s.invalid_reasons), highlight=False, soft_wrap=True)
+
+
+def nothing_succeeded(res: RunResult) -> None:
+    """Exit 1 with the first error's text when a live run answered nothing successfully."""
+    from harness.live.validity import first_error
+
+    r = res.summary.requests
+    if r.unique and not r.succeeded:
+        why = first_error(res.summary.live or {}) or f"all {r.unique:,} requests timed out or were shed"
+        fail(f"nothing succeeded: {why}", code=1)
 
 
 def _require_live(mode: str) -> None:
@@ -92,9 +125,18 @@ def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None,
     from harness.live.plan import plan_live
 
     _require_live(mode)
+    text = None
+    if template is not None:
+        from harness.live.payloads import Payloads
+
+        try:
+            text = template.read_text()
+            Payloads(model, text)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            fail(f"--template {template}: {exc}")
     try:
         plan = plan_live(job.target, job.workload, job.seed, job.overrides, job.duration_s, job.rate_rps, scale,
-                         model, device, pad_to_s, template.read_text() if template else None, allow_remote)
+                         model, device, pad_to_s, text, allow_remote)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
     return _shown_run(quiet)(plan)
@@ -116,12 +158,14 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
 
 def serve(
     target: str = typer.Argument(..., help="Target spec (naive, hardened, ...) or TOML file."),
-    port: int = typer.Option(8000, "--port", help="Port of the layer-4 proxy, the target's front door (0: any free)."),
+    port: int = typer.Option(8000, "--port", help="Port of the layer-4 proxy, the target's front door (0: any free).",
+                             callback=bounded("--port", ge=0, le=65535)),
     host: str = typer.Option("127.0.0.1", "--host", help="Address the proxy binds (API servers stay on loopback)."),
-    model: str = typer.Option("mlp", "--model", help="Torch model the GPU workers run: mlp, cnn or transformer."),
-    device: str = typer.Option("auto", "--device", help="auto (cuda when present), cpu or cuda."),
-    pad_to_s: Optional[float] = typer.Option(None, "--pad-to-s", help="Pad each forward pass to this many s (default: the design's batch time; 0: off)."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="Shrink the fleet (default: one GPU's worth at the design's per-GPU rate)."),
+    model: str = MODEL,
+    device: str = DEVICE,
+    pad_to_s: Optional[float] = typer.Option(None, "--pad-to-s", help="Pad each forward pass to this many s (default: the design's batch time; 0: off).",
+                                             callback=bounded("--pad-to-s", ge=0, unit=" s")),
+    scale: Optional[float] = LIVE_SCALE,
     tenant: Optional[List[str]] = typer.Option(None, "--tenant", help="Accept only these tenants (repeatable; default: any)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable)."),
     expose: bool = typer.Option(False, "--expose", help="Allow --host beyond loopback (serves every interface it names)."),
@@ -184,40 +228,55 @@ def serve(
 
 def profile(
     model: str = typer.Argument(..., help="mlp, cnn or transformer."),
-    device: str = typer.Option("auto", "--device", help="auto (cuda when present), cpu or cuda."),
-    out_path: Optional[Path] = typer.Option(None, "--out", help="Cost table file (default: runs/costs-MODEL-DEVICE.json)."),
+    device: str = DEVICE,
+    out_path: Optional[Path] = typer.Option(None, "--out", help="Cost table file (default: runs/costs-MODEL-DEVICE.json).",
+                                            callback=writable_file("--out")),
     batch_sizes: str = typer.Option("1,2,4,8,16,32,64", "--batch-sizes", help="Comma-separated batch sizes."),
     lengths: Optional[str] = typer.Option(None, "--lengths", help="Comma-separated input lengths (sequence models)."),
-    repeats: int = typer.Option(5, "--repeats", help="Timed batches per point (the median is kept)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's)."),
+    repeats: int = typer.Option(5, "--repeats", help="Timed batches per round (the median of all rounds is kept).",
+                                callback=bounded("--repeats", ge=1)),
+    max_rounds: int = typer.Option(5, "--max-rounds", help="Rounds per point at most, until its median moves < 5%.",
+                                   callback=bounded("--max-rounds", ge=1)),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's).",
+                                          callback=bounded("--threads", ge=1)),
 ) -> None:
     """Measure batch time against batch size on this machine; write a cost table for sim."""
-    from harness.live.profile import profile_model
+    if model not in MODELS:
+        fail(f"MODEL '{model}': valid are {', '.join(MODELS)}")
+    sizes = int_list("--batch-sizes", batch_sizes)
+    lens = int_list("--lengths", lengths) if lengths else None
+    from harness.live.profile import profile as run_profile
+
+    shown = err.is_terminal
+
+    def point(pt) -> None:
+        if shown:
+            err.print(f"  batch {pt.batch}{'' if pt.length is None else f' x {pt.length} tokens'}: "
+                      f"{pt.seconds * 1000:.2f} ms", highlight=False)
 
     try:
-        sizes = tuple(int(x) for x in batch_sizes.split(",") if x)
-        lens = tuple(int(x) for x in lengths.split(",") if x) if lengths else None
-        shown = err.is_terminal
-
-        def point(pt) -> None:
-            if shown:
-                err.print(f"  batch {pt.batch}{'' if pt.length is None else f' x {pt.length} tokens'}: "
-                          f"{pt.seconds * 1000:.2f} ms", highlight=False)
-
-        table = profile_model(model, device, sizes, lens, repeats, threads=threads, progress=point)
+        prof = run_profile(model, device, sizes, lens, repeats, threads=threads, progress=point,
+                           max_rounds=max_rounds)
     except (ValueError, RuntimeError) as exc:
         fail(str(exc))
+    table = prof.table
     path = out_path or Path("runs") / f"costs-{model}-{table.device.split(' ')[0].replace(':', '')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     table.to_json(path)
-    out.print(f"{model} on {table.device}: torch {table.torch}, {table.threads} threads; median of {repeats}",
-              highlight=False)
+    rounds = sorted(set(prof.rounds.values()))
+    out.print(f"{model} on {table.device}: torch {table.torch}, {table.threads} threads; median of "
+              f"{rounds[0]}-{rounds[-1]} rounds of {repeats} batches (until it moved < 5%)"
+              if len(rounds) > 1 else
+              f"{model} on {table.device}: torch {table.torch}, {table.threads} threads; median of "
+              f"{rounds[0]} round(s) of {repeats} batches", highlight=False)
     t = Table(header_style="bold")
-    for col in ("batch", "length", "batch ms", "req/s"):
+    for col in ("batch", "length", "batch ms", "req/s", "rounds"):
         t.add_column(col, justify="right")
     for p in table.points:
         t.add_row(str(p.batch), "-" if p.length is None else str(p.length), f"{p.seconds * 1000:.2f}",
-                  f"{p.batch / p.seconds:,.0f}" if p.seconds else "-")
+                  f"{p.batch / p.seconds:,.0f}" if p.seconds else "-", str(prof.rounds[(p.batch, p.length)]))
     out.print(t)
+    for line in prof.unstable + prof.warnings:
+        err.print(f"[bold yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     out.print(f"cost table: {path}\nuse it in sim:\n  harness run naive --set cost_model=table "
               f"--set cost_table={path}", highlight=False, soft_wrap=True)

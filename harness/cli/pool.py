@@ -16,7 +16,7 @@ import typer
 
 from harness.analysis.gang_pool import ModelSpec, PoolConfig
 from harness.analysis.pool_experiment import run_pool_experiment
-from harness.cli.common import HTML, JSON, OUT, QUIET, SEED, err, fail, out
+from harness.cli.common import HTML, JSON, OUT, QUIET, SEED, bounded, err, fail, one_of, out
 from harness.results import io as results
 from targets.gang_schedulers import policy_names
 
@@ -36,18 +36,29 @@ def _progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
 def pool(
     compare: bool = typer.Option(False, "--compare", help="Run every policy on the same arrivals, side by side."),
     policy: Optional[List[str]] = typer.Option(
-        None, "--policy", help=f"Policy to run (repeatable): {', '.join(policy_names())}. Default: proportional."),
-    large_rate: float = typer.Option(_DEFAULT.large.rate_rps, "--large-rate", help="Large model: requests/s."),
-    large_batch: int = typer.Option(_DEFAULT.large.batch_size, "--large-batch", help="Large model: B."),
-    large_time: float = typer.Option(_DEFAULT.large.batch_time_s, "--large-time", help="Large model: s per batch (all GPUs)."),
-    small_rate: float = typer.Option(_DEFAULT.small.rate_rps, "--small-rate", help="Small model: requests/s."),
-    small_batch: int = typer.Option(_DEFAULT.small.batch_size, "--small-batch", help="Small model: B."),
-    small_time: float = typer.Option(_DEFAULT.small.batch_time_s, "--small-time", help="Small model: s per batch (1 GPU)."),
-    slo: float = typer.Option(_DEFAULT.slo_s, "--slo", help="Latency target for both models (s)."),
-    gpus: int = typer.Option(_DEFAULT.gpus, "--gpus", help="GPUs in the pool (a large batch needs all)."),
+        None, "--policy", help=f"Policy to run (repeatable): {', '.join(policy_names())}. Default: proportional.",
+        callback=one_of("--policy", policy_names())),
+    large_rate: float = typer.Option(_DEFAULT.large.rate_rps, "--large-rate", help="Large model: requests/s.",
+                                     callback=bounded("--large-rate", ge=0, unit=" req/s")),
+    large_batch: int = typer.Option(_DEFAULT.large.batch_size, "--large-batch", help="Large model: B.",
+                                    callback=bounded("--large-batch", ge=1)),
+    large_time: float = typer.Option(_DEFAULT.large.batch_time_s, "--large-time", help="Large model: s per batch (all GPUs).",
+                                     callback=bounded("--large-time", gt=0, unit=" s")),
+    small_rate: float = typer.Option(_DEFAULT.small.rate_rps, "--small-rate", help="Small model: requests/s.",
+                                     callback=bounded("--small-rate", ge=0, unit=" req/s")),
+    small_batch: int = typer.Option(_DEFAULT.small.batch_size, "--small-batch", help="Small model: B.",
+                                    callback=bounded("--small-batch", ge=1)),
+    small_time: float = typer.Option(_DEFAULT.small.batch_time_s, "--small-time", help="Small model: s per batch (1 GPU).",
+                                     callback=bounded("--small-time", gt=0, unit=" s")),
+    slo: float = typer.Option(_DEFAULT.slo_s, "--slo", help="Latency target for both models (s).",
+                              callback=bounded("--slo", gt=0, unit=" s")),
+    gpus: int = typer.Option(_DEFAULT.gpus, "--gpus", help="GPUs in the pool (a large batch needs all).",
+                             callback=bounded("--gpus", ge=1, le=4096)),
     utilization: float = typer.Option(_DEFAULT.target_utilization, "--target-utilization",
-                                      help="Capacity condition: demand <= GPUs x this."),
-    duration: float = typer.Option(_DEFAULT.duration_s, "--duration", help="Seconds of arrivals (virtual)."),
+                                      help="Capacity condition: demand <= GPUs x this.",
+                                      callback=bounded("--target-utilization", gt=0, le=1)),
+    duration: float = typer.Option(_DEFAULT.duration_s, "--duration", help="Seconds of arrivals (virtual).",
+                                   callback=bounded("--duration", gt=0, unit=" s")),
     # The common --seed, with this command's historical default (0) so saved figures stay comparable.
     seed: int = typer.Option(_DEFAULT.seed, "--seed", help=SEED.help),
     as_json: bool = JSON,

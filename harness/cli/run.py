@@ -10,7 +10,8 @@ from typing import List, Optional
 import typer
 
 from harness.analysis.compare import compare as run_compare
-from harness.cli.common import DURATION, JSON, OUT, QUIET, RATE, SEED, SET, err, fail, out
+from harness.cli.common import (DEVICE, DURATION, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT, QUIET, RATE, SEED, SET,
+                                check_target_mode, err, existing_file, fail, out)
 from harness.engine.jobs import SimJob
 from harness.results import io as results
 from reports import compare as compare_view
@@ -22,7 +23,7 @@ from workloads.loader import ConfigError, load_suite, load_workload, suite_durat
 def run(
     target: str = typer.Argument(..., help="Target spec (naive, hardened+blind-retries, ...) or TOML file."),
     workload: str = typer.Option("steady", "--workload", "-w", help="Workload name or TOML file."),
-    mode: str = typer.Option("sim", "--mode", help="sim (virtual time) or live (real servers)."),
+    mode: str = MODE,
     seed: int = SEED,
     duration: Optional[float] = DURATION,
     rate: Optional[float] = RATE,
@@ -30,16 +31,23 @@ def run(
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
-    scale: Optional[float] = typer.Option(None, "--scale", help="live: shrink rates and fleet together (default: ~310 req/s peak)."),
-    model: str = typer.Option("mlp", "--model", help="live: torch model of the GPU workers (mlp, cnn, transformer)."),
-    device: str = typer.Option("auto", "--device", help="live: auto, cpu or cuda."),
-    template: Optional[Path] = typer.Option(None, "--template", help="live, URL target: JSON body template ({{input}}, ...)."),
+    scale: Optional[float] = LIVE_SCALE,
+    model: str = MODEL,
+    device: str = DEVICE,
+    template: Optional[Path] = typer.Option(None, "--template", help="live, URL target: JSON body template ({{input}}, ...).",
+                                            callback=existing_file("--template")),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback."),
 ) -> None:
     """Run one target under one workload and write its result file."""
+    check_target_mode(target, mode)
+    if mode == "sim":
+        for option, given in (("--scale", scale is not None), ("--template", template is not None),
+                              ("--allow-remote", allow_remote)):
+            if given:
+                fail(f"{option} applies to --mode live only (this run is sim)")
     try:
         job = SimJob(target, workload, seed, parse_overrides(set_ or []), duration, rate)
-        if not (mode == "live" and "://" in target):  # a URL target has no knobs to resolve
+        if "://" not in target:  # a URL target has no knobs to resolve
             resolve_target(target, job.overrides)
         load_workload(workload)
     except ConfigError as exc:
@@ -57,9 +65,13 @@ def run(
     path = results.write_atomic(out_path or results.default_path("run", f"{target}-{workload}"), result)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json()["summary"], indent=1) + "\n")
-        return
-    run_view.render(result, out)
-    out.print(f"result: {path}", highlight=False)
+    else:
+        run_view.render(result, out)
+        out.print(f"result: {path}", highlight=False)
+    if mode == "live":
+        from harness.cli.live import nothing_succeeded
+
+        nothing_succeeded(result)  # exit 1 with the first error's text
 
 
 def compare(
@@ -71,14 +83,18 @@ def compare(
     duration: Optional[float] = DURATION,
     rate: Optional[float] = RATE,
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Knob KEY=VALUE for BOTH sides (repeatable)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core)."),
+    jobs: Optional[int] = JOBS,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
-    mode: str = typer.Option("sim", "--mode", help="sim (virtual time) or live (real servers, one run at a time)."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="live: shrink rates and fleet together."),
+    mode: str = MODE,
+    scale: Optional[float] = LIVE_SCALE,
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals)."""
+    for side, spec in (("A", a), ("B", b)):
+        if "://" in spec:
+            fail(f"{side} '{spec}' is a URL: compare builds both targets itself; "
+                 f"drive a server with `harness run {spec} --mode live`")
     try:
         overrides = parse_overrides(set_ or [])
         resolve_target(a, overrides)

@@ -4,25 +4,35 @@ End-to-end latency runs from each request's *scheduled* start to its final
 answer, retries included, so a slow target cannot slow the clock that judges
 it (no coordinated omission). Latencies go into HdrHistograms (microsecond
 resolution, 3 significant digits); per-request arrays keep what per-window and
-per-tenant views need. A request that never succeeded counts as infinitely
-slow: a percentile that lands on one is reported as None.
+per-tenant views need. Each unique request ends as exactly one `Outcome`
+(within SLO, late, shed, timed out, failed, lost: `classify`). In `latency_s`
+a request not answered OK counts as infinitely slow (a percentile that lands
+on one is None); `latency_ok_s` ranks the OK answers only.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Any
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from harness.results.run import Outcome, Outcomes
 from targets.protocol import Status
 
 _US = 1_000_000
 _MAX_US = 3_600 * _US
 
+# Client outcome codes per request (what `finish` saw); PENDING: no final answer yet.
 OUTCOME_CODES = {Status.OK: 0, Status.TIMEOUT: 1, Status.TOO_MANY: 2, Status.UNAVAILABLE: 2, Status.ERROR: 3, Status.BAD_REQUEST: 3}
 PENDING = -1
+_STATUS_CODE = {st: int(st) for st in Status}
+# The summary's outcome categories, in order; the OK ones first (index <= _LATE).
+OUTCOMES = tuple(Outcome)
+_IDX = {o: i for i, o in enumerate(OUTCOMES)}
+_WITHIN, _LATE = _IDX[Outcome.WITHIN_SLO], _IDX[Outcome.LATE]
 
 
 def new_histogram() -> HdrHistogram:
@@ -76,6 +86,10 @@ class Recorder:
         self.win_shed = np.zeros(windows)
         self.samples: list[tuple[float, int, float, int]] = []  # (t, queue depth, busy GPU-s, alive GPUs)
         self.finished = 0
+        self.covered_s = float(duration_s)  # see cover()
+        self.n_covered = n
+        self.attempt_end = array("d")   # when each attempt ended (loop time), and its status:
+        self.attempt_code = array("h")  # what cover() needs to count attempts up to a cut
 
     def _window(self, t: float) -> int:
         return min(len(self.win_attempts) - 1, max(0, int((t - self.t0) / self.window_s)))
@@ -83,6 +97,8 @@ class Recorder:
     # -- streaming ---------------------------------------------------------------------
     def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
         self.attempts += 1
+        self.attempt_end.append(sent_s + latency_s)
+        self.attempt_code.append(_STATUS_CODE[status])
         name = status.name.lower()
         self.attempt_status[name] = self.attempt_status.get(name, 0) + 1
         w = self._window(sent_s)
@@ -108,56 +124,95 @@ class Recorder:
         self.samples.append((t, queue_depth, busy_gpu_s, alive_gpus))
 
     # -- results -------------------------------------------------------------------------
+    def cover(self, until_s: float) -> None:
+        """Cut the run at `until_s` (s since the schedule's start), where it was
+        interrupted: summarise only the requests scheduled by then, and only what had
+        happened by then. A request without its final answer at the cut (in flight,
+        or answered only while the run shut down) counts as lost; attempts count if
+        they ended by the cut. Per-attempt latency (`attempt_latency_ok_s`) is not cut."""
+        self.covered_s = max(0.0, min(float(until_s), self.duration_s))
+        self.n_covered = int(np.searchsorted(self.sched, self.covered_s, side="right"))
+        cut = self.t0 + float(until_s)
+        after = self.done_s > cut  # NaN (never finished) compares False
+        if after.any():
+            self.outcome[after] = PENDING
+            self.latency[after] = np.inf
+            self.done_s[after] = np.nan
+            self.finished -= int(after.sum())
+        self.hist_all = new_histogram()
+        for lat in self.latency[:self.n_covered][self.outcome[:self.n_covered] == 0].tolist():
+            self.hist_all.record_value(max(1, int(lat * _US)))
+        ended = np.frombuffer(self.attempt_end, dtype=np.float64) <= cut
+        codes = np.frombuffer(self.attempt_code, dtype=np.int16)[ended]
+        self.attempts = int(ended.sum())
+        self.attempt_status = {Status(int(c)).name.lower(): int(n) for c, n in zip(*np.unique(codes, return_counts=True))}
+
+    def outcomes(self) -> np.ndarray:
+        """Each covered request's outcome, as an index into `OUTCOMES`."""
+        k = self.n_covered
+        return classify(self.outcome[:k], self.latency[:k], self.slo_s)
+
     def summary_core(self) -> dict[str, Any]:
-        """Request counts, rates and latency figures (the target adds GPU/cache)."""
-        n = len(self.sched)
-        oc = self.outcome
-        ok = oc == 0
-        within = ok & (self.latency <= self.slo_s)
+        """Request counts, outcomes, rates and latency figures (the target adds GPU/cache)."""
+        n = self.n_covered
+        cat = self.outcomes()
+        per = np.bincount(cat, minlength=len(OUTCOMES))
+        by = {o: int(c) for o, c in zip(OUTCOMES, per)}
         counts = {
             "unique": int(n),
             "attempts": int(self.attempts),
-            "succeeded": int(ok.sum()),
-            "within_slo": int(within.sum()),
-            "failed": int((oc == 3).sum()),
-            "shed": int((oc == 2).sum()),
-            "timed_out": int((oc == 1).sum()),
-            "unfinished": int((oc == PENDING).sum()),
+            "succeeded": by[Outcome.WITHIN_SLO] + by[Outcome.LATE],
+            "within_slo": by[Outcome.WITHIN_SLO],
+            "late": by[Outcome.LATE],
+            "failed": by[Outcome.FAILED],
+            "shed": by[Outcome.SHED],
+            "timed_out": by[Outcome.TIMED_OUT],
+            "unfinished": by[Outcome.LOST],
         }
         failures = n - counts["succeeded"]
-        d = self.duration_s
+        resolved = n - counts["unfinished"]
+        d = self.covered_s
+        latency, tenant = self.latency[:n], self.tenant[:n]
+        ok = cat <= _LATE
         tenants: dict[str, Any] = {}
         ratios = []
         for i, name in enumerate(self.tenants):
-            mine = self.tenant == i
+            mine = tenant == i
             m = int(mine.sum())
-            w = int((within & mine).sum())
-            lat = self.latency[mine]
-            p99 = float(np.percentile(lat, 99, method="higher")) if m else None
+            mine_cat = np.bincount(cat[mine], minlength=len(OUTCOMES))
+            w = int(mine_cat[_WITHIN])
             ratio = w / m if m else 1.0
             ratios.append(ratio)
+            lat, lat_ok = latency[mine], latency[mine & ok]
             tenants[name] = {
                 "unique": m,
                 "within_slo": w,
                 "goodput_ratio": ratio,
-                "p50_s": _finite(float(np.percentile(lat, 50, method="higher"))) if m else None,
-                "p99_s": _finite(p99) if p99 is not None else None,
+                "p50_s": _pct(lat, 50),
+                "p99_s": _pct(lat, 99),
+                "p50_ok_s": _pct(lat_ok, 50),
+                "p99_ok_s": _pct(lat_ok, 99),
+                "outcomes": Outcomes.from_counts(dict(zip(OUTCOMES, mine_cat.tolist()))),
             }
         r = np.array(ratios)
         jain = float(r.sum() ** 2 / (len(r) * (r ** 2).sum())) if len(r) and (r ** 2).sum() > 0 else None
         return {
-            "offered_rps": n / d,
-            "goodput_rps": counts["within_slo"] / d,
-            "throughput_rps": counts["succeeded"] / d,
+            "offered_rps": n / d if d else 0.0,
+            "goodput_rps": counts["within_slo"] / d if d else 0.0,
+            "throughput_rps": counts["succeeded"] / d if d else 0.0,
             "goodput_ratio": counts["within_slo"] / n if n else None,
-            "amplification": self.attempts / n if n else None,
+            # Attempts are counted as they end, so over the requests that ended: the same
+            # as over all of them unless a run was cut with requests still in flight.
+            "amplification": self.attempts / resolved if resolved else None,
             "requests": counts,
+            "outcomes": Outcomes.from_counts(by),
             "attempt_status": dict(sorted(self.attempt_status.items())),
             "latency_s": percentiles(self.hist_all, failures),
             "latency_ok_s": percentiles(self.hist_all, 0),
             "attempt_latency_ok_s": percentiles(self.hist_attempt, 0),
             "tenants": tenants,
             "fairness_jain": jain,
+            "covered_s": d,
         }
 
     def latency_cdf(self) -> dict[str, Any]:
@@ -166,12 +221,12 @@ class Recorder:
 
         `fraction[i]` of all unique requests were answered successfully within
         `latency_s[i]` seconds (HdrHistogram precision, 3 significant digits,
-        the same ranks as `percentiles`). Requests never answered successfully
-        have no latency, so the curve stops at `answered_fraction`; the levels
-        are dense in the tail (0.9 ... 0.99999 of the answered share), where
-        p99s live.
+        the same ranks as `percentiles`). Requests not answered OK have no
+        latency, so the curve stops at `answered_fraction` (the OK share; the
+        summary's `outcomes` say how the rest ended); the levels are dense in
+        the tail (0.9 ... 0.99999 of the answered share), where p99s live.
         """
-        n = len(self.sched)
+        n = self.n_covered
         ok = self.hist_all.get_total_count()
         out: dict[str, Any] = {"fraction": [], "latency_s": [], "requests": int(n),
                                "answered_fraction": ok / n if n else None}
@@ -191,36 +246,45 @@ class Recorder:
         return out
 
     def timeseries(self) -> dict[str, Any]:
+        """Per window of scheduled time: rates, p99 (all requests, and answered OK
+        only), each outcome's count, queue depth and GPU busy. An interrupted run's
+        series stop at the window it was interrupted in."""
         w = self.window_s
-        k = len(self.win_attempts)
-        rel = self.sched
-        idx = np.minimum((rel / w).astype(int), k - 1)
+        n = self.n_covered
+        k = min(len(self.win_attempts), int(math.ceil(self.covered_s / w)) + 1)
+        idx = np.minimum((self.sched[:n] / w).astype(int), k - 1)
         offered = np.bincount(idx, minlength=k)
-        ok = self.outcome == 0
-        within = ok & (self.latency <= self.slo_s)
-        good = np.bincount(idx, weights=within.astype(float), minlength=k)
-        done_rel = self.done_s[ok] - self.t0
+        cat = self.outcomes()
+        ok = cat <= _LATE
+        good = np.bincount(idx, weights=(cat == _WITHIN).astype(float), minlength=k)
+        done_rel = self.done_s[:n][ok] - self.t0
         thr = np.bincount(np.minimum((done_rel / w).astype(int), k - 1), minlength=k) if ok.any() else np.zeros(k)
-        p99 = []
+        p99, p99_ok = [], []
         order = np.argsort(idx, kind="stable")
         bounds = np.searchsorted(idx[order], np.arange(k + 1))
-        lat_sorted = self.latency[order]
+        lat_sorted = self.latency[:n][order]
+        ok_sorted = ok[order]
         for j in range(k):
             chunk = lat_sorted[bounds[j]:bounds[j + 1]]
-            p99.append(_finite(float(np.percentile(chunk, 99, method="higher"))) if len(chunk) else None)
-        depth, busy = self._sampled(k)
+            p99.append(_pct(chunk, 99))
+            p99_ok.append(_pct(chunk[ok_sorted[bounds[j]:bounds[j + 1]]], 99))
+        per_window = np.zeros((len(OUTCOMES), k), dtype=np.int64)
+        np.add.at(per_window, (cat, idx), 1)
+        depth, busy = self._sampled(len(self.win_attempts))
         return {
             "window_s": w,
             "t_s": [round(j * w, 6) for j in range(k)],
             "offered_rps": (offered / w).tolist(),
             "goodput_rps": (good / w).tolist(),
             "throughput_rps": (np.asarray(thr) / w).tolist(),
-            "attempts_rps": (self.win_attempts / w).tolist(),
-            "timeouts_rps": (self.win_timeouts / w).tolist(),
-            "shed_rps": (self.win_shed / w).tolist(),
+            "attempts_rps": (self.win_attempts[:k] / w).tolist(),
+            "timeouts_rps": (self.win_timeouts[:k] / w).tolist(),
+            "shed_rps": (self.win_shed[:k] / w).tolist(),
             "p99_s": p99,
-            "queue_depth": depth,
-            "gpu_busy": busy,
+            "p99_ok_s": p99_ok,
+            "outcomes": {o.value: per_window[i].tolist() for i, o in enumerate(OUTCOMES)},
+            "queue_depth": depth[:k],
+            "gpu_busy": busy[:k],
         }
 
     def recovery(self, disturbance_end_s: float | None, series: dict[str, Any], threshold: float = 0.99,
@@ -234,7 +298,7 @@ class Recorder:
             return out
         w = self.window_s
         t = series["t_s"]
-        full = [j for j in range(len(t)) if t[j] + w <= self.duration_s + 1e-9]
+        full = [j for j in range(len(t)) if t[j] + w <= self.covered_s + 1e-9]
         ok = [series["goodput_rps"][j] >= threshold * series["offered_rps"][j] for j in full]
         for pos, j in enumerate(full):
             if t[j] + w <= disturbance_end_s + 1e-9:
@@ -259,6 +323,26 @@ class Recorder:
                 busy[j] = min(1.0, (b - prev_busy) / (span * max(alive, 1)))
             prev_t, prev_busy = t, b
         return depth, busy
+
+
+def classify(outcome: np.ndarray, latency_s: np.ndarray, slo_s: float) -> np.ndarray:
+    """Each request's outcome as an index into `OUTCOMES`, from its client outcome code
+    (OUTCOME_CODES, PENDING) and latency: exactly one per request, so the counts
+    partition the requests."""
+    out = np.full(len(outcome), _IDX[Outcome.LOST], dtype=np.intp)  # PENDING: never resolved
+    ok = outcome == 0
+    out[ok] = np.where(latency_s[ok] <= slo_s, _WITHIN, _LATE)
+    out[outcome == 1] = _IDX[Outcome.TIMED_OUT]
+    out[outcome == 2] = _IDX[Outcome.SHED]
+    out[outcome == 3] = _IDX[Outcome.FAILED]
+    return out
+
+
+def _pct(values: np.ndarray, q: float) -> float | None:
+    """The q-th percentile (rank ceil(q n), as HdrHistogram's) or None: no values, or an infinite one."""
+    if len(values) == 0:
+        return None
+    return _finite(float(np.percentile(values, q, method="higher")))
 
 
 def _finite(x: float) -> float | None:

@@ -47,9 +47,10 @@ class SimRun:
         self.end_s = 0.0
         self.partial = False
         self.wall_s = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def _main(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         target = self.target = ServingTarget(self.config, random.Random(self.target_seed))
         self._schedule_faults(loop, target)
         self._sample(loop, target)
@@ -105,7 +106,9 @@ class SimRun:
         try:
             run_virtual(self._main())
         except KeyboardInterrupt:
+            # The figures then cover the requests scheduled before this instant.
             self.partial = True
+            self.end_s = self._loop.time() if self._loop is not None else 0.0
         self.wall_s = time.perf_counter() - started
         return self.document()
 

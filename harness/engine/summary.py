@@ -22,14 +22,15 @@ _NOTHING = TargetSnapshot(pool=PoolSnapshot(), wasted=WastedSnapshot())
 def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, snap: TargetSnapshot | None,
                   seed: int, mode: str, end_s: float, wall_s: float, partial: bool,
                   series: dict[str, Any]) -> dict[str, Any]:
-    """The summary's figures; `snap` is the target's snapshot (None: no target answered)."""
+    """The summary's figures; `snap` is the target's snapshot (None: no target answered).
+    Call `rec.cover(...)` first for a partial run (build_document does)."""
     core = rec.summary_core()
     snap = snap or _NOTHING
     pool, wasted, cache, dedupe = snap.pool, snap.wasted, snap.cache, snap.dedupe
     core["requests"]["lost"] = snap.lost
-    # Utilisation over the time the GPUs had work: the traffic's duration, or
-    # until the last batch finished if it drained later.
-    span = max(pool.last_done_s, workload.duration_s)
+    # Utilisation over the time the GPUs had work: the traffic's duration (what
+    # ran of it, when interrupted), or until the last batch finished if later.
+    span = max(pool.last_done_s, rec.covered_s)
     gpus = cfg.fleet_gpus
     return {
         "target": cfg.name,
@@ -74,7 +75,14 @@ def build_summary(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, sn
 def build_document(rec: Recorder, cfg: TargetConfig, workload: WorkloadConfig, snap: TargetSnapshot | None,
                    seed: int, mode: str, end_s: float, wall_s: float, partial: bool,
                    events: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> RunResult:
-    """The whole result of one run (`kind: run`); `extra` adds summary keys (live's `live` block)."""
+    """The whole result of one run (`kind: run`); `extra` adds summary keys (live's `live` block).
+
+    A partial run (interrupted at `end_s`, seconds since the schedule's start) is
+    summarised over the requests scheduled before then only: rates over the
+    covered seconds (`covered_s`), requests still in flight counted as lost.
+    """
+    if partial:
+        rec.cover(end_s)
     series = rec.timeseries()
     summary = build_summary(rec, cfg, workload, snap, seed, mode, end_s, wall_s, partial, series)
     if extra:

@@ -7,6 +7,14 @@ stable on a noisy CI machine), evaluates every check and returns a gate
 result (`harness.results.gate.GateResult`: one `CheckOutcome` per check, the
 run summaries the checks read, and `passed`).
 
+Live runs: a gate judges saved runs instead of running sim when given them
+(`run_gate(..., results=[...])`, `harness gate FILE --results RUN.json`):
+each gate reads the given run of its scenario and target. A gate reads only
+valid runs: when a run it judges, or a baseline run it compares with, is
+marked invalid (harness.live.validity: the driver fell behind, or could not
+reach the target), the result says it cannot judge (`cannot_judge`, exit 2)
+rather than pass or fail.
+
 Checks address summary keys by dotted paths ("latency_s.p99",
 "tenants.t0.p99_s"), resolved against the typed `RunSummary` as its result file
 spells it. A gate result is also a valid `--baseline` for a later gate run, as
@@ -26,6 +34,7 @@ from harness.analysis.shorten import Shortening
 from harness.analysis.variants import OnDone, VariantJob, knobs_of
 from harness.engine.jobs import run_jobs
 from harness.gate.file import Check, Gate, GateFile, check_keys, load_gate_file
+from workloads.loader import ConfigError
 from harness.results import CompareResult, RunResult, RunSummary
 from harness.results.base import Result
 from harness.results.gate import CheckOutcome, GateResult
@@ -104,6 +113,10 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
         "scenario": gate.scenario, "target": gate.target if gate.b is None else f"{gate.target}/{gate.b}",
         "key": check.key, "op": check.op, "check": check.text, "threshold": check.value,
         "measured": None, "passed": False, "note": "", "skipped": False}
+    if gate.b is not None and gate.b == gate.target:
+        row.update(passed=True, skipped=True, note=f"skipped: A and B are both {gate.target} (--target is this "
+                                                   "pair's reference); a ratio of a target with itself says nothing")
+        return CheckOutcome(**row)
     mine = dict(lookup(summaries[(gate.scenario, gate.target, gate.duration_s)], check.key))
     if gate.b is not None:
         theirs = dict(lookup(summaries[(gate.scenario, gate.b, gate.duration_s)], check.key))
@@ -177,31 +190,75 @@ def baseline_for(baseline: dict[tuple[str, str], RunSummary], scenario: str, tar
     return same[0] if len(same) == 1 else None
 
 
+Key = tuple[str, str, float | None]
+
+
+def given_summaries(keys: list[Key], results: list[Result]) -> dict[Key, RunSummary]:
+    """The saved run each (scenario, target) reads, matched by both names (a run of
+    another target is never judged in its place); ConfigError names what is missing."""
+    given: dict[tuple[str, str], RunSummary] = {}
+    for r in results:
+        given.update(baseline_summaries(r))
+    out: dict[Key, RunSummary] = {}
+    for w, t, dur in keys:
+        if (w, t) not in given:
+            have = ", ".join(f"{gw} on {gt}" for gw, gt in sorted(given)) or "none"
+            raise ConfigError(f"--results: the gate needs a run of {w} on {t}; the given results hold: {have} "
+                              "(--target names the target under test)")
+        out[(w, t, dur)] = given[(w, t)]
+    return out
+
+
+def invalid_runs(gf: GateFile, summaries: dict[Key, RunSummary],
+                 base: dict[tuple[str, str], RunSummary] | None) -> list[str]:
+    """Why the gate cannot judge: each invalid run it reads, as judged or as a baseline."""
+    out = [f"the {s.mode} run of {w} on {t} is invalid: {'; '.join(s.invalid_reasons) or 'no reason given'}"
+           for (w, t, _), s in summaries.items() if not s.valid]
+    if base:
+        for g in gf.gates:
+            ref = baseline_for(base, g.scenario, g.target) if any(c.relative is not None for c in g.checks) else None
+            if ref is not None and not ref.valid:
+                line = (f"the baseline run of {g.scenario} on {ref.target} is invalid: "
+                        f"{'; '.join(ref.invalid_reasons) or 'no reason given'}")
+                if line not in out:
+                    out.append(line)
+    return out
+
+
 def run_gate(path: str, target: str | None = None, baseline: Result | None = None,
-             workers: int | None = None, on_done: OnDone | None = None) -> GateResult:
+             workers: int | None = None, on_done: OnDone | None = None,
+             results: list[Result] | None = None, result_files: list[str] | None = None) -> GateResult:
     """Parse (ConfigError on a bad file), run what the gates need, evaluate; the gate result.
 
     `baseline` is a loaded result (`harness.results.load_result`) of a kind
-    `baseline_summaries` accepts (ValueError otherwise).
+    `baseline_summaries` accepts (ValueError otherwise). `results`, when given, are
+    saved runs (run, compare, gate or rank results; live or sim) judged instead of
+    running sim; `result_files` their paths, recorded in the gate result.
     """
     started = time.perf_counter()
     gf: GateFile = load_gate_file(path, target)
     check_keys(gf)
     base = baseline_summaries(baseline) if baseline is not None else None
     # One run per (scenario, target, duration), however many gates read it.
-    keys = sorted({(g.scenario, t, g.duration_s) for g in gf.gates for t in (g.target, g.b) if t is not None},
+    keys = sorted({(g.scenario, t, g.duration_s) for g in gf.gates for t in (g.target, g.b)
+                   if t is not None and g.b != g.target},
                   key=lambda k: (k[0], k[1], k[2] or 0.0))
-    jobs = [VariantJob(t, knobs_of(t)[1], w, gf.seed, None if dur is None else Shortening(run_s=dur))
-            for w, t, dur in keys]
-    # Keyed by duration too (two gates may cut one scenario differently), so not run_summaries.
-    summaries = {k: r.summary for k, r in zip(keys, run_jobs(jobs, workers, on_done))}  # type: ignore[arg-type]
+    if results:
+        summaries = given_summaries(keys, results)
+    else:
+        jobs = [VariantJob(t, knobs_of(t)[1], w, gf.seed, None if dur is None else Shortening(run_s=dur))
+                for w, t, dur in keys]
+        # Keyed by duration too (two gates may cut one scenario differently), so not run_summaries.
+        summaries = {k: r.summary for k, r in zip(keys, run_jobs(jobs, workers, on_done))}  # type: ignore[arg-type]
     checks = [evaluate(c, g, summaries, base) for g in gf.gates for c in g.checks]
+    cannot = invalid_runs(gf, summaries, base)
     nested: dict[str, dict[str, RunSummary]] = {}
     durations: dict[str, dict[str, float]] = {}
     for (w, t, _), s in summaries.items():
         nested.setdefault(w, {})[t] = s
         durations.setdefault(w, {})[t] = s.duration_s
     return GateResult(
-        gate_file=gf.path, seed=gf.seed, target=target, checks=checks, passed=all(c.passed for c in checks),
-        summaries=nested, durations=durations, wall_s=time.perf_counter() - started,
+        gate_file=gf.path, seed=gf.seed, target=target, checks=checks,
+        passed=all(c.passed for c in checks) and not cannot, summaries=nested, durations=durations,
+        wall_s=time.perf_counter() - started, cannot_judge=cannot, results=list(result_files or []),
     )

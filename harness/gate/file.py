@@ -25,7 +25,7 @@ A gate file is TOML (example: harness/gate/ci.toml)::
 
     [[paired]]                  # ratio of target A's value to target B's,
     scenario = "slowdown"       # both measured in this same run (noise cancels)
-    a = "hardened"              # `--target` replaces side A
+    a = "hardened"              # optional; default: defaults.target
     b = "naive"
     duration_s = 6
     checks = ["goodput_ratio >= 1.2", "amplification <= 0.8"]
@@ -39,6 +39,16 @@ rank result), moved by N%; a bare ``baseline`` with <= or < allows
 ``defaults.tolerance`` above it, with >= or > that much below it, and with ==
 or != none. Latency values that are null in results (never answered) count
 as infinite. Without ``--baseline`` the baseline checks are skipped.
+
+`--target T` replaces the target under test, and only it: every target
+that is omitted or names defaults.target becomes T; a gate that names another
+target (a paired gate's reference `b = "naive"`) keeps it. A paired gate whose
+sides become the same target (`--target naive` against `b = "naive"`) is
+skipped: a ratio of a target with itself says nothing.
+
+`harness gate FILE --results RUN.json` judges saved runs (live ones, say)
+instead of running sim; each gate then needs a run of its scenario and
+target among them (harness/gate/check.py; example harness/gate/live.toml).
 
 Errors name the file, the key and the problem: ``ci.toml: key
 'scenario[0].checks[1]': unknown summary key 'latency.p99' ...``.
@@ -176,11 +186,18 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
     tol = _number(d, p, "defaults", "tolerance", 0.05)
     default_duration = _number(d, p, "defaults", "duration_s", None)
     if target:
+        if "://" in target:
+            raise ConfigError(f"--target '{target}' is a URL: a gate runs its scenarios in sim; to gate a live run, "
+                              "save it (`harness run ... --mode live --out RUN.json`) and pass --results RUN.json")
         try:
             resolve_target(target)
         except ConfigError as exc:
             raise ConfigError(f"--target: {exc}") from None
-    default_target = target or _target(d.get("target", "hardened"), p, "defaults.target")
+    under_test = _target(d.get("target", "hardened"), p, "defaults.target")
+
+    def tested(spec: str) -> str:
+        """`--target` replaces the target under test wherever it appears, nothing else."""
+        return target if target and spec == under_test else spec
     gates: list[Gate] = []
     for section in ("scenario", "paired"):
         items = data.get(section, [])
@@ -191,13 +208,16 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
             if section == "scenario":
                 _table(item, p, key, {"name", "target", "duration_s", "checks"}, ("name", "checks"))
                 scen = _scenario(item["name"], p, f"{key}.name")
-                a = target or _target(item.get("target", default_target), p, f"{key}.target")
+                a = tested(_target(item.get("target", under_test), p, f"{key}.target"))
                 b = None
             else:
                 _table(item, p, key, {"scenario", "a", "b", "duration_s", "checks"}, ("scenario", "b", "checks"))
                 scen = _scenario(item["scenario"], p, f"{key}.scenario")
-                a = target or _target(item.get("a", default_target), p, f"{key}.a")
-                b = _target(item["b"], p, f"{key}.b")
+                a_spec = _target(item.get("a", under_test), p, f"{key}.a")
+                b_spec = _target(item["b"], p, f"{key}.b")
+                if a_spec == b_spec:
+                    raise _err(p, f"{key}.b", f"A and B are both '{a_spec}': a ratio of a target with itself says nothing")
+                a, b = tested(a_spec), tested(b_spec)
             dur = _number(item, p, key, "duration_s", default_duration)
             checks = item["checks"]
             if not isinstance(checks, list) or not checks:

@@ -19,12 +19,15 @@ Send lag: for every first attempt, the time the driver issued it minus its
 scheduled start (time.monotonic, the loops' own clock), so a run whose driver
 fell behind says so; and the time its bytes were written, which adds any wait
 for a connection. Latency is measured from the scheduled start either way.
+
+Errors: HTTP statuses and connection errors are counted, with the first text of each (harness.live.validity).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import math
 import time
 from collections import deque
@@ -46,6 +49,7 @@ _STATUS = {200: Status.OK, 400: Status.BAD_REQUEST, 401: Status.BAD_REQUEST, 408
            422: Status.BAD_REQUEST, 429: Status.TOO_MANY, 503: Status.UNAVAILABLE}
 _PLAIN = {code: Response(status) for code, status in _STATUS.items()}
 _ERROR = Response(Status.ERROR, reason="unexpected HTTP status")
+_REASON_BYTES = 600  # of an error body kept to quote (reasons are at most 200 characters)
 _HEAD = (b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
          b"X-Harness-Uid: %d\r\nX-Harness-Attempt: %d\r\n\r\n")
 
@@ -101,6 +105,7 @@ class _Conn(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.pending: Attempt | None = None
         self.retry_after_s: float | None = None
+        self.body: bytearray | None = None  # an error body being kept (the first of its status)
         self.dead = False
 
     # -- asyncio.Protocol --------------------------------------------------------------
@@ -114,11 +119,21 @@ class _Conn(asyncio.Protocol):
             self._fail("malformed HTTP response")
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._fail("connection closed by the server")
+        self._fail("connection closed by the server" + (f": {_os_error(exc)}" if exc else ""))
 
     # -- httptools callbacks --------------------------------------------------------------
     def on_message_begin(self) -> None:
         self.retry_after_s = None
+        self.body = None
+
+    def on_headers_complete(self) -> None:
+        code = self.parser.get_status_code()
+        if code >= 300 and code not in self.owner.error_reasons:
+            self.body = bytearray()
+
+    def on_body(self, body: bytes) -> None:
+        if self.body is not None and len(self.body) < _REASON_BYTES:
+            self.body += body[:_REASON_BYTES - len(self.body)]
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if len(name) in (11, 16):  # cheap filter before lower-casing
@@ -138,6 +153,11 @@ class _Conn(asyncio.Protocol):
         self.pending = None
         self.owner._inflight.pop(a, None)
         code = self.parser.get_status_code()
+        owner = self.owner
+        owner.status_counts[code] = owner.status_counts.get(code, 0) + 1
+        if self.body is not None:
+            owner.error_reasons.setdefault(code, _reason(bytes(self.body)))
+            self.body = None
         if self.retry_after_s is not None and code in (429, 503):
             response = Response(_STATUS[code], retry_after_s=self.retry_after_s)
         else:
@@ -175,6 +195,7 @@ class _Conn(asyncio.Protocol):
         self.close()
         if a is not None:
             self.owner._inflight.pop(a, None)
+            self.owner.connection_error(reason)
             a.answer(Response(Status.ERROR, reason=reason))
 
 
@@ -226,6 +247,11 @@ class HttpTransport:
         self.lag_hist = HdrHistogram(1, 3_600_000_000, 3)    # the driver's: issued - scheduled (us)
         self.write_hist = HdrHistogram(1, 3_600_000_000, 3)  # on the wire: written - scheduled (us)
         self.late_10ms = 0
+        self.status_counts: dict[int, int] = {}
+        self.error_reasons: dict[int, str] = {}    # status -> the first such response's reason
+        self.connection_errors = 0
+        self.first_connection_error: str | None = None
+        self.first_connect_failure: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def open(self, connections: dict[str, int]) -> None:
@@ -298,10 +324,13 @@ class HttpTransport:
         except OSError as exc:
             pool.connecting -= 1
             self.connect_failures += 1
+            reason = f"cannot connect to {self.host}:{self.port}: {_os_error(exc)}"
+            self.connection_error(reason)
+            self.first_connect_failure = self.first_connect_failure or reason
             while pool.waiting:  # fail one waiting attempt per failed connection
                 a = pool.waiting.popleft()
                 if not a.done:
-                    a.answer(Response(Status.ERROR, reason=f"connect failed: {exc}"))
+                    a.answer(Response(Status.ERROR, reason=reason))
                     break
             return
         pool.connecting -= 1
@@ -310,6 +339,12 @@ class HttpTransport:
         self.open_now += 1
         self.max_open = max(self.max_open, self.open_now)
         pool.release(conn)
+
+    def connection_error(self, reason: str) -> None:
+        """An attempt lost to the connection (refused, reset, closed, malformed answer)."""
+        self.connection_errors += 1
+        if self.first_connection_error is None:
+            self.first_connection_error = reason
 
     # -- send lag -------------------------------------------------------------------------------
     def _lag(self, lag_s: float) -> None:
@@ -333,7 +368,11 @@ class HttpTransport:
             "connections_opened": {t: p.opened for t, p in self._pools.items()},
             "max_open_connections": self.max_open,
             "connect_failures": self.connect_failures,
+            "first_connect_failure": self.first_connect_failure,
             "waited_for_connection": self.waited,
+            "http_status": {str(code): n for code, n in sorted(self.status_counts.items())},
+            "http_errors": {str(code): text for code, text in sorted(self.error_reasons.items())},
+            "connection_errors": {"count": self.connection_errors, "first": self.first_connection_error},
         }
 
 
@@ -342,3 +381,22 @@ def _lags(h: HdrHistogram) -> dict[str, float | None]:
     out = {k: (h.get_value_at_percentile(q) / 1e6 if n else None) for k, q in (("p50", 50.0), ("p99", 99.0), ("p999", 99.9))}
     out["max"] = h.get_max_value() / 1e6 if n else None
     return out
+
+
+def _os_error(exc: BaseException) -> str:
+    """'Connection refused', not '[Errno 111] Connect call failed ('127.0.0.1', 1)'."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def _reason(body: bytes) -> str:
+    """An error body as one short line: its JSON `error` and `reason`, else its text."""
+    text = body.decode("utf-8", "replace")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and ("error" in doc or "reason" in doc):
+        text = ": ".join(str(doc[k]) for k in ("error", "reason") if doc.get(k))
+    return " ".join(text.split())[:200]

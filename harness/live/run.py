@@ -19,6 +19,12 @@ fleet also pools less Poisson variance than the doc's 32 GPUs sharing a
 backlog, so near utilisation 1 it queues more than the full design would:
 compare a live run with sim at the same scale (benchmarks/sim_vs_live.py).
 
+Validity: the document's summary says whether the figures are the target's
+(`valid`, `invalid_reasons`; harness.live.validity judges the driver's send
+lag, its waits for connections, its CPU during the drive, and whether it
+reached the target). A target that refuses every connection before the drive
+starts raises `Unreachable` (no traffic is sent).
+
 Teardown is certain: Ctrl-C or SIGTERM ends the drive early, the host's
 figures are still collected, and the document is marked partial; the host
 process is always stopped (terminated, then killed) before `run` returns.
@@ -39,6 +45,7 @@ from harness.live.http_transport import HttpTransport, new_loop, quiet_gc
 from harness.live.payloads import Payloads
 from harness.live.fd_limit import raise_fd_limit
 from harness.live.host import HostProcess, HostSpec
+from harness.live.validity import LIMITS, cpu_count, cpu_ticks, invalid_reasons, machine_busy
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document
 from harness.results.run import RunResult
@@ -50,7 +57,11 @@ from workloads.model import FaultKind, WorkloadConfig
 
 Progress = Callable[[dict[str, Any]], None]
 DEFAULT_PEAK_RPS = 312.5   # a default live run's peak: one naive GPU's worth
-LAG_WARN_S = 0.010         # a p99 send lag above this means the driver fell behind
+LAG_WARN_S = LIMITS.send_lag_p99_s  # a p99 send lag above this means the driver fell behind
+
+
+class Unreachable(RuntimeError):
+    """The target refused every connection the driver opened before the drive."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,8 @@ class LiveRun:
         self.end_s = 0.0
         self.wall_s = 0.0
         self.driver_cpu_s = 0.0
+        self.drive_cpu_s: float | None = None      # the driver process's CPU between t0 and the end
+        self.machine_busy: float | None = None     # the whole machine's busy share over the drive
 
     # -- running ---------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -164,7 +177,11 @@ class LiveRun:
                 host, port, path = self.url
             tr = self.transport = HttpTransport(host, port, path, self.payloads)
             await tr.open({t.name: t.connections for t in self.workload.tenants})
+            if tr.open_now == 0 and tr.connect_failures:
+                where = f"http://{host}:{port}{path}" if self.url else "the target host's proxy"
+                raise Unreachable(f"{tr.first_connection_error} (target {where}); no request was sent")
             t0 = loop.time() + 0.2
+            cpu0, ticks0 = time.process_time(), cpu_ticks()
             self.recorder.t0 = t0
             tr.begin(t0, self.schedule.sched_s.tolist())
             if self.host is not None:
@@ -180,6 +197,9 @@ class LiveRun:
             self.partial = True
         finally:
             self.end_s = (loop.time() - t0) if t0 is not None else 0.0
+            if t0 is not None and self.end_s > 0:
+                self.drive_cpu_s = time.process_time() - cpu0
+                self.machine_busy = machine_busy(ticks0, cpu_ticks())
             for task in helpers:
                 task.cancel()
             if self.host is not None:
@@ -246,6 +266,10 @@ class LiveRun:
             **tr,
             "driver_behind": bool(lag is not None and lag > LAG_WARN_S),
             "driver_cpu_us_per_attempt": 1e6 * self.driver_cpu_s / sent,
+            "driver_cpu_share": (self.drive_cpu_s / self.end_s if self.drive_cpu_s is not None and self.end_s > 0
+                                 else None),
+            "machine_cpu_busy": self.machine_busy,
+            "machine_cpus": cpu_count(),
             "scale": asdict(self.scaling) if self.scaling else None,
             "external_url": None if self.url is None else f"http://{self.url[0]}:{self.url[1]}{self.url[2]}",
             "host": {k: self.ready.get(k) for k in ("device", "model", "pad_to_s", "gpus", "api_ports")},
@@ -259,8 +283,16 @@ class LiveRun:
         return block
 
     def document(self) -> RunResult:
-        return build_document(self.recorder, self.config, self.workload, self.snapshot, self.seed, "live",
-                              self.end_s, self.wall_s, self.partial, self.events, extra={"live": self.live_block()})
+        """The result, its summary marked invalid (with reasons) when the driver's figures say so."""
+        live = self.live_block()
+        res = build_document(self.recorder, self.config, self.workload, self.snapshot, self.seed, "live",
+                             self.end_s, self.wall_s, self.partial, self.events, extra={"live": live})
+        r = res.summary.requests
+        reasons = invalid_reasons(live, r.attempts, r.succeeded, r.unique)
+        if not reasons:
+            return res
+        summary = res.summary.model_copy(update={"valid": False, "invalid_reasons": reasons})
+        return res.model_copy(update={"summary": summary})
 
 
 def default_scale(workload: WorkloadConfig) -> float:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_serializer, field_validator
 
-from harness.results.base import Result
+from harness.results.base import Figures, Result
 from harness.results.run import RunResult, RunSummary
 
-__all__ = ["CompareResult", "Winner", "winner"]
+__all__ = ["Ceiling", "CompareResult", "FigureVerdict", "ScenarioVerdicts", "Winner", "winner"]
 
 GOODPUT_TIE = 0.005   # goodput ratios this close are a tie; p99 decides
 
@@ -44,6 +44,59 @@ def winner(sa: RunSummary, sb: RunSummary) -> Winner:
     return _lower(sa.latency_s.p99, sb.latency_s.p99)
 
 
+_WINNER_NAMES = {Winner.A: "A", Winner.B: "B", Winner.TIE: "tie"}
+
+
+class FigureVerdict(Figures):
+    """One figure a scenario declares (`[[answers]]`), for A and B, and who did better.
+
+    `a`, `b`: the values in `unit` (None: no finite value, as `none_means` says: 'worst' is
+    never, e.g. a percentile on unanswered requests or no recovery; 'zero' is nothing).
+    `winner` is a tie when |a - b| <= `tie_within` (the noise threshold, in `unit`).
+    """
+
+    figure: str
+    label: str
+    unit: str
+    better: Literal["higher", "lower"]
+    none_means: Literal["worst", "zero"] = "worst"
+    a: float | None = None
+    b: float | None = None
+    tie_within: float = 0.0
+    winner: Winner = Winner.TIE
+
+    @field_serializer("winner")
+    def _winner_name(self, w: Winner) -> str:
+        return _WINNER_NAMES[w]
+
+    @field_validator("winner", mode="before")
+    @classmethod
+    def _winner_from_name(cls, v: Any) -> Any:
+        names = {name: w for w, name in _WINNER_NAMES.items()}
+        return names.get(v, v) if isinstance(v, str) else v
+
+
+class Ceiling(Figures):
+    """What the best possible design could do on one side's fleet (harness.analysis.ceiling).
+
+    `capacity_rps`: requests/s the fleet serves at full batches with every GPU up;
+    `ceiling_ratio`: the share of unique requests any design could answer within the SLO;
+    `share`: this side's goodput as a share of that ceiling (None when the ceiling is 0).
+    """
+
+    capacity_rps: float
+    ceiling_ratio: float
+    share: float | None = None
+
+
+class ScenarioVerdicts(Figures):
+    """Per scenario: each declared figure judged, and each side's share of the ceiling
+    (`ceiling` keyed by side label, like `CompareResult.scenarios`)."""
+
+    answers: list[FigureVerdict] = Field(default_factory=list)
+    ceiling: dict[str, Ceiling] = Field(default_factory=dict)
+
+
 class CompareResult(Result):
     """`scenarios[workload][side]` is that side's summary; `runs` the same as whole run results.
 
@@ -60,6 +113,9 @@ class CompareResult(Result):
     mode: Literal["sim", "live"] = "sim"
     scenarios: dict[str, dict[str, RunSummary]]
     runs: dict[str, dict[str, RunResult]] = Field(default_factory=dict)
+    # Per scenario, what its file asks and the ceiling (harness.analysis.verdicts); older
+    # files have none.
+    verdicts: dict[str, ScenarioVerdicts] = Field(default_factory=dict)
     live: dict[str, Any] | None = None
 
     def _sides(self, pair: dict[str, Any]) -> tuple[Any, Any]:
@@ -74,6 +130,13 @@ class CompareResult(Result):
         """A's and B's whole run results in one scenario (KeyError when the file has no runs)."""
         return self._sides(self.runs[workload])
 
+    def ceiling_pair(self, workload: str) -> tuple[Ceiling | None, Ceiling | None]:
+        """A's and B's share of the ceiling in one scenario (None where not computed)."""
+        v = self.verdicts.get(workload)
+        if v is None or not v.ceiling:
+            return None, None
+        return v.ceiling.get(self.a), v.ceiling.get(self.b)
+
     def winners(self) -> dict[str, Winner]:
         """Per scenario, the side that did better (`winner`)."""
         return {w: winner(*self.pair(w)) for w in self.scenarios}
@@ -81,4 +144,4 @@ class CompareResult(Result):
     def summary_json(self) -> dict[str, Any]:
         """What `compare --json` prints: the summaries, no time series."""
         doc = self.to_json()
-        return {"a": doc["a"], "b": doc["b"], "scenarios": doc["scenarios"]}
+        return {"a": doc["a"], "b": doc["b"], "scenarios": doc["scenarios"], "verdicts": doc["verdicts"]}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from harness.results.base import Figures, Result
 from harness.results.run import RunSummary
 
@@ -39,7 +41,13 @@ class CheckOutcome(Figures):
 
 
 class GateResult(Result):
-    """`summaries[scenario][target]` are the runs the checks read; `durations` their lengths (s)."""
+    """`summaries[scenario][target]` are the runs the checks read; `durations` their lengths (s).
+
+    `cannot_judge` lists why the verdict cannot be trusted (a run the checks or the baseline
+    read is invalid: a live driver that fell behind, a target it could not reach); when it is
+    not empty `passed` is False and the gate exits 2, neither pass nor fail. `results` names
+    the saved run files judged instead of sim runs (`--results`), if any.
+    """
 
     KIND = "gate"
 
@@ -52,6 +60,17 @@ class GateResult(Result):
     summaries: dict[str, dict[str, RunSummary]]
     durations: dict[str, dict[str, float]]
     wall_s: float
+    cannot_judge: list[str] = Field(default_factory=list)
+    results: list[str] = Field(default_factory=list)
+
+    @property
+    def verdict(self) -> Literal["pass", "fail", "cannot judge"]:
+        return "cannot judge" if self.cannot_judge else ("pass" if self.passed else "fail")
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 a check failed, 2 cannot judge (a bad gate file also exits 2)."""
+        return {"pass": 0, "fail": 1, "cannot judge": 2}[self.verdict]
 
     @property
     def failed(self) -> list[CheckOutcome]:

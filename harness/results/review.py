@@ -18,7 +18,7 @@ from pydantic import Field
 from harness.results.base import Figures, Result
 from harness.results.capacity import CapacityResult
 from harness.results.pool import PoolResult
-from harness.results.rank import RankResult
+from harness.results.rank import RankResult, ShortRun, TailChange
 
 __all__ = ["Effect", "LostShift", "ReviewItem", "ReviewResult", "TailShift"]
 
@@ -29,6 +29,9 @@ class TailShift(Figures):
     scenario: str
     p99_before_s: float | None
     p99_after_s: float | None
+    change: TailChange = TailChange.SHIFTED
+    p99_before_outcome: str | None = None   # where a None p99 lands (an Outcome value)
+    p99_after_outcome: str | None = None
 
 
 class LostShift(Figures):
@@ -44,7 +47,8 @@ class Effect(Figures):
     "hardened+blind-retries"); figures are from `scenario`, the one where the change
     mattered most. `change` is goodput lost (cost) or gained (gain), signed, 0..1."""
 
-    OMIT_IF_NONE = frozenset({"tail", "lost", "note"})
+    OMIT_IF_NONE = frozenset({"tail", "lost", "note", "unserved_before", "unserved_after", "p99_before_outcome",
+                              "p99_after_outcome"})
 
     before: str
     after: str
@@ -55,6 +59,12 @@ class Effect(Figures):
     goodput_after: float | None
     p99_before_s: float | None
     p99_after_s: float | None
+    p99_change: TailChange = TailChange.SHIFTED  # how the tail moved on `scenario`
+    p99_before_outcome: str | None = None  # where a None p99 lands: "shed", "timed_out", ... (Outcome)
+    p99_after_outcome: str | None = None
+    # Share of requests that ended timed out, failed or never resolved, before and after.
+    unserved_before: float | None = None
+    unserved_after: float | None = None
     amplification_before: float | None = None
     amplification_after: float | None = None
     wasted_gpu_s: float = 0.0            # extra wasted GPU-seconds (cost side)
@@ -66,6 +76,8 @@ class Effect(Figures):
 class ReviewItem(Figures):
     """One item of the design doc: its flaw, the experiment, the cost and the fix's gain."""
 
+    OMIT_IF_NONE = frozenset({"too_short"})
+
     item: str                            # the doc's item number(s), or "implicit"
     flaw: str                            # flaw id
     failure: str
@@ -75,6 +87,7 @@ class ReviewItem(Figures):
     cost: Effect                         # the flaw put back alone into the good design
     gain: Effect                         # the flaw fixed alone in the design under review
     interaction: str | None = None
+    too_short: ShortRun | None = None    # the runs could not show this flaw: a warning, per flaw
 
 
 class ReviewResult(Result):

@@ -281,11 +281,11 @@ def test_cli_capacity_json_and_report(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--batch-size", "0"], "batch_size must be an int"),
+    (["--batch-size", "0"], "--batch-size must be >= 1"),
     (["--cost-model", "table"], "needs --cost-table"),
-    (["--cost-model", "cubic"], "unknown cost model"),
+    (["--cost-model", "cubic"], "--cost-model 'cubic': valid are"),
     (["--cost-table", "/nonexistent.json", "--cost-model", "table"], "no such file"),
-    (["--headroom", "0.5"], "headroom_factor must be >= 1"),
+    (["--headroom", "0.5"], "--headroom must be >= 1"),
 ])
 def test_cli_capacity_rejects_bad_input(args: list[str], message: str, tmp_path: Path) -> None:
     res = runner.invoke(app, ["capacity", *args, "--out", str(tmp_path / "x.json")], env={"COLUMNS": "200"})

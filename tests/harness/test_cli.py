@@ -29,7 +29,7 @@ def test_compare_two_differently_knobbed_targets(tmp_path):
                               "--duration", "30", "--json", "--jobs", "1", "--out", str(out)])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert set(doc) == {"a", "b", "scenarios"}
+    assert {"a", "b", "scenarios"} <= set(doc)
     pair = doc["scenarios"]["low-traffic"]
     assert pair[doc["b"]]["gpu"]["count"] == 40
     assert pair[doc["b"]]["goodput_ratio"] > pair[doc["a"]]["goodput_ratio"]

@@ -68,8 +68,11 @@ def test_naive_fails_the_same_file(passing):
     res = run_gate(str(path), target="naive", workers=1)
     assert res.passed is False
     failed = {c.check for c in res.failed}
-    # naive's night: full batches never fill, so the tail is never answered; the pair is naive/naive = 1
-    assert {"latency_s.p99 <= 0.3", "goodput_ratio >= 0.99", "goodput_ratio >= 2"} <= failed
+    # naive's night: full batches never fill, so the tail is never answered
+    assert {"latency_s.p99 <= 0.3", "goodput_ratio >= 0.99"} <= failed
+    # The pair's A is the target under test, its B the reference naive: naive / naive says nothing.
+    pair = next(c for c in res.checks if c.check == "goodput_ratio >= 2")
+    assert pair.skipped and pair.target == "naive/naive" and "a ratio of a target with itself" in pair.note
     never = next(c for c in res.checks if c.check == "latency_s.p99 <= 0.3")
     assert never.measured is None or math.isinf(never.measured)
 
@@ -173,6 +176,87 @@ def test_reports_are_well_formed(passing):
     assert "5 of 6 checks passed, 1 skipped" in text
 
 
-def test_ci_gate_file_parses():
-    gf = load_gate_file(Path(__file__).parents[2] / "harness" / "gate" / "ci.toml")
+@pytest.mark.parametrize("name", ["ci.toml", "live.toml"])
+def test_shipped_gate_files_parse(name):
+    gf = load_gate_file(Path(__file__).parents[2] / "harness" / "gate" / name)
     assert gf.gates and all(g.checks for g in gf.gates)
+
+
+def test_target_replaces_only_the_target_under_test(tmp_path):
+    path = write(tmp_path, """
+[defaults]
+target = "hardened"
+[[scenario]]
+name = "night"
+checks = ["goodput_ratio >= 0.9"]
+[[scenario]]
+name = "night"
+target = "naive"
+checks = ["goodput_ratio <= 0.9"]
+[[paired]]
+scenario = "night"
+a = "hardened"
+b = "naive"
+checks = ["goodput_ratio >= 2"]
+[[paired]]
+scenario = "night"
+a = "naive-full-batch-only"
+b = "hardened"
+checks = ["goodput_ratio >= 0.5"]
+""")
+    gf = load_gate_file(path, target="hardened:gpus=9")
+    pairs = [(g.target, g.b) for g in gf.gates]
+    assert pairs == [("hardened:gpus=9", None), ("naive", None), ("hardened:gpus=9", "naive"),
+                     ("naive-full-batch-only", "hardened:gpus=9")]
+    # Only where the file names its target under test; a pair naming the same target twice is an error.
+    bad = write(tmp_path, '[[paired]]\nscenario = "night"\na = "naive"\nb = "naive"\nchecks = ["goodput_ratio >= 1"]',
+                "same.toml")
+    with pytest.raises(ConfigError, match="key 'paired\\[0\\].b': A and B are both 'naive'"):
+        load_gate_file(bad)
+
+
+LIVE_GATE = """
+[defaults]
+target = "hardened"
+[[scenario]]
+name = "night"
+checks = ["goodput_ratio >= 0.9", "latency_s.p99 <= baseline +10%"]
+"""
+
+
+def _saved_run(passing, tmp_path: Path, name: str, **changes) -> Path:
+    """The passing gate's night/hardened run, saved as a run result with `changes` to its summary."""
+    summary = clean(passing[1].summaries["night"]["hardened"].model_dump(by_alias=True))
+    summary.update(changes)
+    doc = {"schema": "harness.result/1", "kind": "run", "summary": summary, "target_config": {},
+           "workload_config": {}, "seed": 1, "mode": summary["mode"]}
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_gate_judges_saved_live_runs_and_will_not_judge_an_invalid_one(passing, tmp_path):
+    gate = write(tmp_path, LIVE_GATE)
+    reasons = ["driver fell behind: send lag p99 19.6 ms > 10.0 ms", "requests waited for a connection"]
+    good = _saved_run(passing, tmp_path, "good.json", mode="live")
+    bad = _saved_run(passing, tmp_path, "bad.json", mode="live", valid=False, invalid_reasons=reasons)
+    runner = CliRunner()
+    # A valid live run is judged like a sim run: its own figures, no sim run.
+    ok = runner.invoke(app, ["gate", str(gate), "--results", str(good), "--out", str(tmp_path / "g1.json")])
+    assert ok.exit_code == 0, ok.output
+    judged = load_result(tmp_path / "g1.json")
+    assert judged.summaries["night"]["hardened"].mode == "live" and judged.results == [str(good)]
+    # An invalid one: exit 2, neither pass nor fail, with the run's reasons.
+    no = runner.invoke(app, ["gate", str(gate), "--results", str(bad), "--out", str(tmp_path / "g2.json")])
+    text = " ".join(no.output.split())
+    assert no.exit_code == 2, no.output
+    assert "CANNOT JUDGE" in text and "the live run of night on hardened is invalid: driver fell behind" in text
+    result = load_result(tmp_path / "g2.json")
+    assert result.verdict == "cannot judge" and result.passed is False and result.exit_code == 2
+    # An invalid baseline cannot judge a regression either, even when the sim run itself is fine.
+    base = runner.invoke(app, ["gate", str(gate), "--jobs", "1", "--baseline", str(bad),
+                               "--out", str(tmp_path / "g3.json")])
+    assert base.exit_code == 2 and "the baseline run of night on hardened is invalid" in " ".join(base.output.split())
+    # A gate that needs a run the given results lack is a bad invocation.
+    missing = runner.invoke(app, ["gate", str(gate), "--target", "naive", "--results", str(good)])
+    assert missing.exit_code == 2 and "needs a run of night on naive" in " ".join(missing.output.split())

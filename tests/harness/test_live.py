@@ -202,3 +202,60 @@ def test_live_plan_snaps_the_scale_and_keeps_the_workloads_shape() -> None:
     assert url.url == ("127.0.0.1", 9, "/predict") and url.spec is None and url.scale == 0.01
     with pytest.raises(ValueError, match="--allow-remote"):
         parse_url("http://10.1.2.3:8000/predict", allow_remote=False)
+
+
+@pytest.mark.live
+def test_an_unreachable_url_exits_1_saying_why_before_sending_anything() -> None:
+    proc = _harness("run", "http://127.0.0.1:1/predict", "--mode", "live", "--duration", "2")
+    out, errs = proc.communicate(timeout=60)
+    text = " ".join(errs.split())
+    assert proc.returncode == 1, errs
+    assert "cannot connect to 127.0.0.1:1: Connection refused" in text and "no request was sent" in text
+
+
+REFUSER = """
+import sys
+from aiohttp import web
+
+async def predict(request):
+    return web.json_response({"error": "invalid input", "reason": "field 'input' is missing"}, status=422)
+
+app = web.Application()
+app.router.add_post("/predict", predict)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
+"""
+
+
+@pytest.mark.live
+def test_a_run_where_nothing_succeeded_exits_1_with_the_servers_reason(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-c", REFUSER, str(port)])
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        template = tmp_path / "t.json"
+        template.write_text('{"tenant": "{{tenant}}", "inputs": {{input}}}')
+        out = tmp_path / "r.json"
+        proc = _harness("run", f"http://127.0.0.1:{port}/predict", "--mode", "live", "--duration", "1",
+                        "--rate", "30", "--template", str(template), "-q", "--out", str(out))
+        _, errs = proc.communicate(timeout=60)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    text = " ".join(errs.split())
+    assert proc.returncode == 1, errs
+    assert "nothing succeeded: HTTP 422" in text and "invalid input: field 'input' is missing" in text
+    assert "INVALID" in text
+    s = load_result(out).summary
+    assert s.valid is False and s.invalid_reasons[0].startswith("nothing succeeded: HTTP 422")
+    assert s.live["http_status"] == {"422": s.requests.attempts} and s.requests.succeeded == 0
+    assert s.live["http_errors"]["422"] == "invalid input: field 'input' is missing"

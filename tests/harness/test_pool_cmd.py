@@ -109,9 +109,9 @@ def test_cli_default_is_the_docs_proposal_and_json_is_json(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--policy", "nope"], "unknown pool policy 'nope'"),
-    (["--large-batch", "0"], "batch_size must be an int >= 1"),
-    (["--duration", "-1"], "duration_s must be finite and > 0"),
+    (["--policy", "nope"], "--policy 'nope': valid are proportional"),
+    (["--large-batch", "0"], "--large-batch must be >= 1"),
+    (["--duration", "-1"], "--duration must be > 0 s"),
     (["--slo", "0.3", "--policy", "time-slice"], "no policy can run"),
 ])
 def test_cli_rejects_bad_input_with_exit_2(args: list[str], message: str, tmp_path: Path) -> None:

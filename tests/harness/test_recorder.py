@@ -1,8 +1,11 @@
 import math
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from harness.engine.recorder import Recorder, new_histogram, percentiles
+from harness.engine.recorder import OUTCOMES, Recorder, classify, new_histogram, percentiles
+from harness.results.run import Outcome, Outcomes, outcome_at
 from targets.protocol import Status
 
 
@@ -42,3 +45,92 @@ def test_finish_records_latency_from_the_scheduled_start():
     assert s["requests"]["succeeded"] == 1 and s["requests"]["timed_out"] == 1
     assert math.isclose(s["latency_ok_s"]["p50"], 0.25, rel_tol=0.002)
     assert s["latency_s"]["p99"] is None
+
+
+# -- outcome categories -----------------------------------------------------------------------
+
+STATUSES = [Status.OK, Status.TIMEOUT, Status.TOO_MANY, Status.UNAVAILABLE, Status.ERROR, Status.BAD_REQUEST, None]
+
+
+def _recorded(sched, ends, slo=0.3, tenants=("a", "b")):
+    """A recorder fed `ends`: per request (status or None: never finished, latency s)."""
+    n = len(sched)
+    rec = Recorder(np.array(sched, dtype=float), np.arange(n) % len(tenants), tenants, slo, 10.0, 1.0)
+    for i, (status, lat) in enumerate(ends):
+        if status is not None:
+            rec.finish(i, status, sched[i] + lat, 1)
+    return rec
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(STATUSES), st.floats(0.0, 5.0)), min_size=0, max_size=60))
+def test_outcomes_partition_the_unique_requests(ends):
+    sched = sorted(i * 0.1 for i in range(len(ends)))
+    s = _recorded(sched, ends).summary_core()
+    r, oc = s["requests"], s["outcomes"]
+    assert sum(oc.of(o).count for o in Outcome) == r["unique"] == len(ends)
+    if ends:
+        assert math.isclose(sum(oc.of(o).share for o in Outcome), 1.0)
+    assert oc.within_slo.count + oc.late.count == r["succeeded"] == sum(st_ is Status.OK for st_, _ in ends)
+    assert oc.shed.count == r["shed"] == sum(st_ is not None and st_.shed for st_, _ in ends)
+    assert oc.timed_out.count == sum(st_ is Status.TIMEOUT for st_, _ in ends)
+    assert oc.lost.count == r["unfinished"] == sum(st_ is None for st_, _ in ends)
+    assert oc.late.count == r["late"] == sum(st_ is Status.OK and lat > 0.3 for st_, lat in ends)
+    # Per tenant the same partition, and the tenants together are the whole.
+    for o in Outcome:
+        assert sum(t["outcomes"].of(o).count for t in s["tenants"].values()) == oc.of(o).count
+
+
+@given(st.lists(st.sampled_from([-1, 0, 1, 2, 3]), max_size=80), st.floats(0.0, 1.0))
+def test_classify_gives_every_request_exactly_one_outcome(codes, slo):
+    codes = np.array(codes, dtype=np.int8)
+    lat = np.where(codes == 0, np.linspace(0, 1, len(codes)), np.inf)
+    cat = classify(codes, lat, slo)
+    assert len(cat) == len(codes) and ((0 <= cat) & (cat < len(OUTCOMES))).all()
+    assert (np.bincount(cat, minlength=len(OUTCOMES)).sum()) == len(codes)
+
+
+def test_a_shed_request_is_an_answer_and_only_unanswered_ones_are_never():
+    """10 requests: 8 OK (one late), 1 shed, 1 timed out. The all-requests p90 lands on
+    the shed one (answered, not OK); p99 on the timed-out one (never answered)."""
+    ends = [(Status.OK, 0.1)] * 7 + [(Status.OK, 0.5), (Status.UNAVAILABLE, 0.001), (Status.TIMEOUT, 1.0)]
+    s = _recorded([0.0] * 10, ends).summary_core()
+    oc = s["outcomes"]
+    assert [oc.of(o).count for o in Outcome] == [7, 1, 1, 1, 0, 0]
+    assert s["latency_s"]["p90"] is None and oc.at(0.9) is Outcome.SHED
+    assert s["latency_s"]["p99"] is None and oc.at(0.99) is Outcome.TIMED_OUT
+    assert oc.at(0.8) is Outcome.LATE and oc.at(0.5) is Outcome.WITHIN_SLO
+    assert math.isclose(s["latency_ok_s"]["max"], 0.5, rel_tol=0.002)  # the answered-OK figures stay finite
+
+
+def test_outcome_at_uses_the_percentiles_rank_rule():
+    # 100 requests, 1 timed out: p99 (rank 99) is still an OK answer, p999 (rank 100) is not.
+    counts = {Outcome.WITHIN_SLO: 99, Outcome.TIMED_OUT: 1}
+    assert outcome_at(counts, 0.99) is Outcome.WITHIN_SLO
+    assert outcome_at(counts, 0.999) is Outcome.TIMED_OUT
+    assert outcome_at({}, 0.5) is None
+    assert Outcomes.from_counts({}).within_slo.share == 0.0
+
+
+def test_cover_summarises_only_the_requests_scheduled_before_the_cut():
+    """A run interrupted at 4.95 s of a 10 s schedule: 50 of 100 requests covered, the
+    rates over 4.95 s; of the last four, two were still in flight and two were answered
+    only while the run shut down (after the cut): all four lost. Attempts count if they
+    ended by the cut, per request that ended."""
+    sched = [i * 0.1 for i in range(100)]
+    ends = [(Status.OK, 0.05)] * 46 + [(Status.TIMEOUT, 1.0)] * 2 + [(None, 0.0)] * 52
+    rec = _recorded(sched, ends)
+    for _ in range(55):
+        rec.attempt(Status.OK, 0.0, 0.05)
+    rec.attempt(Status.TIMEOUT, 4.6, 1.0)  # ends at 5.6 s: after the cut
+    rec.cover(4.95)  # requests at 0.0 ... 4.9 s
+    s = rec.summary_core()
+    assert s["requests"]["unique"] == 50 and s["covered_s"] == 4.95
+    assert s["outcomes"].within_slo.count == 46 and s["outcomes"].lost.count == 4
+    assert s["outcomes"].timed_out.count == 0 and s["latency_ok_s"]["p50"] is not None
+    assert math.isclose(s["offered_rps"], 50 / 4.95) and math.isclose(s["goodput_rps"], 46 / 4.95)
+    assert s["requests"]["attempts"] == 55 and s["attempt_status"] == {"ok": 55}
+    assert math.isclose(s["amplification"], 55 / 46)
+    ts = rec.timeseries()
+    assert len(ts["t_s"]) == 6 and sum(sum(v) for v in ts["outcomes"].values()) == 50
+    assert rec.latency_cdf()["requests"] == 50

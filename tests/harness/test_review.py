@@ -94,3 +94,18 @@ def test_progress_counts_every_run():
     d = review(flaw_scenarios=SMALL, scale=0.2, workers=1, on_planned=planned.append,
                on_done=lambda i, job, res: done.append(job.target))
     assert sum(planned) == len(done) == d.rank.runs
+
+
+def test_warns_per_flaw_whose_runs_could_not_show_it(result):
+    # SMALL runs blind-retries and no-admission-control on night only: none of the
+    # scenarios that expose them ran, so each item says so; full-batch-only (night) does not.
+    by_flaw = {it.flaw: it for it in result.doc_items}
+    assert by_flaw["full-batch-only"].too_short is None
+    for fid in ("blind-retries", "no-admission-control"):
+        w = by_flaw[fid].too_short
+        assert w is not None and "slowdown" in w.missing and "spike" in w.missing
+    text = "\n".join(narrative(result))
+    assert "Warning: none of the scenarios that expose it (slowdown, spike, gpu-outage) was run" in text
+    console = Console(width=80, record=True, color_system=None)
+    render(result, console)
+    assert "warning" in console.export_text()

@@ -1,4 +1,5 @@
 import json
+import math
 
 import pytest
 
@@ -31,7 +32,11 @@ def test_summary_has_the_contract_keys_and_is_json():
     doc = run_sim(resolve_target("hardened"), small("steady", 2, 2000), 1)
     s = doc.to_json()["summary"]  # the file's keys are the contract
     assert SUMMARY_KEYS <= set(s)
-    assert set(s["requests"]) >= {"unique", "attempts", "succeeded", "within_slo", "failed", "shed", "timed_out", "lost"}
+    assert set(s["requests"]) >= {"unique", "attempts", "succeeded", "within_slo", "late", "failed", "shed",
+                                  "timed_out", "lost"}
+    assert set(s["outcomes"]) == {"within_slo", "late", "shed", "timed_out", "failed", "lost"}
+    assert sum(v["count"] for v in s["outcomes"].values()) == s["requests"]["unique"]
+    assert s["covered_s"] == s["duration_s"]
     assert set(s["latency_s"]) == {"mean", "p50", "p90", "p99", "p999", "max"}
     assert set(s["gpu"]) >= {"count", "utilization", "batch_fill", "wasted_gpu_s"}
     assert set(s["cache"]) >= {"lookups", "hits"}
@@ -83,6 +88,36 @@ def test_interrupted_run_leaves_a_valid_partial_result(tmp_path, monkeypatch):
     again = load_result(path)
     assert isinstance(again, RunResult) and again.to_json() == doc.to_json()
     assert again.summary.requests.unfinished > 0
+
+
+def test_interrupted_run_summarises_only_the_requests_scheduled_before_the_interrupt(monkeypatch):
+    """Stop hardened at its 2,000th answer, about 2 s into a 5 s schedule: the figures
+    cover the requests scheduled by then, over the seconds that ran, not all 5,000
+    (which read as goodput ~40% and amplification ~0.4x)."""
+    wl = small("steady", 5, 1000)
+    run = SimRun(resolve_target("hardened"), wl, 1)
+    original, calls = run.recorder.finish, {"n": 0}
+
+    def finish(*args):
+        calls["n"] += 1
+        if calls["n"] == 2000:
+            raise KeyboardInterrupt
+        original(*args)
+
+    monkeypatch.setattr(run.recorder, "finish", finish)
+    doc = run.run()
+    s = doc.summary
+    cut = s.covered_s
+    assert s.partial and 1.5 < cut < 3.0 and cut == pytest.approx(s.end_s)
+    scheduled = int((run.schedule.sched_s <= cut).sum())
+    assert s.requests.unique == scheduled < len(run.schedule)
+    assert s.outcomes.unique == scheduled
+    assert s.offered_rps == pytest.approx(scheduled / cut)
+    assert s.goodput_ratio > 0.95 and 1.0 <= s.amplification < 1.05  # hardened at 1,000 req/s
+    # The ones still in flight at the cut are lost (never resolved), a few batches' worth.
+    assert 0 < s.outcomes.lost.count < 0.2 * scheduled
+    assert len(doc.timeseries["t_s"]) == int(math.ceil(cut)) + 1
+    assert sum(doc.timeseries["outcomes"]["within_slo"]) == s.outcomes.within_slo.count
 
 
 @pytest.mark.slow

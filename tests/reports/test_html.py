@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from harness.engine.recorder import Recorder, percentiles
 from harness.engine.sim import run_sim
@@ -23,7 +24,9 @@ from harness.results.io import SCHEMA
 from reports.page import Section, doc_sections, page_html, write_html
 from reports.rank_charts import TOP
 from reports.registry import view
-from reports.run_charts import markers, timeseries_figure, Side
+from reports.fmt import fmt_share
+from reports.run import render_summary
+from reports.run_charts import Side, cdf_figure, markers, tenant_figure, timeseries_figure
 from targets.flaws import FLAWS
 from targets.protocol import Status
 from targets.spec import resolve_target
@@ -155,6 +158,74 @@ def test_overloaded_windows_show_never_and_the_slo(runs):
     never = [t for t in fig.data if "never" in t.name]
     assert len(never) == 1 and len(never[0].x) == gaps
     assert min(never[0].y) > max(v for v in doc.timeseries["p99_s"] if v is not None)  # drawn above the data
+
+def test_shed_windows_are_not_never_and_shed_requests_get_their_own_line(runs):
+    """hardened sheds in the spike but times nothing out: its p99 line is of the requests
+    answered OK, with no 'never' mark, and the shed requests are a rate of their own."""
+    doc = runs["hardened"]
+    assert doc.summary.outcomes.shed.count and not doc.summary.outcomes.timed_out.count
+    fig = timeseries_figure([Side("hardened", doc, "#000")])
+    assert not [t for t in fig.data if "never" in t.name]
+    shed = [t for t in fig.data if t.name.startswith("shed")]
+    assert len(shed) == 1 and max(shed[0].y) > 0
+    p99 = next(t for t in fig.data if t.name.startswith("p99 latency"))
+    assert all(v is not None for v in p99.y)
+
+def test_cdf_legend_says_how_the_requests_not_answered_ok_ended(runs):
+    sides = [Side("A: naive", runs["naive"], "#e6550d"), Side("B: hardened", runs["hardened"], "#3182bd")]
+    fig = cdf_figure(sides)
+    check_figure(fig)
+    shown = [t.name for t in fig.data if t.showlegend is not False]
+    na, hd = runs["naive"].summary.outcomes, runs["hardened"].summary.outcomes
+    assert f"A: naive: {fmt_share(na.timed_out.share)} timed out" in shown
+    assert f"B: hardened: {fmt_share(hd.shed.share)} shed" in shown
+    assert not [n for n in shown if "never" in n]
+    # The level line sits at the share answered OK, where the curve stops.
+    level = next(t for t in fig.data if t.name == f"B: hardened: {fmt_share(hd.shed.share)} shed")
+    assert level.y[0] == pytest.approx(100 * (hd.within_slo.share + hd.late.share))
+
+def test_tenant_outcomes_are_shares_never_a_bar_on_the_latency_axis(runs):
+    sides = [Side("A: naive", runs["naive"], "#e6550d"), Side("B: hardened", runs["hardened"], "#3182bd")]
+    fig = tenant_figure(sides)
+    check_figure(fig)
+    p99_bars = [t for t in fig.data if t.type == "bar" and t.xaxis == "x"]
+    for side, bars in zip(sides, p99_bars):
+        assert list(bars.y) == [t.p99_ok_s for t in side.run.summary.tenants.values()]  # answered OK, all finite
+    stacked = [t for t in fig.data if t.type == "bar" and t.xaxis == "x2"]
+    assert {t.name for t in stacked} == {"within SLO", "late", "shed", "timed out"}  # the outcomes present
+    totals = np.sum([np.array(t.y) for t in stacked], axis=0)
+    assert totals == pytest.approx(100.0)  # every (tenant, target) bar is all of its requests
+
+def test_run_table_shows_six_outcomes_and_never_only_for_unanswered(runs):
+    def text(doc):
+        console = Console(record=True, width=100)
+        render_summary(doc.summary, console)
+        return console.export_text()
+
+    hard, naive = text(runs["hardened"]), text(runs["naive"])
+    for label in ("within SLO", "late", "shed", "timed out", "failed", "lost"):
+        assert re.search(rf"^. +{label} +. +\d+\.\d+%", hard, re.M), label
+    assert "never" not in hard  # it sheds, it never leaves a request unanswered
+    assert re.search(r"p99, all requests +. +shed", hard)
+    assert re.search(r"p99, all requests +. +never .*timed out", naive)
+
+def test_old_result_files_without_outcomes_still_load_and_render(runs):
+    doc = runs["hardened"].to_json()
+    s = doc["summary"]
+    for key in ("outcomes", "covered_s"):
+        del s[key]
+    del s["requests"]["late"]
+    for t in s["tenants"].values():
+        for key in ("p50_ok_s", "p99_ok_s", "outcomes"):
+            del t[key]
+    for key in ("p99_ok_s", "outcomes"):
+        del doc["timeseries"][key]
+    old = RunResult.from_json(doc)
+    assert old.summary.outcomes == runs["hardened"].summary.outcomes  # derived from `requests`
+    assert old.summary.requests.late == runs["hardened"].summary.requests.late
+    for sec in doc_sections(old):
+        if sec.figure is not None:
+            check_figure(sec.figure)
 
 def test_compare_overlays_a_and_b_in_consistent_colours(compare_doc):
     secs = doc_sections(compare_doc)

@@ -173,3 +173,46 @@ def test_heatmap_keeps_the_sign_of_a_flaw_that_helps():
     assert heat.z[0][1] == pytest.approx(-20.0) and heat.text[0][1] == "-20.0"
     assert heat.zmid == 0 and heat.zmin is None
     assert heatmap_figure(synthetic_rank()).data[0].zmin == 0  # all costs: one-sided scale from zero
+
+
+def _warned_rank() -> RankResult:
+    """The synthetic rank with flaw 1's tail gone from never answered to 898 ms on spike
+    (no increase anywhere) and flaw 3 warned about: its slowdown run kept 1.5 s."""
+    from harness.results.rank import KeptSpan, ShortRun, TailChange
+
+    r = synthetic_rank()
+    flaws = list(r.flaws)
+    c = flaws[0].cost.model_copy(update={"p99_increase_s": 0.0, "p99_scenario": "spike",
+                                         "p99_change": TailChange.BECAME_ANSWERED, "p99_to_s": 0.898})
+    flaws[0] = flaws[0].model_copy(update={"cost": c})
+    warn = ShortRun(mechanism="a retry storm needs several timeout-and-retry cycles", needed_disturbance_s=8.0,
+                    needed_after_s=4.0, runs={"slowdown": KeptSpan(disturbance_s=1.5, after_s=2.5)})
+    flaws[2] = flaws[2].model_copy(update={"too_short": warn})
+    return r.model_copy(update={"flaws": flaws, "top": [f.id for f in flaws[:3]]})
+
+
+def test_rank_view_words_never_to_a_number_and_warns_per_flaw(tmp_path):
+    r = _warned_rank()
+    console = Console(width=80, record=True, color_system=None)
+    view("rank").render(r, console)
+    text = " ".join(console.export_text().split())
+    first, third = r.flaws[0], r.flaws[2]
+    assert f"{first.id} (doc item {first.doc_item}):" in text
+    assert "p99 never answered -> 898 ms in spike" in text and "p99 unchanged" not in text
+    assert f"! {third.id}: the runs were too short to show it (slowdown kept 1.5 s of it and 2.5 s after)" in text
+    assert "8 s of disturbance and 4 s after; its cost may be understated" in text
+    page = write_html([r], tmp_path / "rank.html").read_text()
+    assert "never answered -&gt; 898 ms" in page and "warning:" in page
+    doc = r.to_json()
+    assert from_json(json.loads(json.dumps(doc))).to_json() == doc  # the warning and the change round-trip
+
+
+def test_review_narrative_never_says_unchanged_beside_never_to_a_number():
+    from reports.review import narrative
+
+    r = _warned_rank()
+    review = ReviewResult(design="naive", seed=1, quick=True, rank=r, items=[], notes=[], wall_s=0.0)
+    insist = next(line for line in narrative(review) if line.startswith("Insist on these"))
+    first = insist.split("; ")[0]
+    assert first.startswith(f"Insist on these before shipping: {r.flaws[0].id}")
+    assert "p99 never answered -> 898 ms in spike" in first and "unchanged" not in first and "+0" not in first
