@@ -49,7 +49,7 @@ def p99_change(x: float | None, change: TailChange = TailChange.SHIFTED, to_s: f
         return f"{p99_at(None, from_outcome)} -> {fmt_s(to_s)}"
     if change is TailChange.NEVER and abs(x) < NOISE_P99_S:
         a, b = p99_at(None, from_outcome), p99_at(None, to_outcome)
-        return f"{a}, both" if a == b else f"{a} -> {b}"
+        return f"{a} before and after" if a == b else f"{a} -> {b}"
     return ("+" if x >= 0 else "-") + fmt_s(abs(x))
 
 
