@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.engine.driver import Driver  # noqa: E402
-from harness.live.http_transport import HttpTransport, new_loop, quiet_gc  # noqa: E402
+from harness.live.driver_loop import new_loop, quiet_gc  # noqa: E402
+from harness.live.http_transport import HttpTransport  # noqa: E402
 from harness.live.payloads import Payloads  # noqa: E402
 from targets.client import ClientPolicy  # noqa: E402
 from targets.config import Backoff  # noqa: E402

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Protocol
+from typing import Callable, Protocol
 
 from targets.protocol import Attempt
 

@@ -220,7 +220,7 @@ def serve(
         await th.stop()
         out.print("stopped", highlight=False)
 
-    from harness.live.http_transport import new_loop
+    from harness.live.driver_loop import new_loop
 
     with asyncio.Runner(loop_factory=new_loop) as runner:
         runner.run(main())

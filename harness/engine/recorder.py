@@ -313,7 +313,6 @@ class Recorder:
         busy = [0.0] * k
         if not self.samples:
             return depth, busy
-        w = self.window_s
         prev_t, prev_busy = self.t0, 0.0
         for t, q, b, alive in self.samples:
             j = self._window(t - 1e-9)

@@ -317,7 +317,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     spec = HostSpec(**json.loads(_read_line(0)))
-    from harness.live.http_transport import new_loop
+    from harness.live.driver_loop import new_loop
     from harness.live.fd_limit import raise_fd_limit
 
     raise_fd_limit()

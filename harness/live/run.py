@@ -41,7 +41,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from harness.engine.driver import Driver
-from harness.live.http_transport import HttpTransport, new_loop, quiet_gc
+from harness.live.driver_loop import new_loop, quiet_gc
+from harness.live.http_transport import HttpTransport
 from harness.live.payloads import Payloads
 from harness.live.fd_limit import raise_fd_limit
 from harness.live.host import HostProcess, HostSpec

@@ -1,6 +1,7 @@
 """The flaw ranking: shortening, measures, the score, interactions, and a real
 (tiny) ablation in which every flaw gets a measured cost."""
 
+import functools
 import math
 
 import pytest
@@ -108,10 +109,16 @@ def test_classify_names_both_kinds_of_interaction():
 
 # -- a real ablation on a tiny suite ------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def tiny_rank():
+@functools.cache
+def _tiny_rank():
     # night: 3 QPS (whole 300 s is under 1,000 requests; scaled to 60 s); steady 0.2 s of peak.
     return rank(["night", "steady"], seed=1, workers=1, duration_scale=0.2)
+
+
+@pytest.fixture(scope="module")
+def tiny_rank():
+    # Cached per process: under xdist a worker may leave and re-enter this module.
+    return _tiny_rank()
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ tiny simulated plan (realtime above the formula, offline at it)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -159,6 +160,11 @@ def test_backlog_arrives_at_once_and_exactly() -> None:
 
 @pytest.fixture(scope="module")
 def tiny_plan() -> CapacityResult:
+    return _tiny_plan()  # cached per process: under xdist a worker may leave and re-enter this module
+
+
+@functools.cache
+def _tiny_plan() -> CapacityResult:
     # 2,000 QPS x 50 ms / 16 = 6.25 GPUs; every run short, inline.
     return plan_capacity(qps=2000, batch_size=16, batch_time_s=0.05, slo_p99_s=0.2, seed=1,
                          workers=1, budget=TINY)

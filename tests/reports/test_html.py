@@ -9,9 +9,7 @@ import math
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -20,14 +18,11 @@ from rich.console import Console
 from harness.engine.recorder import Recorder, percentiles
 from harness.engine.sim import run_sim
 from harness.results import CompareResult, RunResult
-from harness.results.io import SCHEMA
 from reports.page import Section, doc_sections, page_html, write_html
-from reports.rank_charts import TOP
 from reports.registry import view
 from reports.fmt import fmt_share
 from reports.run import render_summary
 from reports.run_charts import Side, cdf_figure, markers, tenant_figure, timeseries_figure
-from targets.flaws import FLAWS
 from targets.protocol import Status
 from targets.spec import resolve_target
 from workloads.model import WorkloadConfig
