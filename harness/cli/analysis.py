@@ -85,7 +85,7 @@ def rank(
 def review(
     design: Optional[str] = typer.Argument(None, help="Design to review: a target spec or TOML file (default: naive, the doc)."),
     html: Optional[Path] = HTML,
-    quick: bool = typer.Option(False, "--quick", help="Shorter runs (a rougher review in about half the time)."),
+    quick: bool = typer.Option(False, "--quick", help="Shorter runs where no flaw needs the length (each disturbance keeps what its flaws need)."),
     rank_file: Optional[Path] = typer.Option(None, "--rank", help="Reuse a saved rank result instead of running the ablation.",
                                              callback=existing_file("--rank")),
     no_parts: bool = typer.Option(False, "--no-parts", help="Skip Part 2 (capacity) and Part 3 (pool)."),
