@@ -31,3 +31,14 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
         scenarios.setdefault(job.workload, {})[side] = res.summary
         runs.setdefault(job.workload, {})[side] = res
     return add_verdicts(CompareResult(a=a, b=label_b, seed=seed, mode="sim", scenarios=scenarios, runs=runs))
+
+
+def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
+                 duration_s: float | None, rate_rps: float | None, scale: float | None, model: str = "mlp",
+                 device: str = "auto", run_one: Callable | None = None) -> CompareResult:
+    """The live comparison (harness.live.plan.compare_live: each workload on A then B, one
+    at a time), judged per scenario like the sim one."""
+    from harness.live.plan import compare_live as run_live_pairs
+
+    return add_verdicts(run_live_pairs(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
+                                       run_one=run_one))

@@ -145,8 +145,8 @@ def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None,
 def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
                  duration_s: float | None, rate_rps: float | None, scale: float | None, mode: str,
                  quiet: bool, model: str = "mlp", device: str = "auto") -> CompareResult:
-    """`harness compare --mode live`: harness.live.plan.compare_live, each run shown."""
-    from harness.live.plan import compare_live as run_compare_live
+    """`harness compare --mode live`: harness.analysis.compare.compare_live, each run shown."""
+    from harness.analysis.compare import compare_live as run_compare_live
 
     _require_live(mode)
     try:
