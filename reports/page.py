@@ -87,7 +87,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-
 main{max-width:1280px;margin:0 auto;padding:16px 28px 60px}
 h1{font-size:1.7em;margin:.4em 0 .2em} h2{font-size:1.35em;border-bottom:2px solid #ddd;padding-top:18px}
 h3{font-size:1.1em;margin:1.4em 0 .3em} .meta{color:#666;font-size:.9em}
-.section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px 14px 12px;margin:14px 0}
+.section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px 14px 12px;margin:14px 0;overflow-x:auto}
 .note{color:#444;margin:.2em 0 .6em;max-width:980px}
 nav.toc{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px 18px}
 nav.toc ul{margin:.2em 0;padding-left:1.2em} nav.toc>ul{padding-left:.4em}
