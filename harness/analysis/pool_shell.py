@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from harness.engine.clock import run_virtual
-from harness.engine.recorder import Recorder
+from harness.engine.recorder import Recorder, percentile_of
 from targets.gang_schedulers import (
     EPS_S, Decision, GpuSlot, ModelKind, PoolPolicy, PoolSpec, PoolState, QueueView,
 )
@@ -37,14 +37,6 @@ __all__ = ["BatchRecord", "GangPoolShell", "PoolScheduleError"]
 
 _KINDS = (ModelKind.LARGE, ModelKind.SMALL)
 _SAME_INSTANT_S = 1e-9  # the virtual loop's clock resolution: timers this close run together
-
-
-def _percentile(latency_s: np.ndarray, q: float) -> float | None:
-    """As ``Recorder.summary_core``'s per-tenant p50/p99: None when it lands on an unanswered request."""
-    if latency_s.size == 0:
-        return None
-    v = float(np.percentile(latency_s, q, method="higher"))
-    return v if math.isfinite(v) else None
 
 
 class PoolScheduleError(RuntimeError):
@@ -280,7 +272,7 @@ class GangPoolShell:
         """Per-model figures (the keys of ``harness.results.pool.ModelFigures``)."""
         n, served = len(self.times[kind]), self.head[kind]
         rec = self.recorders[kind]
-        p50, p99 = _percentile(rec.latency, 50), _percentile(rec.latency, 99)
+        p50, p99 = percentile_of(rec.latency, 50), percentile_of(rec.latency, 99)
         wait = np.where(np.isnan(self.start[kind]), self.horizon_s, self.start[kind]) - self.arr[kind]
         return dict(
             requests=n, served=served, unanswered=n - served, p50_s=p50, p99_s=p99,

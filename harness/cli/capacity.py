@@ -6,8 +6,6 @@ renders it with ``reports.capacity``; no arithmetic lives here.
 
 from __future__ import annotations
 
-import json
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -15,7 +13,7 @@ from typing import Callable, Iterator, Optional
 import typer
 
 from harness.results import io as results
-from harness.cli.common import HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, existing_file, fail, one_of, out
+from harness.cli.common import HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, existing_file, fail, one_of, publish
 
 
 @contextmanager
@@ -73,17 +71,4 @@ def capacity(
                                    headroom_factor=headroom, progress=tick)
     except ValueError as exc:
         fail(str(exc))
-    path = results.write_atomic(out_path or results.default_path("capacity", f"{qps:g}qps-B{batch_size}"), result)
-    if html is not None:
-        from reports.page import write_html
-
-        write_html([result], html)
-    if as_json:
-        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
-        return
-    from reports import capacity as capacity_view
-
-    capacity_view.render(result, out)
-    out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
-    if html is not None:
-        out.print(f"html: {html}", highlight=False)
+    publish(result, out_path or results.default_path("capacity", f"{qps:g}qps-B{batch_size}"), html, as_json)

@@ -138,3 +138,28 @@ LIVE_SCALE = typer.Option(None, "--scale", help="live: shrink rates and fleet to
 MODEL = typer.Option("mlp", "--model", help="live: torch model of the GPU workers (mlp, cnn, transformer).",
                      callback=one_of("--model", MODELS))
 DEVICE = typer.Option("auto", "--device", help="live: auto, cpu or cuda.", callback=device_check)
+
+
+def publish(result: Any, path: Path, html: Path | None, as_json: bool, hint: str | None = None) -> None:
+    """Write `result` to `path` (and the HTML report to `html`), then print it: its JSON
+    summary alone with --json, else its view, `hint`, and where the files went."""
+    import json
+    import sys
+
+    from harness.results import io as results
+    from reports.registry import view
+
+    path = results.write_atomic(path, result)
+    if html is not None:
+        from reports.page import write_html
+
+        write_html([result], html)
+    if as_json:
+        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
+        return
+    view(result.kind).render(result, out)
+    if hint:
+        out.print(hint, style="dim", highlight=False)
+    out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
+    if html is not None:
+        out.print(f"html: {html}", highlight=False)

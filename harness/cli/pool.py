@@ -6,8 +6,6 @@ writes the result file and renders it with ``reports.pool``; no arithmetic lives
 
 from __future__ import annotations
 
-import json
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional
@@ -16,7 +14,7 @@ import typer
 
 from harness.analysis.gang_pool import ModelSpec, PoolConfig
 from harness.analysis.pool_experiment import run_pool_experiment
-from harness.cli.common import HTML, JSON, OUT, QUIET, SEED, bounded, err, fail, one_of, out
+from harness.cli.common import HTML, JSON, OUT, QUIET, SEED, bounded, err, fail, one_of, publish
 from harness.results import io as results
 from targets.gang_schedulers import policy_names
 
@@ -80,19 +78,5 @@ def pool(
         fail("no policy can run under this configuration: " +
              "; ".join(f"{n}: {why}" for n, why in result.skipped.items()))
     label = "compare" if len(result.policies) > 1 else result.policies[0]
-    path = results.write_atomic(out_path or results.default_path("pool", label), result)
-    if html is not None:
-        from reports.page import write_html
-
-        write_html([result], html)
-    if as_json:
-        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
-        return
-    from reports import pool as pool_view
-
-    pool_view.render(result, out)
-    if len(result.policies) == 1 and not compare:
-        out.print("(--compare runs every policy on the same arrivals)", style="dim", highlight=False)
-    out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
-    if html is not None:
-        out.print(f"html: {html}", highlight=False)
+    hint = "(--compare runs every policy on the same arrivals)" if len(result.policies) == 1 and not compare else None
+    publish(result, out_path or results.default_path("pool", label), html, as_json, hint)

@@ -188,10 +188,10 @@ class Recorder:
                 "unique": m,
                 "within_slo": w,
                 "goodput_ratio": ratio,
-                "p50_s": _pct(lat, 50),
-                "p99_s": _pct(lat, 99),
-                "p50_ok_s": _pct(lat_ok, 50),
-                "p99_ok_s": _pct(lat_ok, 99),
+                "p50_s": percentile_of(lat, 50),
+                "p99_s": percentile_of(lat, 99),
+                "p50_ok_s": percentile_of(lat_ok, 50),
+                "p99_ok_s": percentile_of(lat_ok, 99),
                 "outcomes": Outcomes.from_counts(dict(zip(OUTCOMES, mine_cat.tolist()))),
             }
         r = np.array(ratios)
@@ -266,8 +266,8 @@ class Recorder:
         ok_sorted = ok[order]
         for j in range(k):
             chunk = lat_sorted[bounds[j]:bounds[j + 1]]
-            p99.append(_pct(chunk, 99))
-            p99_ok.append(_pct(chunk[ok_sorted[bounds[j]:bounds[j + 1]]], 99))
+            p99.append(percentile_of(chunk, 99))
+            p99_ok.append(percentile_of(chunk[ok_sorted[bounds[j]:bounds[j + 1]]], 99))
         per_window = np.zeros((len(OUTCOMES), k), dtype=np.int64)
         np.add.at(per_window, (cat, idx), 1)
         depth, busy = self._sampled(len(self.win_attempts))
@@ -337,7 +337,7 @@ def classify(outcome: np.ndarray, latency_s: np.ndarray, slo_s: float) -> np.nda
     return out
 
 
-def _pct(values: np.ndarray, q: float) -> float | None:
+def percentile_of(values: np.ndarray, q: float) -> float | None:
     """The q-th percentile (rank ceil(q n), as HdrHistogram's) or None: no values, or an infinite one."""
     if len(values) == 0:
         return None
