@@ -71,4 +71,5 @@ def test_shape_warnings_name_a_batch_faster_than_a_smaller_one() -> None:
 def test_profile_reports_rounds_and_warnings() -> None:
     prof = profile("mlp", "cpu", batch_sizes=(1, 2), repeats=1, warmup=0, threads=1, max_rounds=2)
     assert set(prof.rounds) == {(1, None), (2, None)} and all(1 <= r <= 4 for r in prof.rounds.values())
-    assert isinstance(prof.warnings, tuple) and isinstance(prof.unstable, tuple)
+    assert prof.warnings == tuple(shape_warnings(prof.table.points))  # every fall in the table, said once
+    assert all(u.startswith(("batch 1:", "batch 2:")) for u in prof.unstable)

@@ -87,7 +87,12 @@ def test_classify_gives_every_request_exactly_one_outcome(codes, slo):
     lat = np.where(codes == 0, np.linspace(0, 1, len(codes)), np.inf)
     cat = classify(codes, lat, slo)
     assert len(cat) == len(codes) and ((0 <= cat) & (cat < len(OUTCOMES))).all()
-    assert (np.bincount(cat, minlength=len(OUTCOMES)).sum()) == len(codes)
+    counts = dict(zip(OUTCOMES, np.bincount(cat, minlength=len(OUTCOMES))))
+    ok = codes == 0
+    assert counts[Outcome.WITHIN_SLO] + counts[Outcome.LATE] == ok.sum()
+    assert counts[Outcome.LATE] == (ok & (lat > slo)).sum()
+    assert counts[Outcome.TIMED_OUT] == (codes == 1).sum() and counts[Outcome.SHED] == (codes == 2).sum()
+    assert counts[Outcome.FAILED] == (codes == 3).sum() and counts[Outcome.LOST] == (codes == -1).sum()
 
 
 def test_a_shed_request_is_an_answer_and_only_unanswered_ones_are_never():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.analysis.verdicts import figure_value, judge, scenario_verdicts
-from harness.results.compare import CompareResult, FigureVerdict, Winner
+from harness.results.compare import CompareResult, Winner
 from targets.config import TargetConfig
 from tests.harness.summaries import summary, tenant
 from workloads.answers import Answer
@@ -91,4 +91,4 @@ def test_verdicts_round_trip_through_the_compare_document():
     assert doc["verdicts"]["dom"]["answers"][1]["winner"] == "B"
     back = CompareResult.from_json(doc)
     assert back.verdicts["dom"].answers[1] == v.answers[1]
-    assert isinstance(back.verdicts["dom"].answers[0], FigureVerdict)
+    assert back.verdicts["dom"].answers[0] == v.answers[0] and back.verdicts == {"dom": v}
