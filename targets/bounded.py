@@ -12,6 +12,8 @@ front and stops at the first live entry: amortised O(1) per call.
 
 from __future__ import annotations
 
+import math
+
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Generic, Hashable, Iterator, TypeVar
@@ -73,9 +75,11 @@ class BoundedMap(Generic[K, V]):
     def put(self, key: K, value: V, now: float) -> None:
         """Store `value`, restarting its TTL; expire and evict to stay in bounds."""
         items = self._items
-        items[key] = (now, value)
-        items.move_to_end(key)
-        self.prune(now)
+        if key in items:
+            items.move_to_end(key)
+        items[key] = (now, value)  # a new key goes last: the order stays oldest first
+        if self.bound.ttl_s != math.inf:  # nothing ever expires under an infinite TTL (sim's accounting)
+            self.prune(now)
         while len(items) > self.bound.max_items:
             items.popitem(last=False)
             self.evicted += 1
