@@ -44,13 +44,18 @@ class BoundedMap(Generic[K, V]):
     means the bound, not the TTL, is what limits memory.
     """
 
-    __slots__ = ("bound", "_items", "evicted", "expired")
+    __slots__ = ("bound", "_items", "evicted", "expired", "_ttl", "_max", "_front_t")
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
         self._items: OrderedDict[K, tuple[float, V]] = OrderedDict()
         self.evicted = 0
         self.expired = 0
+        self._ttl = bound.ttl_s
+        self._max = bound.max_items
+        # The front (oldest) entry's time, once prune has seen it; -inf whenever the
+        # front may have changed. Nothing expires while the front is live: prune's O(1) exit.
+        self._front_t = -math.inf
 
     def __len__(self) -> int:
         return len(self._items)
@@ -66,9 +71,10 @@ class BoundedMap(Generic[K, V]):
         item = self._items.get(key)
         if item is None:
             return None
-        if now - item[0] > self.bound.ttl_s:
+        if now - item[0] > self._ttl:
             del self._items[key]
             self.expired += 1
+            self._front_t = -math.inf
             return None
         return item[1]
 
@@ -77,12 +83,15 @@ class BoundedMap(Generic[K, V]):
         items = self._items
         if key in items:
             items.move_to_end(key)
+            self._front_t = -math.inf
         items[key] = (now, value)  # a new key goes last: the order stays oldest first
-        if self.bound.ttl_s != math.inf:  # nothing ever expires under an infinite TTL (sim's accounting)
+        if now - self._front_t > self._ttl:  # never under an infinite TTL (sim's accounting)
             self.prune(now)
-        while len(items) > self.bound.max_items:
-            items.popitem(last=False)
-            self.evicted += 1
+        if len(items) > self._max:
+            while len(items) > self._max:
+                items.popitem(last=False)
+                self.evicted += 1
+            self._front_t = -math.inf
 
     def touch(self, key: K, now: float) -> None:
         """Restart `key`'s TTL (it was used), if present."""
@@ -90,17 +99,26 @@ class BoundedMap(Generic[K, V]):
         if item is not None:
             self._items[key] = (now, item[1])
             self._items.move_to_end(key)
+            self._front_t = -math.inf
 
     def pop(self, key: K) -> V | None:
         item = self._items.pop(key, None)
-        return None if item is None else item[1]
+        if item is None:
+            return None
+        self._front_t = -math.inf
+        return item[1]
 
     def prune(self, now: float) -> int:
         """Drop every entry older than the TTL; return how many."""
-        items, ttl, n = self._items, self.bound.ttl_s, 0
+        ttl = self._ttl
+        if now - self._front_t <= ttl:
+            return 0
+        items, n = self._items, 0
+        self._front_t = -math.inf
         while items:
             key, (t, _) = next(iter(items.items()))
             if now - t <= ttl:
+                self._front_t = t
                 break
             del items[key]
             n += 1

@@ -110,6 +110,11 @@ class Client:
         self.on_finished = on_finished
         self.budgets: dict[str, RetryBudget] = {}
         self.loop = asyncio.get_running_loop()
+        # Bound once: a simulation calls these for every attempt.
+        self._time = self.loop.time
+        self._send = transport.send
+        self._record_attempt = sink.attempt
+        self._record_finish = sink.finish
 
     def start(self, index: int, tenant: str, conn: int, content: int, variant: int, size: int, payload: Any = None) -> None:
         budget = None
@@ -143,28 +148,30 @@ class _Request:
         self.sent = 0.0
 
     def send(self) -> None:
-        c, p = self.c, self.c.policy
-        sent = self.sent = c.loop.time()
-        a = Attempt(
-            uid=self.index, tenant=self.tenant, conn=self.conn, content=self.content,
-            variant=self.variant, size=self.size, sent_s=sent, attempt_no=self.tries,
-            request_id=self.rid, deadline_s=sent + p.timeout_s if p.propagate_deadline else None,
-            payload=self.payload,
-        )
-        c.transport.send(a, p.timeout_s, self.on_response)
+        c = self.c
+        p = c.policy
+        sent = self.sent = c._time()
+        # Positional: this runs once per attempt (uid, tenant, conn, content, variant, size,
+        # sent_s, attempt_no, on_answer, request_id, deadline_s, payload).
+        a = Attempt(self.index, self.tenant, self.conn, self.content, self.variant, self.size, sent,
+                    self.tries, self.on_response, self.rid,
+                    sent + p.timeout_s if p.propagate_deadline else None, self.payload)
+        c._send(a, p.timeout_s, self.on_response)
 
     def on_response(self, response: Response) -> None:
-        c, p = self.c, self.c.policy
-        now = c.loop.time()
+        c = self.c
+        p = c.policy
+        now = c._time()
         self.tries += 1
-        c.sink.attempt(response.status, self.sent, now - self.sent)
+        status = response.status
+        c._record_attempt(status, self.sent, now - self.sent)
         if (
-            response.status is Status.OK
+            status is Status.OK
             or self.tries > p.retries
             or not p.retryable(response)
             or (self.budget is not None and not self.budget.try_spend())
         ):
-            c.sink.finish(self.index, response.status, now, self.tries)
+            c._record_finish(self.index, status, now, self.tries)
             if c.on_finished is not None:
                 c.on_finished()
             return

@@ -80,6 +80,10 @@ class FairQueue:
         self._queues: OrderedDict[str, deque[Attempt]] = OrderedDict()
         self._deficit: dict[str, int] = {}
         self._len = 0
+        # oldest_s(), kept while only pushes happen (a push can only lower it) and
+        # recomputed from the tenants' heads after a pop: the batcher asks on every push.
+        self._oldest: float | None = None
+        self._oldest_valid = True
 
     def push(self, item: Attempt) -> None:
         q = self._queues.get(item.tenant)
@@ -88,6 +92,10 @@ class FairQueue:
             self._deficit[item.tenant] = 0
         q.append(item)
         self._len += 1
+        if self._oldest_valid:
+            t = item.enqueued_s
+            if self._oldest is None or t < self._oldest:
+                self._oldest = t
 
     def push_front(self, item: Attempt) -> None:
         self.push(item)
@@ -102,8 +110,11 @@ class FairQueue:
             yield from q
 
     def oldest_s(self) -> float | None:
-        heads = [q[0].enqueued_s for q in self._queues.values() if q]
-        return min(heads) if heads else None
+        if not self._oldest_valid:
+            heads = [q[0].enqueued_s for q in self._queues.values() if q]
+            self._oldest = min(heads) if heads else None
+            self._oldest_valid = True
+        return self._oldest
 
     def tenant_len(self, tenant: str) -> int:
         q = self._queues.get(tenant)
@@ -113,6 +124,7 @@ class FairQueue:
         return sum(1 for q in self._queues.values() if q)
 
     def pop(self, n: int) -> list[Attempt]:
+        self._oldest_valid = False
         out: list[Attempt] = []
         while len(out) < n and self._len:
             tenant, q = next(iter(self._queues.items()))
@@ -141,6 +153,7 @@ class FairQueue:
         return out
 
     def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
+        self._oldest_valid = False
         dropped: list[Attempt] = []
         for tenant, q in self._queues.items():
             kept = deque()
@@ -149,6 +162,10 @@ class FairQueue:
             self._queues[tenant] = kept
         self._len -= len(dropped)
         return dropped
+
+
+def _oldest_of(q: FifoQueue | FairQueue) -> float:
+    return q.oldest_s()  # type: ignore[return-value]  # only asked of non-empty queues
 
 
 def length_bucket(size: int, reference: int) -> int:
@@ -193,7 +210,8 @@ class BucketedQueue:
     def push(self, item: Attempt) -> None:
         self._bucket(item).push(item)
         self._len += 1
-        self._count((item,), 1)
+        t = self._tenants
+        t[item.tenant] = t.get(item.tenant, 0) + 1
 
     def push_front(self, item: Attempt) -> None:
         self._bucket(item).push_front(item)
@@ -214,7 +232,9 @@ class BucketedQueue:
     def sub_queues(self) -> Iterable[FifoQueue | FairQueue]:
         """Non-empty buckets, the one whose head has waited longest first."""
         live = [q for q in self.buckets.values() if len(q)]
-        return sorted(live, key=lambda q: q.oldest_s())
+        if len(live) > 1:
+            live.sort(key=_oldest_of)
+        return live
 
     def pop(self, n: int) -> list[Attempt]:
         for q in self.sub_queues():

@@ -6,6 +6,11 @@ ready to run: the loop then jumps straight to the next timer, so
 exactly 0.1. The same asyncio code therefore runs unchanged in sim mode (this
 loop) and in live mode (the ordinary loop, wall clock).
 
+Lean by design: a simulation schedules several timers per request, so timers are
+not asyncio TimerHandles (whose Python-level `__lt__` the heap calls ~10 times a
+push) but `(when, seq, timer)` tuples compared in C; equal times run in the order
+they were scheduled (FIFO), and the loop never consults a selector.
+
 Contract:
 - Deterministic: with no threads, sockets or wall-clock reads, the order of
   callbacks depends only on the program, so one seed gives one result.
@@ -18,6 +23,9 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextvars
+from collections import deque
+from heapq import heappop, heappush
 from typing import Any, Callable, Coroutine, TypeVar
 
 T = TypeVar("T")
@@ -31,35 +39,35 @@ class SimulationStalled(SimulationError):
     """Tasks are waiting, yet no timer is left that could ever wake them."""
 
 
-class _VirtualSelector:
-    """Stands in for the OS selector: 'waiting' for `timeout` jumps the clock."""
+class _Timer:
+    """A scheduled callback: what `call_at` returns (`cancel()`, `when()`, `cancelled()`)."""
 
-    def __init__(self, loop: "VirtualTimeLoop") -> None:
-        self._loop = loop
+    __slots__ = ("_when", "_callback", "_args", "_context", "_cancelled")
 
-    def select(self, timeout: float | None) -> list:
-        loop = self._loop
-        if timeout is None:
-            # Nothing ready and no timer: only an external event could wake
-            # anything, and a simulation has none.
-            if loop._stopping:
-                return []
-            raise SimulationStalled(
-                f"simulation stalled at t={loop._now:.6f}s: "
-                f"{len(asyncio.all_tasks(loop))} task(s) waiting and no timer left "
-                "(a future that is never resolved, or a queue nobody feeds)"
-            )
-        if timeout > 0:
-            # Jump exactly onto the next timer so it is due on this iteration.
-            scheduled = loop._scheduled
-            if scheduled:
-                loop._now = max(loop._now, scheduled[0]._when)
-            else:
-                loop._now += timeout
-        return []
+    def __init__(self, when: float, callback: Callable[..., Any], args: tuple, context: contextvars.Context | None) -> None:
+        self._when = when
+        self._callback = callback
+        self._args = args
+        self._context = context
+        self._cancelled = False
 
-    def close(self) -> None:
-        pass
+    def when(self) -> float:
+        return self._when
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._callback = self._args = None  # type: ignore[assignment]
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def _run(self) -> None:
+        # An exception propagates and ends the run (loud), rather than being logged
+        # and skipped as asyncio's handles do: a simulation with a failed callback is wrong.
+        if self._context is None:
+            self._callback(*self._args)
+        else:
+            self._context.run(self._callback, *self._args)
 
 
 class VirtualTimeLoop(asyncio.BaseEventLoop):
@@ -68,7 +76,8 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
     def __init__(self, start_s: float = 0.0) -> None:
         super().__init__()
         self._now = float(start_s)
-        self._selector = _VirtualSelector(self)
+        self._timers: list[tuple[float, int, _Timer]] = []
+        self._seq = 0
         # Timers due within this much of now run together; keep it tiny so
         # that distinct virtual instants stay distinct.
         self._clock_resolution = 1e-9
@@ -76,6 +85,45 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
     # -- the clock ---------------------------------------------------------
     def time(self) -> float:
         return self._now
+
+    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,
+                context: contextvars.Context | None = None) -> _Timer:  # type: ignore[override]
+        timer = _Timer(when, callback, args, context)
+        self._seq = seq = self._seq + 1
+        heappush(self._timers, (when, seq, timer))
+        return timer
+
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,
+                   context: contextvars.Context | None = None) -> _Timer:  # type: ignore[override]
+        return self.call_at(self._now + delay, callback, *args, context=context)
+
+    def _run_once(self) -> None:
+        """One iteration: if nothing is ready, jump the clock to the next timer; move
+        the timers now due onto the ready queue; run what was ready at the start."""
+        ready: deque = self._ready  # type: ignore[attr-defined]
+        timers = self._timers
+        if not ready and not self._stopping:  # type: ignore[attr-defined]
+            while timers and timers[0][2]._cancelled:
+                heappop(timers)
+            if not timers:
+                # Nothing ready and no timer: only an external event could wake
+                # anything, and a simulation has none.
+                raise SimulationStalled(
+                    f"simulation stalled at t={self._now:.6f}s: "
+                    f"{len(asyncio.all_tasks(self))} task(s) waiting and no timer left "
+                    "(a future that is never resolved, or a queue nobody feeds)"
+                )
+            if timers[0][0] > self._now:
+                self._now = timers[0][0]
+        horizon = self._now + self._clock_resolution
+        while timers and timers[0][0] <= horizon:
+            timer = heappop(timers)[2]
+            if not timer._cancelled:
+                ready.append(timer)
+        for _ in range(len(ready)):
+            handle = ready.popleft()
+            if not handle._cancelled:
+                handle._run()
 
     # -- hooks BaseEventLoop needs ------------------------------------------
     def _process_events(self, event_list: list) -> None:

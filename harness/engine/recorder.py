@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from harness.engine.hdr import HdrView
 from harness.results.run import Outcome, Outcomes
 from targets.protocol import Status
 
@@ -47,13 +48,15 @@ def percentiles(hist: HdrHistogram, failures: int = 0) -> dict[str, float | None
     out: dict[str, float | None] = {}
     if total == 0:
         return {k: None for k in ("mean", "p50", "p90", "p99", "p999", "max")}
-    out["mean"] = hist.get_mean_value() / _US if failures == 0 and ok else None
+    view = HdrView(hist)
+    out["mean"] = view.mean() / _US if failures == 0 and ok else None
+    wanted = {}
     for key, q in (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9)):
         rank = math.ceil(q / 100 * total)
-        if rank > ok or ok == 0:
-            out[key] = None
-        else:
-            out[key] = hist.get_value_at_percentile(100.0 * rank / ok) / _US
+        wanted[key] = None if rank > ok or ok == 0 else min(100.0, 100.0 * rank / ok)
+    values = view.values_at_percentiles([p for p in wanted.values() if p is not None])
+    for key, p in wanted.items():
+        out[key] = None if p is None else values[p] / _US
     out["max"] = hist.get_max_value() / _US if failures == 0 and ok else None
     return out
 
@@ -76,39 +79,31 @@ class Recorder:
         self.outcome = np.full(n, PENDING, dtype=np.int8)
         self.done_s = np.full(n, np.nan)
         self.tries = np.zeros(n, dtype=np.int16)
-        self.hist_all = new_histogram()
-        self.hist_attempt = new_histogram()
+        self._hist_all: HdrHistogram | None = None   # built from `latency` when read (hist_all)
         self.attempts = 0
-        self.attempt_status: dict[str, int] = {}
-        windows = int(math.ceil(duration_s / window_s)) + 1
-        self.win_attempts = np.zeros(windows)
-        self.win_timeouts = np.zeros(windows)
-        self.win_shed = np.zeros(windows)
+        self.windows = int(math.ceil(duration_s / window_s)) + 1
         self.samples: list[tuple[float, int, float, int]] = []  # (t, queue depth, busy GPU-s, alive GPUs)
         self.finished = 0
         self.covered_s = float(duration_s)  # see cover()
         self.n_covered = n
-        self.attempt_end = array("d")   # when each attempt ended (loop time), and its status:
-        self.attempt_code = array("h")  # what cover() needs to count attempts up to a cut
+        # Every attempt, as it ended: when it was sent, how long it took (loop seconds) and
+        # its status. Appending is all `attempt` does; every count, window and histogram of
+        # attempts is computed from these in bulk when a summary is asked for.
+        self.attempt_sent = array("d")
+        self.attempt_latency = array("d")
+        self.attempt_code = array("h")
+        self._attempt_cut: np.ndarray | None = None   # cover(): the attempts that ended by the cut
 
-    def _window(self, t: float) -> int:
-        return min(len(self.win_attempts) - 1, max(0, int((t - self.t0) / self.window_s)))
+    def _windows_of(self, t: np.ndarray) -> np.ndarray:
+        """Window index of each loop time in `t` (before the start: 0; after the end: the last)."""
+        return np.clip(((t - self.t0) / self.window_s).astype(np.int64), 0, self.windows - 1)
 
     # -- streaming ---------------------------------------------------------------------
     def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
         self.attempts += 1
-        self.attempt_end.append(sent_s + latency_s)
-        self.attempt_code.append(_STATUS_CODE[status])
-        name = status.name.lower()
-        self.attempt_status[name] = self.attempt_status.get(name, 0) + 1
-        w = self._window(sent_s)
-        self.win_attempts[w] += 1
-        if status is Status.OK:
-            self.hist_attempt.record_value(max(1, int(latency_s * _US)))
-        elif status is Status.TIMEOUT:
-            self.win_timeouts[w] += 1
-        elif status.shed:
-            self.win_shed[w] += 1
+        self.attempt_sent.append(sent_s)
+        self.attempt_latency.append(latency_s)
+        self.attempt_code.append(status)
 
     def finish(self, index: int, status: Status, done_s: float, tries: int) -> None:
         self.finished += 1
@@ -116,9 +111,8 @@ class Recorder:
         self.tries[index] = tries
         self.done_s[index] = done_s
         if status is Status.OK:
-            lat = done_s - self.t0 - self.sched_list[index]
-            self.latency[index] = lat
-            self.hist_all.record_value(max(1, int(lat * _US)))
+            self.latency[index] = done_s - self.t0 - self.sched_list[index]
+            self._hist_all = None
 
     def sample(self, t: float, queue_depth: int, busy_gpu_s: float, alive_gpus: int) -> None:
         self.samples.append((t, queue_depth, busy_gpu_s, alive_gpus))
@@ -139,13 +133,60 @@ class Recorder:
             self.latency[after] = np.inf
             self.done_s[after] = np.nan
             self.finished -= int(after.sum())
-        self.hist_all = new_histogram()
-        for lat in self.latency[:self.n_covered][self.outcome[:self.n_covered] == 0].tolist():
-            self.hist_all.record_value(max(1, int(lat * _US)))
-        ended = np.frombuffer(self.attempt_end, dtype=np.float64) <= cut
-        codes = np.frombuffer(self.attempt_code, dtype=np.int16)[ended]
+        self._hist_all = None
+        ended = self._attempt_end() <= cut
         self.attempts = int(ended.sum())
-        self.attempt_status = {Status(int(c)).name.lower(): int(n) for c, n in zip(*np.unique(codes, return_counts=True))}
+        self._attempt_cut = ended
+
+    # -- attempts, in bulk -------------------------------------------------------------------
+    def _attempt_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (np.frombuffer(self.attempt_sent, dtype=np.float64),
+                np.frombuffer(self.attempt_latency, dtype=np.float64),
+                np.frombuffer(self.attempt_code, dtype=np.int16))
+
+    def _attempt_end(self) -> np.ndarray:
+        sent, latency, _ = self._attempt_arrays()
+        return sent + latency
+
+    @property
+    def attempt_status(self) -> dict[str, int]:
+        """Attempts by status name (those that ended by the cut, after `cover`)."""
+        codes = self._attempt_arrays()[2]
+        if self._attempt_cut is not None:
+            codes = codes[self._attempt_cut]
+        return {Status(int(c)).name.lower(): int(k) for c, k in zip(*np.unique(codes, return_counts=True))}
+
+    @property
+    def hist_all(self) -> HdrHistogram:
+        """End-to-end latency of the covered requests answered OK."""
+        if self._hist_all is None:
+            k = self.n_covered
+            self._hist_all = _histogram_of(self.latency[:k][self.outcome[:k] == 0])
+        return self._hist_all
+
+    @property
+    def hist_attempt(self) -> HdrHistogram:
+        """Latency of every attempt answered OK (not cut by `cover`)."""
+        _, latency, codes = self._attempt_arrays()
+        return _histogram_of(latency[codes == int(Status.OK)])
+
+    def attempt_windows(self) -> dict[str, np.ndarray]:
+        """Attempts per window: sent, timed out and shed (by the window they were sent in),
+        answered and answered OK within the SLO (by the window the answer came in: what a
+        server's counters see, the alert evaluator's SLI)."""
+        sent, latency, codes = self._attempt_arrays()
+        k = self.windows
+        by_sent = self._windows_of(sent)
+        by_end = self._windows_of(sent + latency)
+        shed = (codes == int(Status.TOO_MANY)) | (codes == int(Status.UNAVAILABLE))
+        good = (codes == int(Status.OK)) & (latency <= self.slo_s)
+        return {
+            "attempts": np.bincount(by_sent, minlength=k),
+            "timeouts": np.bincount(by_sent[codes == int(Status.TIMEOUT)], minlength=k),
+            "shed": np.bincount(by_sent[shed], minlength=k),
+            "answered": np.bincount(by_end, minlength=k),
+            "answered_good": np.bincount(by_end[good], minlength=k),
+        }
 
     def outcomes(self) -> np.ndarray:
         """Each covered request's outcome, as an index into `OUTCOMES`."""
@@ -240,7 +281,7 @@ class Recorder:
         levels = sorted({float(q) for q in np.round(grid * answered, 9)} | set(exact))
         # Percentile within the answered requests that the all-requests rank lands on.
         pct = {q: min(100.0, 100.0 * max(1, math.ceil(q * n - 1e-9)) / ok) for q in levels}
-        values = self.hist_all.get_percentile_to_value_dict(list(pct.values()))
+        values = HdrView(self.hist_all).values_at_percentiles(list(pct.values()))
         out["fraction"] = [round(q, 7) for q in levels]
         out["latency_s"] = [values[pct[q]] / _US for q in levels]
         return out
@@ -251,7 +292,7 @@ class Recorder:
         series stop at the window it was interrupted in."""
         w = self.window_s
         n = self.n_covered
-        k = min(len(self.win_attempts), int(math.ceil(self.covered_s / w)) + 1)
+        k = min(self.windows, int(math.ceil(self.covered_s / w)) + 1)
         idx = np.minimum((self.sched[:n] / w).astype(int), k - 1)
         offered = np.bincount(idx, minlength=k)
         cat = self.outcomes()
@@ -270,21 +311,25 @@ class Recorder:
             p99_ok.append(percentile_of(chunk[ok_sorted[bounds[j]:bounds[j + 1]]], 99))
         per_window = np.zeros((len(OUTCOMES), k), dtype=np.int64)
         np.add.at(per_window, (cat, idx), 1)
-        depth, busy = self._sampled(len(self.win_attempts))
+        depth, busy, alive = self._sampled(self.windows)
+        att = self.attempt_windows()
         return {
             "window_s": w,
             "t_s": [round(j * w, 6) for j in range(k)],
             "offered_rps": (offered / w).tolist(),
             "goodput_rps": (good / w).tolist(),
             "throughput_rps": (np.asarray(thr) / w).tolist(),
-            "attempts_rps": (self.win_attempts[:k] / w).tolist(),
-            "timeouts_rps": (self.win_timeouts[:k] / w).tolist(),
-            "shed_rps": (self.win_shed[:k] / w).tolist(),
+            "attempts_rps": (att["attempts"][:k] / w).tolist(),
+            "timeouts_rps": (att["timeouts"][:k] / w).tolist(),
+            "shed_rps": (att["shed"][:k] / w).tolist(),
             "p99_s": p99,
             "p99_ok_s": p99_ok,
             "outcomes": {o.value: per_window[i].tolist() for i, o in enumerate(OUTCOMES)},
             "queue_depth": depth[:k],
             "gpu_busy": busy[:k],
+            "gpus_alive": alive[:k],
+            "answered_rps": (att["answered"][:k] / w).tolist(),
+            "answered_good_rps": (att["answered_good"][:k] / w).tolist(),
         }
 
     def recovery(self, disturbance_end_s: float | None, series: dict[str, Any], threshold: float = 0.99,
@@ -308,20 +353,43 @@ class Recorder:
                 break
         return out
 
-    def _sampled(self, k: int) -> tuple[list, list]:
+    def _sampled(self, k: int) -> tuple[list, list, list]:
         depth = [0.0] * k
         busy = [0.0] * k
+        alive: list[int | None] = [None] * k  # GPUs alive at the window's last sample (None: none taken)
         if not self.samples:
-            return depth, busy
+            return depth, busy, alive
         prev_t, prev_busy = self.t0, 0.0
-        for t, q, b, alive in self.samples:
-            j = self._window(t - 1e-9)
+        for t, q, b, alive_gpus in self.samples:
+            j = min(self.windows - 1, max(0, int((t - 1e-9 - self.t0) / self.window_s)))
             depth[j] = max(depth[j], q)
+            alive[j] = alive_gpus
             span = t - prev_t
             if span > 0:
-                busy[j] = min(1.0, (b - prev_busy) / (span * max(alive, 1)))
+                busy[j] = min(1.0, (b - prev_busy) / (span * max(alive_gpus, 1)))
             prev_t, prev_busy = t, b
-        return depth, busy
+        return depth, busy, alive
+
+
+def _histogram_of(latency_s: np.ndarray) -> HdrHistogram:
+    """An HdrHistogram of `latency_s` (seconds), recorded in bulk: values are grouped by
+    the histogram's own bucket (its index computed as hdrh's `_counts_index_for` does,
+    vectorised), and one value per bucket is recorded with the bucket's count. Every
+    query then answers exactly as if each value had been recorded on its own (a bucket's
+    values are equivalent; min and max are tracked as their buckets' equivalents)."""
+    hist = new_histogram()
+    us = np.maximum(1, (np.asarray(latency_s, dtype=np.float64) * _US).astype(np.int64))
+    if len(us) == 0:
+        return hist
+    bits = np.frexp((us | hist.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)  # bit length
+    bucket = bits - hist.unit_magnitude - (hist.sub_bucket_half_count_magnitude + 1)
+    sub = us >> (bucket + hist.unit_magnitude)
+    index = ((bucket + 1) << hist.sub_bucket_half_count_magnitude) + sub - hist.sub_bucket_half_count
+    _, first, count = np.unique(index, return_index=True, return_counts=True)
+    record = hist.record_value
+    for value, n in zip(us[first].tolist(), count.tolist()):
+        record(value, n)
+    return hist
 
 
 def classify(outcome: np.ndarray, latency_s: np.ndarray, slo_s: float) -> np.ndarray:

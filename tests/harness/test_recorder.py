@@ -139,3 +139,37 @@ def test_cover_summarises_only_the_requests_scheduled_before_the_cut():
     ts = rec.timeseries()
     assert len(ts["t_s"]) == 6 and sum(sum(v) for v in ts["outcomes"].values()) == 50
     assert rec.latency_cdf()["requests"] == 50
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.0, 3_600.0), min_size=0, max_size=300), st.floats(1e-6, 5.0))
+def test_bulk_histogram_answers_as_if_each_value_were_recorded(values, scale):
+    """The recorder builds its histograms in bulk (one record per bucket); every query
+    must answer exactly as per-value recording does."""
+    from harness.engine.recorder import _US, _histogram_of
+
+    x = np.minimum(np.array(values) * scale, 3_600.0)
+    bulk, one_by_one = _histogram_of(x), new_histogram()
+    for v in x.tolist():
+        one_by_one.record_value(max(1, int(v * _US)))
+    assert list(bulk.counts) == list(one_by_one.counts)
+    assert bulk.get_total_count() == one_by_one.get_total_count() == len(values)
+    assert (bulk.get_min_value(), bulk.get_max_value()) == (one_by_one.get_min_value(), one_by_one.get_max_value())
+    assert percentiles(bulk) == percentiles(one_by_one)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0.0, 100.0), min_size=0, max_size=300), st.floats(1e-5, 10.0),
+       st.lists(st.floats(0.0, 100.0), max_size=4))
+def test_bulk_queries_answer_as_hdrh_does(values, scale, qs):
+    """HdrView (numpy) gives hdrh's own percentile, percentile-dict and mean answers."""
+    from harness.engine.hdr import HdrView
+    from harness.engine.recorder import _histogram_of
+
+    hist = _histogram_of(np.array(values) * scale)
+    view = HdrView(hist)
+    qs = qs + [0.0, 50.0, 99.0, 100.0]
+    for q in qs:
+        assert view.value_at_percentile(q) == hist.get_value_at_percentile(q)
+    assert view.values_at_percentiles(qs) == hist.get_percentile_to_value_dict(qs)
+    assert view.mean() == hist.get_mean_value()

@@ -1,0 +1,75 @@
+"""BoundedMap against a plain model: the O(1) early exits (prune's front-time check)
+must never change what the map holds, expires or evicts."""
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from targets.bounded import Bound, BoundedMap
+
+OPS = st.lists(st.tuples(st.sampled_from(["put", "get", "touch", "pop", "prune"]),
+                         st.integers(0, 6), st.floats(0.0, 3.0)), max_size=80)
+
+
+class Model:
+    """Insertion-ordered dict of key -> (time, value), pruned by scanning from the front."""
+
+    def __init__(self, max_items: int, ttl: float) -> None:
+        self.items: dict = {}
+        self.max, self.ttl = max_items, ttl
+        self.evicted = self.expired = 0
+
+    def prune(self, now: float) -> None:
+        for k in list(self.items):
+            if now - self.items[k][0] <= self.ttl:
+                break
+            del self.items[k]
+            self.expired += 1
+
+    def put(self, k, v, now):
+        self.items.pop(k, None)
+        self.items[k] = (now, v)
+        if self.ttl != math.inf:
+            self.prune(now)
+        while len(self.items) > self.max:
+            del self.items[next(iter(self.items))]
+            self.evicted += 1
+
+    def get(self, k, now):
+        item = self.items.get(k)
+        if item is None:
+            return None
+        if now - item[0] > self.ttl:
+            del self.items[k]
+            self.expired += 1
+            return None
+        return item[1]
+
+    def touch(self, k, now):
+        if k in self.items:
+            self.items[k] = (now, self.items.pop(k)[1])
+
+
+@settings(max_examples=150, deadline=None)
+@given(OPS, st.integers(1, 5), st.sampled_from([0.0, 0.5, 1.0, math.inf]))
+def test_bounded_map_matches_a_plain_model(ops, max_items, ttl):
+    m, ref = BoundedMap(Bound(max_items, ttl)), Model(max_items, ttl)
+    now = 0.0
+    for op, key, dt in ops:
+        now += dt  # time moves forward, as loop time does
+        if op == "put":
+            m.put(key, now, now)
+            ref.put(key, now, now)
+        elif op == "get":
+            assert m.get(key, now) == ref.get(key, now)
+        elif op == "touch":
+            m.touch(key, now)
+            ref.touch(key, now)
+        elif op == "pop":
+            assert m.pop(key) == (ref.items.pop(key)[1] if key in ref.items else None)
+        else:
+            m.prune(now)
+            ref.prune(now)
+        assert list(m) == list(ref.items)
+        assert (m.evicted, m.expired) == (ref.evicted, ref.expired)
