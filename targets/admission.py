@@ -9,7 +9,7 @@ stay bounded by time rather than by count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from targets.bounded import Bound, BoundedMap
 
@@ -45,8 +45,9 @@ class TokenBucket:
         return max(0.0, (n - self.tokens) / self.rate)
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
+    """A tuple, not a frozen dataclass: one is made per request admitted."""
+
     admit: bool
     predicted_s: float
     retry_after_s: float = 0.0

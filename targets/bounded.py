@@ -36,6 +36,9 @@ class Bound:
             raise ValueError(f"ttl_s must be >= 0, got {self.ttl_s}")
 
 
+_NONE = object()  # no key: the front is unknown
+
+
 class BoundedMap(Generic[K, V]):
     """A map whose entries expire `ttl_s` after they were put (or touched), and
     whose oldest entries are evicted past `max_items`.
@@ -44,7 +47,7 @@ class BoundedMap(Generic[K, V]):
     means the bound, not the TTL, is what limits memory.
     """
 
-    __slots__ = ("bound", "_items", "evicted", "expired", "_ttl", "_max", "_front_t")
+    __slots__ = ("bound", "_items", "evicted", "expired", "_ttl", "_max", "_front_t", "_front_key")
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
@@ -53,9 +56,10 @@ class BoundedMap(Generic[K, V]):
         self.expired = 0
         self._ttl = bound.ttl_s
         self._max = bound.max_items
-        # The front (oldest) entry's time, once prune has seen it; -inf whenever the
-        # front may have changed. Nothing expires while the front is live: prune's O(1) exit.
+        # The front (oldest) entry's key and time, once prune has seen it; -inf once
+        # that entry moved or left. Nothing expires while the front is live: prune's O(1) exit.
         self._front_t = -math.inf
+        self._front_key: object = _NONE
 
     def __len__(self) -> int:
         return len(self._items)
@@ -74,7 +78,7 @@ class BoundedMap(Generic[K, V]):
         if now - item[0] > self._ttl:
             del self._items[key]
             self.expired += 1
-            self._front_t = -math.inf
+            self._moved(key)
             return None
         return item[1]
 
@@ -83,7 +87,7 @@ class BoundedMap(Generic[K, V]):
         items = self._items
         if key in items:
             items.move_to_end(key)
-            self._front_t = -math.inf
+            self._moved(key)
         items[key] = (now, value)  # a new key goes last: the order stays oldest first
         if now - self._front_t > self._ttl:  # never under an infinite TTL (sim's accounting)
             self.prune(now)
@@ -91,7 +95,7 @@ class BoundedMap(Generic[K, V]):
             while len(items) > self._max:
                 items.popitem(last=False)
                 self.evicted += 1
-            self._front_t = -math.inf
+            self._front_t, self._front_key = -math.inf, _NONE
 
     def touch(self, key: K, now: float) -> None:
         """Restart `key`'s TTL (it was used), if present."""
@@ -99,14 +103,19 @@ class BoundedMap(Generic[K, V]):
         if item is not None:
             self._items[key] = (now, item[1])
             self._items.move_to_end(key)
-            self._front_t = -math.inf
+            self._moved(key)
 
     def pop(self, key: K) -> V | None:
         item = self._items.pop(key, None)
         if item is None:
             return None
-        self._front_t = -math.inf
+        self._moved(key)
         return item[1]
+
+    def _moved(self, key: object) -> None:
+        """`key` left its place; if it was the front, the front is unknown now."""
+        if key == self._front_key:
+            self._front_t, self._front_key = -math.inf, _NONE
 
     def prune(self, now: float) -> int:
         """Drop every entry older than the TTL; return how many."""
@@ -114,11 +123,11 @@ class BoundedMap(Generic[K, V]):
         if now - self._front_t <= ttl:
             return 0
         items, n = self._items, 0
-        self._front_t = -math.inf
+        self._front_t, self._front_key = -math.inf, _NONE
         while items:
             key, (t, _) = next(iter(items.items()))
             if now - t <= ttl:
-                self._front_t = t
+                self._front_t, self._front_key = t, key
                 break
             del items[key]
             n += 1
@@ -129,10 +138,11 @@ class BoundedMap(Generic[K, V]):
 class RecentSet(Generic[K]):
     """The keys added in the last `ttl_s` seconds (at most `max_items` of them)."""
 
-    __slots__ = ("_map",)
+    __slots__ = ("_map", "_keys")
 
     def __init__(self, bound: Bound) -> None:
         self._map: BoundedMap[K, None] = BoundedMap(bound)
+        self._keys = self._map._items  # membership is asked per request: one lookup, no calls
 
     @property
     def bound(self) -> Bound:
@@ -142,7 +152,7 @@ class RecentSet(Generic[K]):
         return len(self._map)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._map
+        return key in self._keys
 
     def add(self, key: K, now: float) -> None:
         self._map.put(key, None, now)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Hashable
 
 from targets.bounded import Bound, BoundedMap
@@ -54,11 +54,16 @@ class DedupeStats:
     refused: int = 0             # over max_waiters
 
 
-@dataclass
 class _Entry:
-    primary: Attempt
-    digest: Hashable
-    waiters: list[Attempt] = field(default_factory=list)
+    """One key in flight: the attempt doing the work, its input digest, and the
+    attempts coalesced onto it (one made per request with an ID: kept plain)."""
+
+    __slots__ = ("primary", "digest", "waiters")
+
+    def __init__(self, primary: Attempt, digest: Hashable) -> None:
+        self.primary = primary
+        self.digest = digest
+        self.waiters: list[Attempt] = []
 
 
 def input_digest(value: Any) -> bytes:
