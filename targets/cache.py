@@ -41,6 +41,7 @@ class ResponseCache:
         if mode is CacheMode.OFF:
             raise ValueError("no ResponseCache for mode 'off'")
         self.mode = mode
+        self._exact, self._auto = mode is CacheMode.EXACT, mode is CacheMode.AUTO  # read per request
         self.entries = entries
         self.model_version = model_version
         self.min_hit_rate = min_hit_rate
@@ -51,10 +52,12 @@ class ResponseCache:
         self._since_probe = 0
         self.stats = CacheStats()
 
-    def key(self, a: Attempt) -> Hashable:
-        if self.mode is CacheMode.EXACT:
+    def key(self, a: Attempt, version: str | None = None) -> Hashable:
+        """`version`: the model version the request is routed to (a canary rollout);
+        None: the cache's own. The exact-payload key ignores it (the doc's flaw)."""
+        if self._exact:
             return (a.content, a.variant)
-        return (a.content, self.model_version)
+        return (a.content, version or self.model_version)
 
     def should_lookup(self) -> bool:
         """False when `auto` has judged the cache not worth its hop."""
@@ -67,21 +70,21 @@ class ResponseCache:
         self.stats.bypassed += 1
         return False
 
-    def get(self, a: Attempt) -> tuple[bool, Any]:
-        key = self.key(a)
+    def get(self, a: Attempt, version: str | None = None) -> tuple[bool, Any]:
+        key = self.key(a, version)
         self.stats.lookups += 1
         hit = key in self._data
         if hit:
             self.stats.hits += 1
             self._data.move_to_end(key)
-        if self.mode is CacheMode.AUTO:
+        if self._auto:
             self._observe(hit)
         return hit, (self._data[key] if hit else None)
 
-    def put(self, a: Attempt, output: Any) -> None:
+    def put(self, a: Attempt, output: Any, version: str | None = None) -> None:
         # Filled even while bypassed (off the request path), so the probes can
         # notice when traffic becomes cacheable.
-        key = self.key(a)
+        key = self.key(a, version)
         self._data[key] = output
         self._data.move_to_end(key)
         if len(self._data) > self.entries:

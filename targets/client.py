@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from targets.config import Backoff, TargetConfig
-from targets.protocol import Attempt, Response, Status
+from targets.protocol import BAD_REQUEST, OK, Attempt, Response, Status
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ class ClientPolicy:
 
     def retryable(self, response: Response) -> bool:
         """Naive clients retry on timeout and errors (and so on a shed too)."""
-        return response.status is not Status.OK and response.status is not Status.BAD_REQUEST
+        status = response.status
+        return status is not OK and status is not BAD_REQUEST
 
 
 class RetryBudget:
@@ -166,7 +167,7 @@ class _Request:
         status = response.status
         c._record_attempt(status, self.sent, now - self.sent)
         if (
-            status is Status.OK
+            status is OK
             or self.tries > p.retries
             or not p.retryable(response)
             or (self.budget is not None and not self.budget.try_spend())

@@ -30,7 +30,13 @@ class Status(IntEnum):
 
     @property
     def shed(self) -> bool:
-        return self in (Status.TOO_MANY, Status.UNAVAILABLE)
+        return self is TOO_MANY or self is UNAVAILABLE
+
+
+# An Enum member lookup (`Status.OK`) costs about 0.5 us in CPython 3.11 (the enum
+# metaclass), and a simulation makes several per request: hot paths use these names.
+TIMEOUT, OK, BAD_REQUEST, TOO_MANY, ERROR, UNAVAILABLE = (
+    Status.TIMEOUT, Status.OK, Status.BAD_REQUEST, Status.TOO_MANY, Status.ERROR, Status.UNAVAILABLE)
 
 
 class Response:

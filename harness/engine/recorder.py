@@ -21,7 +21,7 @@ from hdrh.histogram import HdrHistogram
 
 from harness.engine.hdr import HdrView
 from harness.results.run import Outcome, Outcomes
-from targets.protocol import Status
+from targets.protocol import OK, Status
 
 _US = 1_000_000
 _MAX_US = 3_600 * _US
@@ -110,7 +110,7 @@ class Recorder:
         self.outcome[index] = OUTCOME_CODES[status]
         self.tries[index] = tries
         self.done_s[index] = done_s
-        if status is Status.OK:
+        if status is OK:
             self.latency[index] = done_s - self.t0 - self.sched_list[index]
             self._hist_all = None
 
