@@ -231,6 +231,8 @@ class BucketedQueue:
 
     def sub_queues(self) -> Iterable[FifoQueue | FairQueue]:
         """Non-empty buckets, the one whose head has waited longest first."""
+        if len(self.buckets) == 1:  # one length so far (the common case): its queue holds everything
+            return list(self.buckets.values()) if self._len else []
         live = [q for q in self.buckets.values() if len(q)]
         if len(live) > 1:
             live.sort(key=_oldest_of)
