@@ -1,8 +1,9 @@
 """Which batching policy is best at low and at peak load, and why.
 
-Runs the hardened target with each batching policy (full, dynamic, greedy)
-from one shared queue, at peak (10,000 QPS) on several fleet sizes and at low
-traffic (20 QPS), and prints p50/p99, mean batch fill and GPU utilisation.
+Runs the hardened target with each batching policy (full, dynamic, greedy,
+adaptive, rate) from one shared queue, at peak (10,000 QPS) on several fleet
+sizes and at low traffic (20 QPS), and prints p50/p99, mean batch fill and GPU
+utilisation.
 Usage: python benchmarks/batching_policies.py [--duration 20]
 """
 
@@ -24,6 +25,7 @@ def main() -> None:
         "greedy": "batching=greedy",
         "adapt10%": "batching=adaptive,reserve_fraction=0.1",
         "adapt25%": "batching=adaptive,reserve_fraction=0.25",
+        "rate": "batching=rate",
     }
     cases = [("steady", g, p) for g in (33, 36, 41) for p in policies]
     cases += [("low-traffic", 41, p) for p in policies]

@@ -5,6 +5,11 @@ same colours throughout (A warm, B cool; offered load grey, since both sides
 get the same arrivals). Which side won, each scenario's verdicts and each
 side's share of the ceiling are the result's own (`CompareResult.winners()`,
 `CompareResult.verdicts`); this module only says them.
+
+Over several seeds (`compare --seeds N`) each figure reads "mean ±half-width" of its
+95% interval, and each declared figure adds B - A with its interval and the paired
+test's p-value; a tie there means the interval of B - A holds 0 (or the difference is
+within the noise threshold).
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from rich.text import Text
 
 from harness.results.compare import CompareResult, FigureVerdict, Winner
 from harness.results.run import RunSummary
+from harness.results.stats import Interval
 from reports.charts import SIDE_COLORS
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
 from reports.run import run_sections, summary_table
 from reports.run_charts import Side
 
-__all__ = ["ceiling_line", "overview", "overview_table", "render", "sections", "title", "verdict_lines",
-           "verdicts_html", "verdicts_table"]
+__all__ = ["ceiling_line", "diff_text", "interval_text", "overview", "overview_table", "render", "sections", "title",
+           "verdict_lines", "verdicts_html", "verdicts_table"]
 
 # Outcome columns of the console table: (outcome key, header). within_slo is the goodput column.
 OUTCOME_COLUMNS = (("late", "late"), ("shed", "shed"), ("timed_out", "t/o"), ("failed", "fail"),
@@ -37,8 +43,9 @@ OUTCOME_WIDTH = 6
 
 
 def title(result: CompareResult) -> str:
-    return (f"Compare: {result.a} (A) vs {result.b} (B), {len(result.scenarios)} scenario(s), "
-            f"seed {result.seed}")
+    seeds = (f"seeds {result.seeds[0]}..{result.seeds[-1]} (95% intervals)" if result.seeds
+             else f"seed {result.seed}")
+    return f"Compare: {result.a} (A) vs {result.b} (B), {len(result.scenarios)} scenario(s), {seeds}"
 
 
 def _amp(s: RunSummary) -> str:
@@ -88,6 +95,50 @@ def value_text(v: FigureVerdict, x: float | None) -> str:
             "count": lambda: f"{x:,.0f}", "gpu_s": lambda: f"{x:,.1f} GPU-s"}.get(v.unit, lambda: f"{x:g}")()
 
 
+def _plain(v: FigureVerdict, x: float, scale: float | None = None) -> str:
+    """A number in the figure's display unit, without the unit word (for bounds and widths);
+    seconds print as ms when `scale` (default |x|: the largest number printed beside it) is under 1 s."""
+    if v.unit == "s":  # as fmt_s: ms under 1 s (one decimal under 10 ms), else seconds
+        big = abs(x) if scale is None else scale
+        return (f"{1000 * x:.1f}" if big < 0.0095 else f"{1000 * x:.0f}") if big < 1 else f"{x:.2f}"
+    formats = {"ratio": lambda: f"{100 * x:.1f}", "x": lambda: f"{x:.2f}", "gpu_s": lambda: f"{x:,.1f}",
+               "count": lambda: f"{x:,.0f}"}
+    return formats.get(v.unit, lambda: f"{x:g}")()
+
+
+def _unit_word(v: FigureVerdict, x: float) -> str:
+    return {"ratio": " pts", "s": " ms" if abs(x) < 1 else " s", "x": "x", "gpu_s": " GPU-s"}.get(v.unit, "")
+
+
+def interval_text(v: FigureVerdict, ci: Interval | None, mean: float | None) -> str:
+    """One side's value over seeds: 'mean ±half' of the 95% interval; 'never in k/N seeds'
+    where some seed had no value; the mean alone where there is no interval."""
+    if ci is None:
+        return value_text(v, mean)
+    if ci.missing:
+        return f"{'never' if v.none_means == 'worst' else 'none'} in {ci.missing}/{ci.n}"
+    half = ci.half_width
+    if half is None:
+        return value_text(v, mean)
+    return f"{value_text(v, mean)} ±{_plain(v, half)}"
+
+
+def diff_text(v: FigureVerdict) -> str:
+    """B - A over the seeds: '+0.6 pts [+0.2, +1.0] p=0.01' (its 95% interval and the paired
+    test's p-value); '-' where there is no difference to say."""
+    d = v.diff
+    if d is None or d.mean is None:
+        return "-"
+    scale = max(abs(x) for x in (d.mean, d.lo, d.hi) if x is not None)
+    sign = lambda x: ("+" if x >= 0 else "-") + _plain(v, abs(x), scale)  # noqa: E731
+    text = sign(d.mean) + _unit_word(v, scale)
+    if d.lo is not None and d.hi is not None:
+        text += f" [{sign(d.lo)}, {sign(d.hi)}]"
+    if d.p_value is not None:
+        text += f" p={d.p_value:.2g}"
+    return text
+
+
 def _tie_text(v: FigureVerdict) -> str:
     t = v.tie_within
     within = {"ratio": f"{100 * t:.1f} pts", "s": fmt_s(t), "x": f"{t:.2f}x", "count": f"{t:,.0f}",
@@ -98,16 +149,20 @@ def _tie_text(v: FigureVerdict) -> str:
 def verdict_text(result: CompareResult, v: FigureVerdict) -> str:
     """The one-line verdict: the better side by name, or a tie within the noise threshold."""
     if v.winner is Winner.TIE:
+        if v.diff is not None and v.diff.mean is not None and not v.diff.excludes(0.0):
+            return "tie (95% interval holds 0)"
         return _tie_text(v)
     return f"{result.a} (A)" if v.winner is Winner.A else f"{result.b} (B)"
 
 
 def verdict_lines(result: CompareResult, name: str) -> list[str]:
-    """Per declared figure of one scenario: 'label: A value | B value -> verdict'."""
+    """Per declared figure of one scenario: 'label: A value | B value -> verdict' (over seeds,
+    with the intervals and 'B - A ...')."""
     sv = result.verdicts.get(name)
     if sv is None:
         return []
-    return [f"{v.label}: {value_text(v, v.a)} | {value_text(v, v.b)} -> {verdict_text(result, v)}"
+    return [f"{v.label}: {interval_text(v, v.a_ci, v.a)} | {interval_text(v, v.b_ci, v.b)}"
+            + (f" (B - A {diff_text(v)})" if v.diff is not None else "") + f" -> {verdict_text(result, v)}"
             for v in sv.answers]
 
 
@@ -120,6 +175,27 @@ def ceiling_line(result: CompareResult, name: str) -> str | None:
         parts.append(f"{label} {fmt_pct(s.goodput_ratio)} of {fmt_pct(c.ceiling_ratio)} = "
                      f"{100 * c.share:.0f}%")
     return "goodput as a share of the ceiling (what any design could answer): " + ", ".join(parts)
+
+
+def _headline(result: CompareResult, name: str, key: str, side: int) -> str | None:
+    """One side's headline figure over seeds as 'mean ±half' (None with one seed)."""
+    sv = result.verdicts.get(name)
+    v = sv.figure(key) if sv is not None else None
+    if v is None:
+        return None
+    return interval_text(v, (v.a_ci, v.b_ci)[side], (v.a, v.b)[side])
+
+
+def _goodput_cell(result: CompareResult, name: str, s: RunSummary, side: int) -> str:
+    return _headline(result, name, "goodput_ratio", side) or fmt_pct(s.goodput_ratio)
+
+
+def _p99_ok_cell(result: CompareResult, name: str, s: RunSummary, side: int) -> str:
+    return _headline(result, name, "latency_ok_s.p99", side) or fmt_s(s.latency_ok_s.p99, never="-")
+
+
+def _seeded(result: CompareResult) -> bool:
+    return any(v.headline for v in result.verdicts.values())
 
 
 # -- terminal ---------------------------------------------------------------------------------
@@ -155,8 +231,8 @@ def overview(result: CompareResult) -> Table:
             mark = "=" if won is Winner.TIE else ("[green]✓[/]" if won == (Winner.A, Winner.B)[i] else "")
             first = (_clip(name, width) if i == 0 else "").ljust(width)
             flag = "" if s.valid else "[red]![/]"
-            t.add_row(f"{first} {side}{flag}", fmt_pct(s.goodput_ratio), ceil[i],
-                      fmt_s(s.latency_ok_s.p99, never="-"),
+            t.add_row(f"{first} {side}{flag}", _goodput_cell(result, name, s, i), ceil[i],
+                      _p99_ok_cell(result, name, s, i),
                       *[_share(_outcome_share(s, k)) for k, _ in outcomes],
                       _amp(s), mark,
                       end_section=i == 1)
@@ -169,15 +245,20 @@ def verdicts_table(result: CompareResult) -> Table:
     t.add_column("figure", overflow="fold")
     t.add_column("A", justify="right", no_wrap=True)
     t.add_column("B", justify="right", no_wrap=True)
+    seeded = _seeded(result)
+    if seeded:
+        t.add_column("B - A [95% CI]", justify="right", overflow="fold")
     t.add_column("better", overflow="fold")
     for name in result.scenarios:
         sv = result.verdicts.get(name)
         if sv is None or not sv.answers:
             continue
-        t.add_row(Text(name, style="bold"), *_ceiling_ratio(result, name), "ceiling (any design)")
+        t.add_row(Text(name, style="bold"), *_ceiling_ratio(result, name), *([""] if seeded else []),
+                  "ceiling (any design)")
         for v in sv.answers:
             style = "" if v.winner is Winner.TIE else "green"
-            t.add_row(f"  {v.label}", value_text(v, v.a), value_text(v, v.b),
+            diff = [diff_text(v)] if seeded else []
+            t.add_row(f"  {v.label}", interval_text(v, v.a_ci, v.a), interval_text(v, v.b_ci, v.b), *diff,
                       Text(verdict_text(result, v), style=style))
     return t
 
@@ -192,12 +273,16 @@ def render(result: CompareResult, console: Console) -> None:
         "of the ceiling, what any design could answer on that side's fleet; p99 ok: over answered requests; "
         "late, shed (refused on purpose), t/o (client gave up), fail, lost (never resolved): "
         "shares of unique requests" + (f" ({', '.join(missing)}: none anywhere)" if missing else "")
-        + "; amp: attempts per request (x); ✓ better (goodput, then p99); '!': an invalid run.",
+        + "; amp: attempts per request (x); ✓ better (goodput, then p99); '!': an invalid run."
+        + (f" Over {len(result.seeds)} seeds (same seeds both sides): goodput and p99 ok are mean ±half the 95% "
+           "interval, other columns the first seed's; ✓ only where the interval of B - A excludes 0 "
+           "(paired t test) and the difference passes the noise threshold, else = (tie)." if result.seeds else ""),
         highlight=False)
     if any(v.answers for v in result.verdicts.values()):
         console.print()
         console.print("[bold]What each scenario asks[/] (the figures its file declares; a tie is "
-                      "within the figure's noise threshold)", highlight=False)
+                      "within the figure's noise threshold" + (", or its 95% interval of B - A holds 0)"
+                                                                 if _seeded(result) else ")"), highlight=False)
         console.print(verdicts_table(result))
     for name in result.scenarios:
         for side, s in zip(("A", "B"), result.pair(name)):
@@ -226,8 +311,8 @@ def overview_table(result: CompareResult) -> str:
     for w in result.scenarios:
         sa, sb = result.pair(w)
         both = (sa, sb)
-        cells = [fmt_pct(s.goodput_ratio) for s in both] + list(_ceiling_share(result, w))
-        cells += [fmt_s(s.latency_ok_s.p99, never="-") for s in both]
+        cells = [_goodput_cell(result, w, s, i) for i, s in enumerate(both)] + list(_ceiling_share(result, w))
+        cells += [_p99_ok_cell(result, w, s, i) for i, s in enumerate(both)]
         for key in ("shed", "timed_out", "lost"):
             cells += [fmt_pct(_outcome_share(s, key)) for s in both]
         cells += [_amp(s) for s in both] + [_recovery(s) for s in both]
@@ -242,12 +327,18 @@ def overview_table(result: CompareResult) -> str:
               "client gave up) and lost (never resolved) are shares of unique requests; recovery: seconds "
               "from the disturbance's end until every later window is back to 99% goodput ('never': not "
               "within the run).</p>")
+    if result.seeds:
+        legend += (f"<p>Over {len(result.seeds)} seeds ({result.seeds[0]}..{result.seeds[-1]}, the same on both "
+                   "sides): goodput and p99 are the mean ±half of the 95% interval (Student t); the other columns "
+                   "are the first seed's. A side is better only where the 95% interval of B - A (paired t test) "
+                   "excludes 0 and the difference passes the noise threshold; else tie.</p>")
     return legend + f"<table class='data'>{head}{''.join(rows)}</table>"
 
 
 def verdicts_html(result: CompareResult) -> str:
     """Per scenario, each figure its file declares, A, B and the one-line verdict."""
     ca, cb = SIDE_COLORS[0], SIDE_COLORS[1]
+    seeded = _seeded(result)
     rows = []
     for w in result.scenarios:
         sv = result.verdicts.get(w)
@@ -258,13 +349,16 @@ def verdicts_html(result: CompareResult) -> str:
             color = {Winner.A: ca, Winner.B: cb}.get(v.winner)
             verdict = _html.escape(verdict_text(result, v))
             verdict = f"<b style='color:{color}'>{verdict}</b>" if color else verdict
+            diff = f"<td>{_html.escape(diff_text(v))}</td>" if seeded else ""
             rows.append(f"<tr>{name}<td class='l'>{_html.escape(v.label)}</td>"
-                        f"<td>{_html.escape(value_text(v, v.a))}</td><td>{_html.escape(value_text(v, v.b))}</td>"
+                        f"<td>{_html.escape(interval_text(v, v.a_ci, v.a))}</td>"
+                        f"<td>{_html.escape(interval_text(v, v.b_ci, v.b))}</td>{diff}"
                         f"<td class='l'>{verdict}</td></tr>")
     if not rows:
         return "<p>This result has no scenario verdicts (written before scenarios declared them).</p>"
     head = (f"<tr><th class='l'>scenario</th><th class='l'>figure</th><th style='color:{ca}'>A</th>"
-            f"<th style='color:{cb}'>B</th><th class='l'>better</th></tr>")
+            f"<th style='color:{cb}'>B</th>" + ("<th>B - A [95% CI], p</th>" if seeded else "")
+            + "<th class='l'>better</th></tr>")
     legend = ("<p>The figures each scenario file declares as the answer to its question "
               "(<code>[[answers]]</code>); a tie is a difference within the figure's noise threshold.</p>")
     return legend + f"<table class='data'>{head}{''.join(rows)}</table>"

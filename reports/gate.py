@@ -35,7 +35,21 @@ def _source(result: GateResult) -> str:
     if result.results:
         modes = sorted({s.mode for sides in result.summaries.values() for s in sides.values()})
         return f"{'/'.join(modes)} runs from {', '.join(result.results)}"
+    if result.seeds:
+        return f"sim mode, seeds {', '.join(map(str, result.seeds))} (95% intervals)"
     return f"sim mode, seed {result.seed}"
+
+
+def _interval_words(c: CheckOutcome) -> str:
+    """'95% CI 129 ms..145 ms' of a check over seeds ('' with one seed or no interval)."""
+    i = c.interval
+    if i is None or i.lo is None or i.hi is None:
+        return ""
+    return f"95% CI {value(i.lo, c.key, c.paired)}..{value(i.hi, c.key, c.paired)}"
+
+
+def _note(c: CheckOutcome, *prefix: str) -> str:
+    return "; ".join(x for x in (*prefix, _interval_words(c), c.note) if x)
 
 
 def _cannot(result: GateResult) -> list[str]:
@@ -81,7 +95,7 @@ def render(result: GateResult, console: Console) -> None:
     t.add_column("note", overflow="fold")
     for c in result.checks:
         mark = {"pass": "[green]pass[/]", "FAIL": "[bold red]FAIL[/]", "skip": "[yellow]skip[/]"}[c.status]
-        note = "; ".join(x for x in (("" if c.target == main or c.paired else c.target), c.note) if x)
+        note = _note(c, "" if c.target == main or c.paired else c.target)
         t.add_row(mark, c.scenario, c.check, _shown(c), note)
     console.print(t)
     verdict = {"pass": "[bold green]PASSED[/]", "fail": "[bold red]FAILED[/]",
@@ -101,7 +115,7 @@ def sections(result: GateResult) -> list[Section]:
     for c in checks:
         cells = {"scenario": c.scenario, "target": c.target, "check": c.check,
                  "threshold": "-" if c.skipped else f"{c.op} {value(c.threshold, c.key, c.paired)}",
-                 "measured": _shown(c), "note": c.note or "-"}
+                 "measured": _shown(c), "note": _note(c) or "-"}
         tds = [f"<td class='l'>{_html.escape(cells[k])}</td>" if k != "passed" else
                {"pass": "<td class='l good'>pass</td>", "FAIL": "<td class='l bad'>FAIL</td>",
                 "skip": "<td class='l'>skip</td>"}[c.status] for k in cols]

@@ -2,33 +2,87 @@
 
 Terminal: the ranking table, the top three with their numbers and a one-line
 measured reason each, a warning per flaw whose runs were too short to show it,
-interactions, and how the runs were shortened. HTML: the verdict, the ranking
-and heatmap charts (reports/rank_charts.py) and the table. Reads only the typed
+interactions, and how the runs were shortened; over several seeds, a table of each
+flaw's cost intervals and how stable its place is. HTML: the verdict, the ranking
+and heatmap charts (reports/rank_charts.py) and the tables. Reads only the typed
 result (`harness.results.rank.RankResult`).
 """
 
 from __future__ import annotations
 
 import html as _html
+from typing import Callable
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawRank, RankResult,
-                                  ShortRun, TailChange)
+from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawRank, FlawSeeds,
+                                  RankResult, ShortRun, TailChange)
+from harness.results.stats import Interval
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
 from reports.rank_charts import cost_tail, heatmap_figure, p99_at, ranking_figure
 
 __all__ = ["amplification", "p99_words", "pts", "reason", "render", "sections", "short_run_words", "shortened",
-           "tail", "tail_cell", "title"]
+           "stability_rows", "tail", "tail_cell", "title"]
 
 
 def title(result: RankResult) -> str:
     name = result.suite_name
     where = f"the {name} suite" if name and name != "custom" else ", ".join(result.suite)
-    return f"Flaw ranking over {where} ({len(result.suite)} scenarios, seed {result.seed})"
+    seeds = f"seeds {result.seeds[0]}..{result.seeds[-1]}" if result.seeds else f"seed {result.seed}"
+    return f"Flaw ranking over {where} ({len(result.suite)} scenarios, {seeds})"
+
+
+def _ci(i: Interval, fmt: Callable[[float], str]) -> str:
+    """'mean [lo, hi]' of an interval; 'never in k/N' where some seed had no value."""
+    if i.missing:
+        return f"never in {i.missing}/{i.n}"
+    if i.mean is None:
+        return "-"
+    if i.lo is None or i.hi is None:
+        return fmt(i.mean)
+    return f"{fmt(i.mean)} [{fmt(i.lo)}, {fmt(i.hi)}]"
+
+
+def _ms(x: float) -> str:
+    return f"{1000 * x:+.0f}" if abs(x) >= 0.0095 else f"{1000 * x:+.1f}"
+
+
+def stability_rows(result: RankResult) -> list[tuple[str, str, str, str, str, str]]:
+    """Per flaw over the seeds: rank, id, goodput lost (points, mean [95% CI]), p99 increase
+    (ms), the places its seeds' own rankings gave it, and the share that put it at its rank."""
+    rows = []
+    for f in result.ranked():
+        o: FlawSeeds | None = f.over_seeds
+        if o is None:
+            continue
+        lo, hi = o.place_range
+        places = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        rows.append((str(f.rank), f.id, _ci(o.goodput_loss, lambda x: f"{100 * x:.1f}"),
+                     _ci(o.p99_increase_s, _ms), f"{places} ({','.join(map(str, o.places))})",
+                     f"{100 * o.held:.0f}%"))
+    return rows
+
+
+def _stability(result: RankResult, console: Console) -> None:
+    rows = stability_rows(result)
+    if not rows:
+        return
+    t = Table(title=f"over {len(result.seeds or [])} seeds: cost intervals (95%) and how stable each place is",
+              box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    for col, just in (("#", "right"), ("flaw", "left"), ("lost, pts", "right"), ("p99 +, ms", "right"),
+                      ("places", "left"), ("held", "right")):
+        t.add_column(col, justify=just, no_wrap=col == "flaw")  # type: ignore[arg-type]
+    for row in rows:
+        t.add_row(*row)
+    console.print()
+    console.print(t)
+    console.print("Each seed ranks the flaws on its own; the ranking orders them by median place. places: the "
+                  "range of places over the seeds (each seed's in order); held: the share of seeds that put "
+                  "the flaw at its rank. lost and p99 +: worst-case cost, mean [95% interval] over the seeds; "
+                  "the main table is the first seed's.", highlight=False)
 
 
 def pts(x: float | None) -> str:
@@ -158,6 +212,7 @@ def render(result: RankResult, console: Console) -> None:
     warned = [f for f in flaws if f.too_short]
     for f in warned:
         console.print(f"[bold]! {f.id}[/]: {short_run_words(f.too_short)}.", highlight=False)  # type: ignore[arg-type]
+    _stability(result, console)
     console.print()
     console.print("[bold]Insist on these before shipping:[/]")
     for i, fid in enumerate(result.top, 1):
@@ -179,7 +234,8 @@ def render(result: RankResult, console: Console) -> None:
     if short:
         console.print(f"Runs shortened (harness/analysis/shorten.py): {'; '.join(short)}.", highlight=False)
     wall = f", {result.wall_s:.0f} s wall" if result.wall_s else ""
-    console.print(f"{result.runs} runs, seed {result.seed}, SLO {fmt_s(result.slo_s)}{wall}. "
+    seeds = f"seeds {', '.join(map(str, result.seeds))}" if result.seeds else f"seed {result.seed}"
+    console.print(f"{result.runs} runs, {seeds}, SLO {fmt_s(result.slo_s)}{wall}. "
                   f"Score: {result.score}.", highlight=False)
 
 
@@ -222,4 +278,17 @@ def sections(result: RankResult) -> list[Section]:
                 note=f"Goodput lost (percentage points of all requests) when this flaw alone is put back into "
                      f"the {result.good} design; negative: the flaw helps there. Blank cells are under 0.05 points."),
         Section("the ranking in numbers", html=ranking_table(result)),
+        *([Section("over the seeds: cost intervals and stable places", html=stability_table(result))]
+          if result.seeds else []),
     ]
+
+
+def stability_table(result: RankResult) -> str:
+    """The seeds table (`stability_rows`) in HTML."""
+    head = ("<tr><th>rank</th><th class='l'>flaw</th><th>goodput lost, points (mean [95% CI])</th>"
+            "<th>p99 increase, ms</th><th class='l'>places over the seeds</th><th>held its rank</th></tr>")
+    rows = "".join("<tr>" + "".join(f"<td{' class=l' if i in (1, 4) else ''}>{_html.escape(c)}</td>"
+                                    for i, c in enumerate(row)) + "</tr>" for row in stability_rows(result))
+    legend = (f"<p>Seeds {', '.join(map(str, result.seeds or []))}: each seed ranks the flaws on its own; the "
+              "ranking orders them by median place. Held: the share of seeds that put the flaw at its rank.</p>")
+    return legend + f"<table class='data'>{head}{rows}</table>"

@@ -26,6 +26,9 @@ VIEWS: dict[str, str] = {
     "gate": "reports.gate",
     "capacity": "reports.capacity",
     "pool": "reports.pool",
+    "llm": "reports.llm",
+    "alerts": "reports.alerts",
+    "canary": "reports.canary",
 }
 
 

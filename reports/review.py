@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
-from harness.results.rank import NOISE_GOODPUT, NOISE_SHARE
+from harness.results.rank import NOISE_GOODPUT, NOISE_SHARE, FlawRank
 from harness.results.review import Effect, ReviewItem, ReviewResult
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
@@ -102,12 +102,25 @@ def gain(it: ReviewItem) -> str:
     return f"fixed alone in {e.before}, best on {e.scenario}: {_figures(e, False)}" + _lost(e)
 
 
+def _places(f: FlawRank) -> str:
+    """', places 1-2 over 5 seeds (held 80%)' where the rank ran under several seeds."""
+    o = f.over_seeds
+    if o is None:
+        return ""
+    lo, hi = o.place_range
+    where = f"place {lo}" if lo == hi else f"places {lo}-{hi}"
+    return f", {where} over {len(o.places)} seeds (held {100 * o.held:.0f}%)"
+
+
 def narrative(result: ReviewResult) -> list[str]:
     """Paragraphs for a person; every figure is one the review measured."""
     r = result.rank
     lines = [f"Design under review: {result.design}. Each flaw of the doc was put back alone into {r.good} "
              f"(what it costs) and fixed alone in {r.flawed} (what its fix gains), on the scenarios that "
-             f"expose it and on steady: {r.runs} simulated runs, seed {r.seed}, SLO {fmt_s(r.slo_s)}."]
+             f"expose it and on steady: {r.runs} simulated runs, "
+             + (f"seeds {', '.join(map(str, r.seeds))} (each seed ranks alone; the ranking takes the median "
+                "place, the first seed's figures are quoted)" if r.seeds else f"seed {r.seed}")
+             + f", SLO {fmt_s(r.slo_s)}."]
     for it in result.doc_items:
         line = (f"Item {it.item}, {it.flaw}: {it.failure}. Experiment: {experiment(it, result)}. "
                 f"Measured: {measured(it)}. Fix: {it.fix}. Gain: {gain(it)}.")
@@ -117,7 +130,7 @@ def narrative(result: ReviewResult) -> list[str]:
             line += f" Interaction: {it.interaction}."
         lines.append(line)
     lines.append(f"Ranking ({r.score}): " + "; ".join(
-        f"{f.rank}. {f.id} ({pts(f.cost.goodput_loss)} on {f.cost.scenario})" for f in r.ranked()) + ".")
+        f"{f.rank}. {f.id} ({pts(f.cost.goodput_loss)} on {f.cost.scenario}{_places(f)})" for f in r.ranked()) + ".")
     top = [r.flaw(fid) for fid in r.top]
     lines.append("Insist on these before shipping: " + "; ".join(
         f"{f.id} (doc item {f.doc_item}: {pts(f.cost.goodput_loss)} of goodput lost on {f.cost.scenario}, p99 "

@@ -16,25 +16,70 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.table import Table
 
-from harness.results.run import ANSWERED, Outcome, RunResult, RunSummary
+from harness.results.run import ANSWERED, Outcome, RunResult, RunSummary, SeedSet
+from harness.results.stats import Interval
 from reports.charts import SIDE_COLORS
 from reports.fmt import fmt_n, fmt_pct, fmt_s, fmt_share, fmt_x
 from reports.page import Section
 from reports.run_charts import Side, cdf_figure, tenant_figure, timeseries_figure
 
 __all__ = ["all_p", "header", "lag_text", "not_ok_text", "render", "render_summary", "run_sections",
-           "scenario_note", "sections", "summary_table", "tenant_table", "title"]
+           "scenario_note", "sections", "seed_rows", "summary_table", "tenant_table", "title"]
 
 
 def title(result: RunResult) -> str:
     s = result.summary
-    return f"Run: {s.target} on {s.workload} ({s.mode}, seed {s.seed})"
+    o = result.over_seeds
+    seeds = f"seeds {o.seeds[0]}..{o.seeds[-1]}" if o else f"seed {s.seed}"
+    return f"Run: {s.target} on {s.workload} ({s.mode}, {seeds})"
+
+
+def _figure_text(key: str, x: float) -> str:
+    """A figure of a summary key in its unit (seconds, shares, rates, multipliers)."""
+    if key.startswith("latency") or key.endswith("_s") and "wasted" not in key:
+        return fmt_s(x)
+    if key.endswith(("ratio", "share", "utilization", "batch_fill")):
+        return fmt_pct(x, 2 if abs(x) < 0.01 else 1)
+    if key == "amplification":
+        return fmt_x(x, 3)
+    return fmt_n(x)
+
+
+def seed_rows(over: SeedSet) -> list[tuple[str, str, str]]:
+    """(figure, mean, 95% interval) per headline figure over the seeds; 'never in k/N' where
+    some seed had no value, '-' where one seed gives no interval."""
+    def ci(key: str, i: Interval) -> tuple[str, str]:
+        if i.missing:
+            return f"never in {i.missing}/{i.n}", "-"
+        if i.mean is None:
+            return "-", "-"
+        if i.lo is None or i.hi is None:
+            return _figure_text(key, i.mean), "-"
+        return _figure_text(key, i.mean), f"{_figure_text(key, i.lo)} .. {_figure_text(key, i.hi)}"
+    return [(key, *ci(key, i)) for key, i in over.figures.items()]
+
+
+def _seed_table(over: SeedSet) -> Table:
+    t = Table(title=f"over {len(over.seeds)} seeds ({', '.join(map(str, over.seeds))}): mean and 95% interval",
+              header_style="bold", box=None, pad_edge=False)
+    t.add_column("figure")
+    t.add_column("mean", justify="right")
+    t.add_column("95% interval (Student t)", justify="right")
+    for row in seed_rows(over):
+        t.add_row(*row)
+    return t
 
 
 # -- terminal ---------------------------------------------------------------------------------
 
 def render(result: RunResult, console: Console) -> None:
+    """The first seed's summary; with seeds, then every headline figure over the seeds."""
     render_summary(result.summary, console)
+    if result.over_seeds is not None:
+        console.print()
+        console.print(_seed_table(result.over_seeds))
+        console.print("The summary is the first seed's run; this table is over every seed "
+                      "(harness run --json prints it under over_seeds).", highlight=False)
 
 
 NOTES = {
@@ -248,4 +293,12 @@ def sections(result: RunResult) -> list[Section]:
                    note=f"{s.target} on {s.workload}, {s.duration_s:g} s, SLO {fmt_s(s.slo_s)}, "
                         f"{fmt_n(s.offered_rps)} req/s offered. Latency is over the requests answered OK; "
                         "the outcome rows say how every request ended (shares of all requests)." + flags)
-    return [head, *run_sections([side])]
+    out = [head]
+    if result.over_seeds is not None:
+        rows = "".join("<tr>" + "".join(f"<td{' class=l' if i == 0 else ''}>{_html.escape(c)}</td>"
+                                        for i, c in enumerate(row)) + "</tr>" for row in seed_rows(result.over_seeds))
+        out.append(Section(f"over {len(result.over_seeds.seeds)} seeds", note="Mean and 95% interval (Student t) "
+                           "of each figure over the seeds; the summary and charts are the first seed's.",
+                           html="<table class='data'><tr><th class='l'>figure</th><th>mean</th>"
+                                f"<th>95% interval</th></tr>{rows}</table>"))
+    return [*out, *run_sections([side])]

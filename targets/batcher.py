@@ -14,6 +14,11 @@ length, how long its oldest request has waited and whether a GPU is free:
   the fleet's throughput at B per batch time). Under a constant batch time,
   pure greedy at peak keeps every GPU busy on small batches in phase-locked
   waves; the reserve stops that (see benchmarks/batching_policies.py).
+- RATE: a free GPU takes a partial batch once the fleet, running batches that
+  small, would still serve the measured arrival rate at `utilization`
+  (targets.dispatch_policy); DYNAMIC otherwise. Unlike ADAPTIVE's idle-share
+  threshold it keeps full batches on a tight fleet at peak and goes at once
+  at low traffic, whatever the fleet size.
 
 `Batcher` is the thin asyncio shell around it: it re-evaluates on every
 enqueue, on every GPU that frees up (pull mode) and on a timer when the policy
@@ -23,18 +28,25 @@ asks to be woken, and hands batches to the GPU pool.
 from __future__ import annotations
 
 import asyncio
+from functools import cached_property
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 from targets.config import Batching
+from targets.dispatch_policy import ArrivalRate, worth_dispatching
 from targets.protocol import Attempt, Response, Status
 from targets.queues import BucketedQueue, Queue
+
+# Plain names for the kinds `decide` tests on every call (an Enum member lookup costs
+# about 0.5 us in CPython 3.11; see targets.protocol).
+_RATE, _ADAPTIVE, _FULL, _GREEDY = Batching.RATE, Batching.ADAPTIVE, Batching.FULL, Batching.GREEDY
 
 DEADLINE_EXCEEDED = Response(Status.UNAVAILABLE, reason="deadline exceeded before dispatch")
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
+    """A tuple, not a frozen dataclass: the batcher decides on every enqueue."""
+
     take: int = 0                      # requests to put in a batch now
     recheck_after_s: float | None = None  # wake me then, if nothing else does
 
@@ -48,28 +60,49 @@ class BatchPolicy:
     max_batch: int
     max_wait_s: float = 0.0
     reserve_gpus: int = 0
+    # RATE: requests/s one GPU serves at each batch size q (index q, 0..B; see
+    # dispatch_policy.per_gpu_rps), the fleet utilisation partial batches may
+    # keep, and the horizon the arrival rate is measured over.
+    per_gpu_rps: tuple[float, ...] = ()
+    utilization: float = 0.9
+    rate_horizon_s: float = 0.1
 
-    def decide(self, queued: int, oldest_wait_s: float, gpu_free: bool, free_gpus: int | None = None) -> Decision:
+    def __post_init__(self) -> None:
+        if self.kind is Batching.RATE and len(self.per_gpu_rps) != self.max_batch + 1:
+            raise ValueError(f"rate batching needs per_gpu_rps for batch sizes 0..{self.max_batch}")
+
+    @cached_property
+    def _takes(self) -> tuple[Decision, ...]:
+        """Decision(take=q) for q = 0..B, made once: `decide` runs on every enqueue."""
+        return tuple(Decision(take=q) for q in range(self.max_batch + 1))
+
+    def decide(self, queued: int, oldest_wait_s: float, gpu_free: bool, free_gpus: int | None = None,
+               rate_rps: float = 0.0, gpus: float = 0.0) -> Decision:
         """What to do now. `oldest_wait_s` is ignored when `queued` is 0;
-        `free_gpus` (pull mode) defaults to 1 if `gpu_free` else 0."""
+        `free_gpus` (pull mode) defaults to 1 if `gpu_free` else 0. RATE reads
+        `rate_rps` (this queue's measured arrivals) and `gpus` (its share of
+        the live fleet)."""
         if queued <= 0:
             return WAIT
         b = self.max_batch
-        if self.kind is Batching.ADAPTIVE:
+        if self.kind is _RATE and gpu_free and queued < b and worth_dispatching(
+                queued, rate_rps, gpus, self.utilization, self.per_gpu_rps):
+            return self._takes[queued]
+        if self.kind is _ADAPTIVE:
             free = (1 if gpu_free else 0) if free_gpus is None else free_gpus
             if gpu_free and free > self.reserve_gpus:
-                return Decision(take=min(b, queued))
-        if self.kind is Batching.FULL:
-            return Decision(take=b) if queued >= b else WAIT
-        if self.kind is Batching.GREEDY:
-            return Decision(take=min(b, queued)) if gpu_free else WAIT
+                return self._takes[min(b, queued)]
+        if self.kind is _FULL:
+            return self._takes[b] if queued >= b else WAIT
+        if self.kind is _GREEDY:
+            return self._takes[min(b, queued)] if gpu_free else WAIT
         # DYNAMIC
         if not gpu_free:
             return WAIT  # a GPU freeing up re-evaluates
         if queued >= b:
-            return Decision(take=b)
+            return self._takes[b]
         if oldest_wait_s >= self.max_wait_s - 1e-12:
-            return Decision(take=queued)
+            return self._takes[queued]
         return Decision(recheck_after_s=self.max_wait_s - oldest_wait_s)
 
 
@@ -81,6 +114,8 @@ class Batcher:
     parks them until a GPU frees (the doc's per-server queues).
     `expired(a, now)` says whether a queued request can no longer be useful
     (deadline propagation); such requests are dropped before dispatch.
+    `gpu_share`: this queue's share of the pool's GPUs (1/N for N queues),
+    what a RATE policy weighs this queue's arrival rate against.
     """
 
     def __init__(
@@ -91,6 +126,7 @@ class Batcher:
         pull: bool,
         expired: Callable[[Attempt, float], bool] | None = None,
         on_drop: Callable[[Attempt], None] | None = None,
+        gpu_share: float = 1.0,
     ) -> None:
         self.queue = queue
         self.policy = policy
@@ -101,12 +137,22 @@ class Batcher:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = float("inf")
         self._loop = asyncio.get_running_loop()
+        self._rate = ArrivalRate(policy.rate_horizon_s) if policy.kind is Batching.RATE else None
+        self.gpu_share = gpu_share
+        # Pull mode: every policy but FULL waits while no GPU is free (see decide), so an
+        # enqueue then changes nothing: skipping its pump saves most of a busy fleet's work.
+        self._waits_for_gpu = pull and policy.kind is not Batching.FULL
+        self._bucketed = isinstance(queue, BucketedQueue)
         if pull:
             pool.add_listener(self.pump)
 
     def enqueue(self, attempt: Attempt) -> None:
-        attempt.enqueued_s = self._loop.time()
+        attempt.enqueued_s = now = self._loop.time()
+        if self._rate is not None:
+            self._rate.observe(now)
         self.queue.push(attempt)
+        if self._waits_for_gpu and not self.pool.free_gpus():
+            return  # every such policy decides WAIT now, and a GPU freeing up pumps
         self.pump()
 
     def requeue_front(self, attempts: list[Attempt]) -> None:
@@ -117,15 +163,18 @@ class Batcher:
     def pump(self) -> None:
         """Form and hand over every batch the policy allows right now."""
         now = self._loop.time()
+        rate = gpus = 0.0
+        if self._rate is not None:
+            rate, gpus = self._rate.rps(now), self.pool.alive_gpus() * self.gpu_share
         while True:
             # Push mode can always hand a batch over (the pool parks it), but
             # ADAPTIVE still needs the real count of idle GPUs to judge slack.
             free = self.pool.free_gpus()
             gpu_free = free > 0 or not self.pull
-            if isinstance(self.queue, BucketedQueue):
+            if self._bucketed:
                 decision, source = WAIT, None
                 for sub in self.queue.sub_queues():
-                    d = self.policy.decide(len(sub), now - sub.oldest_s(), gpu_free, free)
+                    d = self.policy.decide(len(sub), now - sub.oldest_s(), gpu_free, free, rate, gpus)
                     if d.take:
                         decision, source = d, sub
                         break
@@ -135,7 +184,7 @@ class Batcher:
             else:
                 oldest = self.queue.oldest_s()
                 wait = now - oldest if oldest is not None else 0.0
-                decision = self.policy.decide(len(self.queue), wait, gpu_free, free)
+                decision = self.policy.decide(len(self.queue), wait, gpu_free, free, rate, gpus)
                 batch = self._take(decision.take, now) if decision.take else []
             if not batch:
                 if decision.take:
@@ -181,5 +230,6 @@ class GpuPoolLike(Protocol):
     """What a Batcher needs of a pool (see targets.gpu_pool.GpuPool)."""
 
     def free_gpus(self) -> int: ...
+    def alive_gpus(self) -> int: ...
     def submit(self, batch: list[Attempt]) -> None: ...
     def add_listener(self, fn: Callable[[], None]) -> None: ...

@@ -20,6 +20,7 @@ class Batching(str, Enum):
     DYNAMIC = "dynamic"    # at B, or when the oldest has waited max_wait_s
     GREEDY = "greedy"      # work-conserving: an idle GPU takes whatever is queued
     ADAPTIVE = "adaptive"  # greedy while spare GPUs exceed a reserve, else dynamic
+    RATE = "rate"          # partial batch once the fleet at the measured rate can afford it, else dynamic
 
 
 class Topology(str, Enum):
@@ -76,6 +77,7 @@ class TargetConfig(BaseModel):
     batching: Batching = Batching.FULL
     max_wait_s: float | None = Field(None, gt=0, description="dynamic: None derives it from the SLO")
     reserve_fraction: float = Field(0.25, ge=0, le=1, description="adaptive: free GPUs kept before going greedy")
+    batch_utilization: float = Field(0.9, gt=0, le=1, description="rate: a partial batch goes once batches that size keep the fleet under this utilisation at the measured rate")
     length_bucketing: bool = Field(False, description="batch similar input lengths together")
     # -- item 3: cache ---------------------------------------------------------
     cache: CacheMode = CacheMode.EXACT

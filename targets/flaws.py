@@ -29,9 +29,10 @@ FLAWS: tuple[Flaw, ...] = (
         id="full-batch-only",
         doc_item="2",
         failure="a request waits for B-1 strangers: mean fill wait (B-1)/(2*lambda) per queue, forever at night",
-        fix="adaptive batching: dispatch at once while over 25% of GPUs are free, else at B or after max_wait_s (from the SLO)",
+        fix="rate-aware batching: a partial batch goes once the fleet can afford batches that small at the measured "
+            "arrival rate (at once when quiet, full batches on a tight fleet), else at B or after max_wait_s (from the SLO)",
         present={"batching": "full"},
-        fixed={"batching": "adaptive"},
+        fixed={"batching": "rate"},
         exposed_by=("low-traffic", "night", "diurnal"),
     ),
     Flaw(

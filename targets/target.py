@@ -12,6 +12,7 @@ and the aiohttp front doors (live).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import random
 from dataclasses import dataclass
@@ -22,14 +23,17 @@ from targets.balancer import create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
 from targets.bounded import Bound, RecentSet
 from targets.cache import ResponseCache
+from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
 from targets.dedupe import Deduper
 from targets.delayline import DelayLine
+from targets.dispatch_policy import per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
 from targets.gpu_pool import Executor, GpuPool
-from targets.protocol import Attempt, Response, Status
+from targets.protocol import OK, Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
 from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
+from targets.versions import CanaryRouting, CanarySplit, ModelVersion
 
 
 class Balancer(Protocol):
@@ -82,6 +86,8 @@ class ServingTarget:
         self.stats = TargetStats()
         self.gpus = config.fleet_gpus
         self.batch_s = self.cost(config.batch_size, config.reference_length)
+        self._max_wait_s = config.effective_max_wait_s  # a derived property: read once, not per request
+        self._greedy = config.batching is Batching.GREEDY
         modeled = ModeledExecutor(self.cost)
         self.modeled = modeled if executor_for is None else None
         self.pool = GpuPool(
@@ -98,13 +104,19 @@ class ServingTarget:
         n = config.api_servers
         self.balancer: Balancer = create_balancer(config.routing, n, rng)
         self.inflight = [0] * n
+        rate = config.batching is Batching.RATE
         policy = BatchPolicy(config.batching, config.batch_size, config.effective_max_wait_s,
-                             reserve_gpus=int(config.reserve_fraction * self.gpus))
+                             reserve_gpus=int(config.reserve_fraction * self.gpus),
+                             per_gpu_rps=per_gpu_rps(lambda q: self.cost(q, config.reference_length),
+                                                     config.batch_size) if rate else (),
+                             utilization=config.batch_utilization, rate_horizon_s=self.batch_s)
         expired = self._expired if config.propagate_deadline else None
         shared = config.topology is Topology.SHARED
+        queues = 1 if shared else n
         self.batchers = [
-            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped)
-            for _ in range(1 if shared else n)
+            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,
+                    gpu_share=1 / queues)
+            for _ in range(queues)
         ]
         self.cache: ResponseCache | None = None
         if config.cache is not CacheMode.OFF:
@@ -122,6 +134,7 @@ class ServingTarget:
         # default it remembers every uid and the duplicate/abandoned split is exact; a
         # server that runs for days passes `computed_bound` (see live_computed_bound).
         self._computed: RecentSet[int] = RecentSet(computed_bound or Bound(100_000_000, math.inf))
+        self.canary: CanaryFleet | None = None  # attach_canary: a rollout's second version
 
     # -- construction helpers ------------------------------------------------------
     def _new_queue(self):
@@ -184,10 +197,20 @@ class ServingTarget:
         else:
             self._route(a)
 
+    def attach_canary(self, version: ModelVersion, routing: CanaryRouting, gpus: int) -> CanarySplit:
+        """Serve `version` on `gpus` replicas of its own beside the baseline; the
+        returned split's `weight` (0 until set) is the share the rollout sends it."""
+        policy = dataclasses.replace(self.batchers[0].policy, reserve_gpus=int(self.config.reserve_fraction * gpus))
+        self.canary = CanaryFleet(version, routing, gpus, self.cost, policy, self._batch_done)
+        return self.canary.split
+
     def _after_cache(self, a: Attempt) -> None:
-        hit, output = self.cache.get(a)
+        canary = self.canary
+        hit, output = self.cache.get(a, None if canary is None else canary.version_of(a).name)
         if hit:
-            a.answer(Response(Status.OK, cached=True, output=output))
+            if canary is not None:
+                canary.check_cached(a, output)
+            a.answer(Response(OK, cached=True, output=output))
         else:
             self._route(a)
 
@@ -221,6 +244,8 @@ class ServingTarget:
                 self._reply(a, Response(Status.UNAVAILABLE, retry_after_s=verdict.retry_after_s, reason="overloaded"))
                 return
         self.inflight[server] += 1
+        if self.canary is not None and self.canary.takes(a):
+            batcher = self.canary.batcher
         batcher.enqueue(a)
 
     def _predicted_s(self, batcher: Batcher, a: Attempt) -> float:
@@ -236,7 +261,7 @@ class ServingTarget:
         slow = self.current_slowness()
         batch_s = self.batch_s * slow
         capacity = gpus * c.batch_size / batch_s
-        fill = 0.0 if ahead + 1 >= c.batch_size or c.batching is Batching.GREEDY else c.effective_max_wait_s
+        fill = 0.0 if ahead + 1 >= c.batch_size or self._greedy else self._max_wait_s
         own_batch_s = self.cost(c.batch_size, a.size) * slow
         return predicted_latency_s(int(ahead), capacity, own_batch_s, fill)
 
@@ -264,11 +289,14 @@ class ServingTarget:
             a.answer(response)
 
     # -- completion -------------------------------------------------------------------------
-    def _batch_done(self, batch: list[Attempt], outputs: list | None, seconds: float) -> None:
+    def _batch_done(self, batch: list[Attempt], outputs: list | None, seconds: float,
+                    version: ModelVersion | None = None) -> None:
+        """`version`: the canary's, for a batch its replicas ran (slow by its own
+        cost factor, which the baseline's admission must not read as a slowdown)."""
         share = seconds / len(batch)
         longest = max(a.size for a in batch)
         nominal = self.cost(len(batch), longest)
-        if nominal > 0:
+        if nominal > 0 and version is None:
             slow = self.current_slowness()
             self.slowness = slow + 0.2 * (seconds / nominal - slow)
             self._slowness_at = self.loop.time()
@@ -276,17 +304,25 @@ class ServingTarget:
         if longest > self.config.reference_length:
             tokens = sum(max(a.size, self.config.reference_length) for a in batch)
             stats.wasted_padding_s += seconds * (1 - tokens / (len(batch) * longest))
+        now, inflight, canary = self.loop.time(), self.inflight, self.canary
         for i, a in enumerate(batch):
-            self.inflight[a.server] -= 1
+            inflight[a.server] -= 1
             if a.uid in computed:
                 stats.wasted_duplicate_s += share
             elif a.done and not (dedupe and any(not w.done for w in dedupe.waiters(a))):
                 stats.wasted_abandoned_s += share
-            computed.add(a.uid, self.loop.time())
+            computed.add(a.uid, now)
             output = outputs[i] if outputs is not None else None
-            response = Response(Status.OK, output=output)
+            served = None
+            if canary is not None:
+                served = version or canary.baseline
+                output, failed = canary.answer(a, served)
+                if failed:
+                    self._reply(a, Response(Status.ERROR, reason=f"model {served.name} failed"))
+                    continue
+            response = Response(OK, output=output)
             if cache is not None:
-                cache.put(a, output)
+                cache.put(a, output, None if served is None else served.name)
             self._reply(a, response)
 
     def _redispatch(self, batch: list[Attempt]) -> None:

@@ -32,8 +32,8 @@ class ArrivalProcess(str, Enum):
 
 class ConstantPhase(_Frozen):
     kind: Literal["constant"] = "constant"
-    duration_s: float = Field(gt=0)
-    rate_rps: float = Field(ge=0)
+    duration_s: float = Field(gt=0, description="how long this phase lasts")
+    rate_rps: float = Field(ge=0, description="aggregate rate of all tenants together")
 
     def rate(self, t: np.ndarray) -> np.ndarray:
         return np.full_like(t, self.rate_rps)
@@ -45,9 +45,9 @@ class ConstantPhase(_Frozen):
 
 class RampPhase(_Frozen):
     kind: Literal["ramp"] = "ramp"
-    duration_s: float = Field(gt=0)
-    from_rps: float = Field(ge=0)
-    to_rps: float = Field(ge=0)
+    duration_s: float = Field(gt=0, description="how long this phase lasts")
+    from_rps: float = Field(ge=0, description="rate at the phase's start; it moves linearly to to_rps")
+    to_rps: float = Field(ge=0, description="rate at the phase's end")
 
     def rate(self, t: np.ndarray) -> np.ndarray:
         return self.from_rps + (self.to_rps - self.from_rps) * (t / self.duration_s)
@@ -61,11 +61,11 @@ class SpikePhase(_Frozen):
     """`base_rps`, except `spike_rps` during [at_s, at_s + spike_s)."""
 
     kind: Literal["spike"] = "spike"
-    duration_s: float = Field(gt=0)
-    base_rps: float = Field(ge=0)
-    spike_rps: float = Field(ge=0)
-    at_s: float = Field(ge=0)
-    spike_s: float = Field(gt=0)
+    duration_s: float = Field(gt=0, description="how long this phase lasts")
+    base_rps: float = Field(ge=0, description="rate outside the spike")
+    spike_rps: float = Field(ge=0, description="rate during the spike")
+    at_s: float = Field(ge=0, description="when the spike starts, from the phase's start")
+    spike_s: float = Field(gt=0, description="how long the spike lasts")
 
     def rate(self, t: np.ndarray) -> np.ndarray:
         inside = (t >= self.at_s) & (t < self.at_s + self.spike_s)
@@ -80,14 +80,15 @@ class SinusoidPhase(_Frozen):
     """mean + amplitude * sin(2 pi t / period): a compressed day, for example."""
 
     kind: Literal["sinusoid"] = "sinusoid"
-    duration_s: float = Field(gt=0)
-    mean_rps: float = Field(ge=0)
-    amplitude_rps: float = Field(ge=0)
-    period_s: float = Field(gt=0)
-    offset_s: float = 0.0
+    duration_s: float = Field(gt=0, description="how long this phase lasts")
+    mean_rps: float = Field(ge=0, description="the rate the wave swings around")
+    amplitude_rps: float = Field(ge=0, description="the swing either side of mean_rps; at most mean_rps")
+    period_s: float = Field(gt=0, description="one full cycle (a compressed day, say)")
+    offset_s: float = Field(0.0, description="shifts the wave: the phase starts at this point of the cycle")
 
     @model_validator(mode="after")
     def _non_negative(self) -> "SinusoidPhase":
+        """A sinusoid phase's amplitude_rps is at most its mean_rps: rates never go negative."""
         if self.amplitude_rps > self.mean_rps:
             raise ValueError("amplitude_rps must not exceed mean_rps (rates cannot go negative)")
         return self
@@ -110,22 +111,24 @@ Phase = Annotated[
 class Burst(_Frozen):
     """A tenant's rate is multiplied by `factor` during [start_s, end_s)."""
 
-    start_s: float = Field(ge=0)
-    end_s: float = Field(gt=0)
-    factor: float = Field(gt=0)
+    start_s: float = Field(ge=0, description="when the burst starts, from the start of the run")
+    end_s: float = Field(gt=0, description="when it ends, from the start of the run; after start_s")
+    factor: float = Field(gt=0, description="the tenant's rate is multiplied by this during the burst")
 
     @model_validator(mode="after")
     def _ordered(self) -> "Burst":
+        """A burst's end_s is after its start_s."""
         if self.end_s <= self.start_s:
             raise ValueError("end_s must be after start_s")
         return self
 
 
 class Tenant(_Frozen):
-    name: str = Field(min_length=1, max_length=64)
-    share: float = Field(gt=0, le=1)
-    connections: int = Field(default=8, ge=1, le=100_000)
-    bursts: tuple[Burst, ...] = ()
+    name: str = Field(min_length=1, max_length=64, description="unique among the tenants; sent as the request's tenant")
+    share: float = Field(gt=0, le=1, description="fraction of the aggregate rate; all tenants' shares add up to 1")
+    connections: int = Field(default=8, ge=1, le=100_000,
+                             description="keep-alive connections the tenant's clients use (an L4 balancer pins these)")
+    bursts: tuple[Burst, ...] = Field((), description="windows in which this tenant sends more")
 
 
 class Payloads(_Frozen):
@@ -135,10 +138,10 @@ class Payloads(_Frozen):
     order, whitespace, client-side timestamps): an exact-payload cache sees
     them as different keys, a normalised one as the same."""
 
-    kind: Literal["unique", "zipf"] = "unique"
-    zipf_s: float = Field(default=1.1, gt=0)
-    catalog_size: int = Field(default=10_000, ge=1)
-    variants: int = Field(default=1, ge=1, le=1000)
+    kind: Literal["unique", "zipf"] = Field("unique", description="unique: every request differs; zipf: repeats")
+    zipf_s: float = Field(default=1.1, gt=0, description="zipf: popularity exponent (larger: fewer items dominate)")
+    catalog_size: int = Field(default=10_000, ge=1, description="zipf: how many distinct contents exist")
+    variants: int = Field(default=1, ge=1, le=1000, description="byte-level serialisations of one content")
 
 
 class Sizes(_Frozen):
@@ -146,11 +149,11 @@ class Sizes(_Frozen):
     with median `length` and shape `sigma`; `pareto` with minimum `length` and
     tail index `alpha`. Always clipped to [1, max_length]."""
 
-    kind: Literal["fixed", "lognormal", "pareto"] = "fixed"
-    length: int = Field(default=64, ge=1)
-    sigma: float = Field(default=1.0, gt=0)
-    alpha: float = Field(default=1.5, gt=0)
-    max_length: int = Field(default=2048, ge=1)
+    kind: Literal["fixed", "lognormal", "pareto"] = Field("fixed", description="the length distribution")
+    length: int = Field(default=64, ge=1, description="fixed: the length; lognormal: the median; pareto: the minimum")
+    sigma: float = Field(default=1.0, gt=0, description="lognormal: shape (standard deviation of the log)")
+    alpha: float = Field(default=1.5, gt=0, description="pareto: tail index (smaller: heavier tail)")
+    max_length: int = Field(default=2048, ge=1, description="every length is clipped to 1..max_length")
 
 
 class FaultKind(str, Enum):
@@ -163,32 +166,34 @@ class Fault(_Frozen):
     included) and come back after `duration_s`. `slowdown`: every batch started
     during the window takes `factor` times as long."""
 
-    kind: FaultKind
-    at_s: float = Field(ge=0)
-    duration_s: float = Field(gt=0)
-    fraction: float = Field(default=0.25, gt=0, le=1)
-    factor: float = Field(default=2.0, gt=0)
+    kind: FaultKind = Field(description="gpu-down or slowdown")
+    at_s: float = Field(ge=0, description="when the fault starts, from the start of the run")
+    duration_s: float = Field(gt=0, description="how long it lasts")
+    fraction: float = Field(default=0.25, gt=0, le=1, description="gpu-down: share of the GPUs that die")
+    factor: float = Field(default=2.0, gt=0, description="slowdown: batch time multiplier")
 
 
 class WorkloadConfig(_Frozen):
-    name: str = Field(min_length=1)
-    description: str = ""
-    exposes: tuple[str, ...] = ()
-    good_target: str = ""
-    process: ArrivalProcess = ArrivalProcess.POISSON
+    name: str = Field(min_length=1, description="the scenario's name in reports (a file without one: its file name)")
+    description: str = Field("", description="one line on what the traffic is")
+    exposes: tuple[str, ...] = Field((), description="flaw ids (harness targets) this scenario is meant to expose")
+    good_target: str = Field("", description="what a good target does under this traffic, in words")
+    process: ArrivalProcess = Field(ArrivalProcess.POISSON, description="how arrivals are placed under the rate")
     burstiness: float = Field(default=1.0, gt=0, description="gamma: squared CV of gaps")
-    phases: tuple[Phase, ...] = Field(min_length=1)
-    tenants: tuple[Tenant, ...] = (Tenant(name="default", share=1.0, connections=100),)
-    payloads: Payloads = Payloads()
-    sizes: Sizes = Sizes()
-    faults: tuple[Fault, ...] = ()
-    window_s: float = Field(default=1.0, gt=0)
+    phases: tuple[Phase, ...] = Field(min_length=1, description="the rate over time, one phase after another")
+    tenants: tuple[Tenant, ...] = Field((Tenant(name="default", share=1.0, connections=100),),
+                                        description="who sends the traffic; shares add up to 1")
+    payloads: Payloads = Field(Payloads(), description="how often request contents repeat")
+    sizes: Sizes = Field(Sizes(), description="input length per request, in tokens")
+    faults: tuple[Fault, ...] = Field((), description="faults injected into the target")
+    window_s: float = Field(default=1.0, gt=0, description="width of a time-series window in the result")
     # The figures that answer the scenario's question (workloads.answers); compare judges them.
-    answers: tuple[Answer, ...] = ()
+    answers: tuple[Answer, ...] = Field((), description="the figures that answer the scenario's question")
 
     @field_validator("answers")
     @classmethod
     def _tenants_exist(cls, answers: tuple[Answer, ...], info: ValidationInfo) -> tuple[Answer, ...]:
+        """An answer's `tenants.<selector>.` names a tenant of this workload, or matches one."""
         names = [t.name for t in info.data.get("tenants", ())]
         for i, answer in enumerate(answers):
             key = split_tenant_key(answer.figure)
@@ -207,6 +212,7 @@ class WorkloadConfig(_Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> "WorkloadConfig":
+        """Tenant shares add up to 1, and tenant names are unique."""
         total = sum(t.share for t in self.tenants)
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"tenant shares must add up to 1 (they add up to {total:g})")

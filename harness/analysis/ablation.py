@@ -52,12 +52,23 @@ little recovery; `duration_scale` scales all of it but those needs. The plan
 used is in the result (`durations`); a flaw whose exposing runs still kept
 too little (or did not run) carries a `too_short` warning.
 
+Seeds (`rank --seeds N`): every run of the ablation runs once per seed (each a
+separate job), and each seed ranks the flaws on its own. The tables (`cost`, `gain`,
+`per_scenario`, the baselines) stay the first seed's; each flaw adds `over_seeds`
+(`harness.results.rank.FlawSeeds`): its worst-case cost under each seed as a 95%
+interval, its place in each seed's ranking, and the share of seeds that put it at
+its final rank. With seeds the final ranking orders flaws by their median place over
+the seeds, then their mean place, then the first seed's order, so one lucky seed
+cannot move a flaw. Interaction probes run on the first seed only.
+
 Interactions: see `harness.analysis.interactions`; the shared measures are in
 `harness.analysis.scoring`, the jobs in `harness.analysis.variants`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
 import time
 from typing import Any, Callable
 
@@ -67,9 +78,11 @@ from harness.analysis.scoring import (amplification, goodput, inf, lost_share, p
                                       tail, tail_increase, unserved)
 from harness.analysis.shorten import REQUEST_BUDGET, plan_for_json
 from harness.analysis.shorten import plan as plan_runs
-from harness.analysis.variants import OnDone, OnPlanned, VariantJob, knobs_of, run_summaries, variant
+from harness.analysis.stats import interval
+from harness.analysis.variants import OnDone, OnPlanned, VariantJob, knobs_of, variant
+from harness.engine.jobs import run_jobs
 from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawGain, FlawRank,
-                                  KeptSpan, RankResult, ScenarioCost, TailChange, tail_change)
+                                  FlawSeeds, KeptSpan, RankResult, ScenarioCost, TailChange, tail_change)
 from harness.results.run import RunSummary
 from targets.config import TargetConfig
 from targets.flaws import FLAWS, Flaw
@@ -170,7 +183,10 @@ def _labels(r: ScenarioCost) -> tuple[str | None, str | None]:
 
 def score_key(f: FlawRank) -> tuple:
     """Ascending sort key: the most harmful flaw first (see module doc)."""
-    c, g = f.cost, f.gain
+    return _score(f.cost, f.gain)
+
+
+def _score(c: FlawCost, g: FlawGain) -> tuple:
     return (-steps(c.goodput_loss), -tail(c.p99_increase_s), -steps(c.harmed, NOISE_SHARE),
             -steps(c.amplification_increase, NOISE_AMPLIFICATION), -steps(g.goodput_gain), -c.wasted_gpu_s,
             -inf(c.p99_increase_s))
@@ -182,19 +198,69 @@ SCORE_TEXT = ("worst goodput loss when put back into the good design (in steps o
               "then the goodput its fix gains alone in the flawed design, then extra wasted GPU-seconds")
 
 
+# -- seeds --------------------------------------------------------------------------------
+
+def _summaries_by_seed(jobs: list[VariantJob], workers: int | None, on_done: OnDone | None,
+                       on_planned: OnPlanned | None) -> dict[int, Summaries]:
+    """{seed: {(target label, scenario): summary}} for every job, run in worker processes."""
+    if on_planned is not None and jobs:
+        on_planned(len(jobs))
+    docs = run_jobs(jobs, workers, on_done)  # type: ignore[arg-type]  (duck-typed like SimJob)
+    out: dict[int, Summaries] = {}
+    for j, d in zip(jobs, docs):
+        out.setdefault(j.seed, {})[(j.target, j.workload)] = d.summary
+    return out
+
+
+def seed_places(flaw_scenarios: dict[str, list[str]], good: str, flawed: str,
+                by_seed: dict[int, Summaries]) -> dict[int, dict[str, tuple[int, FlawCost]]]:
+    """{seed: {flaw id: (its place in that seed's own ranking, its worst-case cost there)}}."""
+    out = {}
+    for seed, summaries in by_seed.items():
+        worsts = {fid: worst(rows) for fid, rows in measure(flaw_scenarios, good, flawed, summaries).items()}
+        order = sorted(worsts, key=lambda fid: _score(*worsts[fid]))
+        out[seed] = {fid: (order.index(fid) + 1, worsts[fid][0]) for fid in worsts}
+    return out
+
+
+def rank_over_seeds(flaws: list[FlawRank], places: dict[int, dict[str, tuple[int, FlawCost]]],
+                    seeds: list[int]) -> list[FlawRank]:
+    """The flaws re-ranked by median place over the seeds (then mean place, then the first
+    seed's rank), each with its `over_seeds` intervals and stability."""
+    def at(f: FlawRank) -> list[int]:
+        return [places[s][f.id][0] for s in seeds]
+
+    order = sorted(flaws, key=lambda f: (statistics.median(at(f)), statistics.mean(at(f)), f.rank))
+    out = []
+    for rank_no, f in enumerate(order, 1):
+        costs = [places[s][f.id][1] for s in seeds]
+        seen = at(f)
+        out.append(f.model_copy(update={"rank": rank_no, "over_seeds": FlawSeeds(
+            goodput_loss=interval([c.goodput_loss for c in costs]),
+            p99_increase_s=interval([c.p99_increase_s for c in costs]),
+            harmed=interval([c.harmed for c in costs]),
+            amplification_increase=interval([c.amplification_increase for c in costs]),
+            places=seen, held=sum(p == rank_no for p in seen) / len(seen))}))
+    return out
+
+
 # -- the ablation --------------------------------------------------------------------------
 
 def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed: str = "naive", seed: int = 1,
            workers: int | None = None, plan: dict[str, dict[str, Any]] | None = None,
            on_done: OnDone | None = None, interactions: bool = True, suite: str | list[str] = "",
-           on_planned: OnPlanned | None = None, suite_name: str | None = None) -> RankResult:
+           on_planned: OnPlanned | None = None, suite_name: str | None = None,
+           seeds: list[int] | None = None) -> RankResult:
     """Runs the ablation for `{flaw id: [scenarios]}` and returns the rank result.
 
     `good` and `flawed` are target specs or design TOML paths. On the gain
     side only flaws present in `flawed` are fixed; for the others the gain is
-    0 by construction (noted in the flaw's `gain.note`).
+    0 by construction (noted in the flaw's `gain.note`). `seeds` (default: `seed`
+    alone) runs every job once per seed (see the module doc).
     """
     started = time.perf_counter()
+    seeds = seeds or [seed]
+    seed = seeds[0]
     scen = sorted({w for ws in flaw_scenarios.values() for w in ws}, key=_suite_order(suite))
     plan = plan or exposing_plan(flaw_scenarios, good)
     good_label, good_knobs = knobs_of(good)
@@ -211,7 +277,9 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         if fid in present:
             jobs += [VariantJob(f"{flawed_label}-{fid}", variant(flawed_knobs, f.fixed), w, seed, plan[w]["shortening"])
                      for w in ws]
-    summaries = run_summaries(jobs, workers, on_done, on_planned)
+    jobs = [dataclasses.replace(j, seed=s) for s in seeds for j in jobs]
+    by_seed = _summaries_by_seed(jobs, workers, on_done, on_planned)
+    summaries = by_seed[seed]
     per = measure(flaw_scenarios, good_label, flawed_label, summaries)
     slo = TargetConfig.model_validate(good_knobs).slo_s
     kept = {w: KeptSpan(disturbance_s=plan[w].get("disturbance_s"), after_s=plan[w].get("after_s")) for w in scen}
@@ -227,6 +295,8 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
                               too_short=warning))
     flaws.sort(key=score_key)
     flaws = [f.model_copy(update={"rank": i}) for i, f in enumerate(flaws, 1)]
+    if len(seeds) > 1:
+        flaws = rank_over_seeds(flaws, seed_places(flaw_scenarios, good_label, flawed_label, by_seed), seeds)
     found = None
     if interactions:
         found = find_interactions(flaws, present, slo, seed, (good_label, good_knobs),
@@ -242,7 +312,7 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         durations=plan_for_json(plan), score=SCORE_TEXT, runs=len(jobs) + probe_runs, ablation_runs=len(jobs),
         flaws_in_flawed=sorted(present),
         probe_runs=probe_runs if found else None, interactions=found.plans if found else None,
-        wall_s=time.perf_counter() - started, suite_name=suite_name,
+        wall_s=time.perf_counter() - started, suite_name=suite_name, seeds=seeds if len(seeds) > 1 else None,
     )
 
 
@@ -270,13 +340,16 @@ def _suite_order(suite: str | list[str]) -> Callable[[str], tuple[int, str]]:
 def rank(suite: str | list[str] = "bad-day", seed: int = 1, workers: int | None = None, duration_scale: float = 1.0,
          request_budget: float | None = REQUEST_BUDGET, flaws: list[str] | None = None,
          good: str = "hardened", flawed: str = "naive", on_done: OnDone | None = None,
-         interactions: bool = True, on_planned: OnPlanned | None = None) -> RankResult:
-    """The rank result: every flaw (or `flaws`) measured on every scenario of the suite."""
+         interactions: bool = True, on_planned: OnPlanned | None = None,
+         seeds: list[int] | None = None) -> RankResult:
+    """The rank result: every flaw (or `flaws`) measured on every scenario of the suite
+    (under each of `seeds`, default `seed` alone)."""
     names = list(suite) if isinstance(suite, list) else load_suite(suite)
     ids = flaws or [f.id for f in FLAWS]
     plan = exposing_plan({fid: list(names) for fid in ids}, good, duration_scale, request_budget)
     return ablate({fid: list(names) for fid in ids}, good, flawed, seed, workers, plan, on_done, interactions,
-                  suite=names, on_planned=on_planned, suite_name=suite if isinstance(suite, str) else "custom")
+                  suite=names, on_planned=on_planned, suite_name=suite if isinstance(suite, str) else "custom",
+                  seeds=seeds)
 
 
 def ablation_job_count(flaw_scenarios: dict[str, list[str]], flawed: str = "naive") -> int:

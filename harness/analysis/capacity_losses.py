@@ -96,6 +96,7 @@ BATCHING_AT_LOW_LOAD = {
     "adaptive": " (with most GPUs free the adaptive batcher sends whatever is queued: latency first)",
     "dynamic": " (the max-wait timer fires before B requests arrive)",
     "greedy": " (a free GPU takes whatever is queued)",
+    "rate": " (at a low measured rate the fleet can afford small batches: latency first)",
 }
 
 

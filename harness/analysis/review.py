@@ -143,14 +143,15 @@ def _part(name: str, build: Callable[[], Any], notes: list[str]) -> Result | Non
 def review(design: str | None = None, quick: bool = False, seed: int = 1, workers: int | None = None,
            parts: Sequence[Part] = (), rank: RankResult | None = None, on_done: OnDone | None = None,
            scale: float | None = None, flaw_scenarios: dict[str, list[str]] | None = None,
-           on_planned: OnPlanned | None = None) -> ReviewResult:
+           on_planned: OnPlanned | None = None, seeds: list[int] | None = None) -> ReviewResult:
     """The review of `design` (a target spec or TOML; default naive, the doc's design).
 
     `rank` reuses a saved rank (same design) instead of running the ablation;
     `parts` are the Part 2/3 answers to add (e.g. `capacity_part(seed, workers)`),
     each embedded under its kind (`capacity`, `pool`); `quick` (or `scale`)
     shortens every run; `flaw_scenarios` ({flaw id: [scenarios]}) replaces the
-    default experiments (tests use tiny ones).
+    default experiments (tests use tiny ones); `seeds` runs the ablation under each
+    (`harness.analysis.ablation`: intervals and place stability per flaw).
     """
     started = time.perf_counter()
     flawed = design or "naive"
@@ -159,7 +160,8 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
         scen = flaw_scenarios or review_scenarios()
         factor = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
         plan = exposing_plan(scen, "hardened", factor)
-        rank = ablate(scen, "hardened", flawed, seed, workers, plan, on_done, suite="bad-day", on_planned=on_planned)
+        rank = ablate(scen, "hardened", flawed, seed, workers, plan, on_done, suite="bad-day", on_planned=on_planned,
+                      seeds=seeds)
     embedded: dict[str, Result] = {}
     for name, build in parts:
         part = _part(name, build, notes)

@@ -9,6 +9,14 @@ unanswered requests, no recovery: 'never'), or zero (no cache lookups: no hits).
 
 Beside them, each side's share of the ceiling (`harness.analysis.ceiling`). Decided
 here, as data in `CompareResult.verdicts`; reports only say it.
+
+Over several seeds (same seeds on both sides) each figure is judged by its paired
+difference B - A (`harness.analysis.stats.difference`): a winner only where the
+difference's 95% interval excludes 0 and its mean exceeds the noise threshold, else a
+tie. A side with no value in some seed (never answered) gets no interval; the figure
+is then judged as one seed's would be with that side's value None (the worst) when
+it has any seed without one. The scenario's own winner is judged the same way on
+goodput (`GOODPUT_TIE`), then on the p99 of all requests (`headline`).
 """
 
 from __future__ import annotations
@@ -16,14 +24,21 @@ from __future__ import annotations
 import math
 
 from harness.analysis.ceiling import ceiling_of_run
-from harness.results.compare import CompareResult, FigureVerdict, ScenarioVerdicts, Winner
+from harness.analysis.stats import difference, interval
+from harness.results.compare import GOODPUT_TIE, CompareResult, FigureVerdict, ScenarioVerdicts, Winner
 from harness.results.run import RunResult, RunSummary
+from harness.results.stats import Difference, Interval
 from targets.config import TargetConfig
 from targets.executors import cost_function
 from workloads.answers import Answer, NoneMeans, select_tenants, split_tenant_key
 from workloads.model import WorkloadConfig
 
-__all__ = ["add_verdicts", "figure_value", "judge", "scenario_verdicts", "tie_threshold"]
+__all__ = ["HEADLINE", "add_verdicts", "figure_value", "judge", "judge_seeds", "scenario_verdicts", "tie_threshold"]
+
+# The figures every scenario is judged on over seeds, whatever its file declares; the
+# winner reads goodput, then the p99 of all requests (as `harness.results.compare.winner`).
+HEADLINE = (Answer(figure="goodput_ratio", tie=GOODPUT_TIE), Answer(figure="latency_ok_s.p99"),
+            Answer(figure="latency_s.p99"))
 
 
 def _tenant_value(summary: RunSummary, selector: str, leaf: str) -> float | None:
@@ -86,26 +101,66 @@ def judge(answer: Answer, a: float | None, b: float | None) -> tuple[Winner, flo
     return (Winner.A if a_better else Winner.B), tie
 
 
+def judge_seeds(answer: Answer, a: list[float | None],
+                b: list[float | None]) -> tuple[Winner, float, Interval, Interval, Difference]:
+    """The better side over seeds (a[i], b[i] from seed i), the threshold, both sides'
+    intervals and the paired difference B - A (see the module doc)."""
+    a_ci, b_ci, diff = interval(a), interval(b), difference(a, b)
+    if diff.mean is None or diff.n < 2:  # one seed, or a side with no value: judged as one seed's
+        won, tie = judge(answer, a_ci.mean, b_ci.mean)
+        return won, tie, a_ci, b_ci, diff
+    tie = tie_threshold(answer, a_ci.mean, b_ci.mean)
+    if not (diff.excludes(0.0) and abs(diff.mean) > tie + 1e-12):
+        return Winner.TIE, tie, a_ci, b_ci, diff
+    b_better = diff.mean > 0 if answer.direction == "higher" else diff.mean < 0
+    return (Winner.B if b_better else Winner.A), tie, a_ci, b_ci, diff
+
+
 def _config(run: RunResult | None) -> TargetConfig | None:
     return TargetConfig.model_validate(run.target_config) if run is not None else None
 
 
+def _verdict(answer: Answer, **figures: object) -> FigureVerdict:
+    return FigureVerdict(figure=answer.figure, label=answer.title, unit=answer.spec.unit.value,
+                         better=answer.direction, none_means=answer.spec.none_means.value, **figures)
+
+
+def _over_seeds(answer: Answer, seeds_a: list[RunSummary], seeds_b: list[RunSummary],
+                cfg_a: TargetConfig | None, cfg_b: TargetConfig | None) -> FigureVerdict:
+    won, tie, a_ci, b_ci, diff = judge_seeds(answer, [figure_value(answer, s, cfg_a) for s in seeds_a],
+                                             [figure_value(answer, s, cfg_b) for s in seeds_b])
+    return _verdict(answer, a=a_ci.mean, b=b_ci.mean, tie_within=tie, winner=won, a_ci=a_ci, b_ci=b_ci, diff=diff)
+
+
+def _scenario_winner(headline: list[FigureVerdict]) -> Winner:
+    """Goodput decides where its difference is sure and beyond GOODPUT_TIE, else the p99."""
+    by_key = {v.figure: v for v in headline}
+    goodput = by_key["goodput_ratio"].winner
+    return goodput if goodput is not Winner.TIE else by_key["latency_s.p99"].winner
+
+
 def scenario_verdicts(workload: WorkloadConfig, sa: RunSummary, sb: RunSummary,
                       ra: RunResult | None = None, rb: RunResult | None = None,
-                      side_a: str = "A", side_b: str = "B") -> ScenarioVerdicts:
-    """Every figure the workload declares, judged; the ceiling of each side with a run."""
+                      side_a: str = "A", side_b: str = "B", seeds_a: list[RunSummary] | None = None,
+                      seeds_b: list[RunSummary] | None = None) -> ScenarioVerdicts:
+    """Every figure the workload declares, judged; the ceiling of each side with a run.
+    With `seeds_a`/`seeds_b` (each seed's summary, same seeds in the same order) every
+    figure is judged over the seeds, and the scenario's headline and winner are added."""
     cfg_a, cfg_b = _config(ra), _config(rb)
     answers = []
     for answer in workload.answers:
+        if seeds_a is not None and seeds_b is not None:
+            answers.append(_over_seeds(answer, seeds_a, seeds_b, cfg_a, cfg_b))
+            continue
         a, b = figure_value(answer, sa, cfg_a), figure_value(answer, sb, cfg_b)
         won, tie = judge(answer, a, b)
-        answers.append(FigureVerdict(
-            figure=answer.figure, label=answer.title, unit=answer.spec.unit.value,
-            better=answer.direction, none_means=answer.spec.none_means.value,
-            a=a, b=b, tie_within=tie, winner=won))
+        answers.append(_verdict(answer, a=a, b=b, tie_within=tie, winner=won))
     ceiling = {side: ceiling_of_run(run) for side, run in ((side_a, ra), (side_b, rb))
                if run is not None and run.timeseries.get("offered_rps")}
-    return ScenarioVerdicts(answers=answers, ceiling=ceiling)
+    if seeds_a is None or seeds_b is None:
+        return ScenarioVerdicts(answers=answers, ceiling=ceiling)
+    headline = [_over_seeds(answer, seeds_a, seeds_b, cfg_a, cfg_b) for answer in HEADLINE]
+    return ScenarioVerdicts(answers=answers, ceiling=ceiling, headline=headline, winner=_scenario_winner(headline))
 
 
 def add_verdicts(result: CompareResult) -> CompareResult:
@@ -118,5 +173,7 @@ def add_verdicts(result: CompareResult) -> CompareResult:
         ra, rb = result.run_pair(name)
         workload = WorkloadConfig.model_validate(ra.workload_config)
         sa, sb = result.pair(name)
-        verdicts[name] = scenario_verdicts(workload, sa, sb, ra, rb, result.a, result.b)
+        seeded = result.seed_pair(name)
+        seeds_a, seeds_b = (seeded[0].summaries, seeded[1].summaries) if seeded else (None, None)
+        verdicts[name] = scenario_verdicts(workload, sa, sb, ra, rb, result.a, result.b, seeds_a, seeds_b)
     return result.model_copy(update={"verdicts": verdicts})

@@ -23,11 +23,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("analysis", "gate"),
     "capacity": ("capacity", "capacity"),
     "pool": ("pool", "pool"),
+    "alerts": ("alerts", "alerts"),
+    "canary": ("canary", "canary"),
     "serve": ("live", "serve"),
     "profile": ("live", "profile"),
     "targets": ("catalog", "targets"),
     "workloads": ("catalog", "workloads"),
     "report": ("catalog", "report"),
+    "docs": ("docs", "docs"),
 }
 
 app = typer.Typer(

@@ -15,8 +15,10 @@ from typing import Any, Callable, Iterator, List, Optional
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.cli.common import (HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, existing_file, fail, out,
-                                writable_file)
+from harness.analysis.stats import seeds_from
+from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SEEDS, bounded, err, existing_file, fail,
+                                out, writable_file)
+from harness.engine.jobs import configure
 from harness.results import io as results
 from harness.results import load_result
 from harness.results.rank import RankResult
@@ -57,7 +59,9 @@ def _print_json(doc: dict[str, Any]) -> None:
 def rank(
     suite: str = typer.Option("bad-day", "--suite", help="Suite of scenarios to rank the flaws over."),
     seed: int = SEED,
+    seeds: int = SEEDS,
     jobs: Optional[int] = JOBS,
+    executor: str = EXECUTOR,
     scale: float = typer.Option(1.0, "--scale", help="Multiply every shortened run's length by this (see harness/analysis/shorten.py).",
                                 callback=bounded("--scale", gt=0)),
     budget: int = typer.Option(0, "--budget", help="Expected requests per run (0: the default plan; -1: full lengths).",
@@ -68,6 +72,7 @@ def rank(
     html: Optional[Path] = HTML,
 ) -> None:
     """Rank the design doc's flaws: each put back into hardened, each fixed alone in naive."""
+    configure(executor)
     from harness.analysis.ablation import REQUEST_BUDGET
     from harness.analysis.ablation import rank as run_rank
 
@@ -78,7 +83,7 @@ def rank(
     with _runs_progress(quiet or as_json) as callbacks:
         on_planned, on_done = callbacks()
         result = run_rank(suite, seed, jobs, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
-                          on_done=on_done, on_planned=on_planned)
+                          on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds))
     _finish(result, out_path or results.default_path("rank", suite), html, as_json, rank_view)
 
 
@@ -90,16 +95,21 @@ def review(
                                              callback=existing_file("--rank")),
     no_parts: bool = typer.Option(False, "--no-parts", help="Skip Part 2 (capacity) and Part 3 (pool)."),
     seed: int = SEED,
+    seeds: int = SEEDS,
     jobs: Optional[int] = JOBS,
+    executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
 ) -> None:
     """The design-review demo: each doc item's flaw, experiment, cost, fix and gain, then the ranking."""
+    configure(executor)
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review
 
     saved = None
+    if rank_file is not None and seeds > 1:
+        fail("--seeds runs the ablation under each seed; --rank reuses a saved one: give one of them")
     try:
         if design:
             check_design(design)
@@ -112,7 +122,8 @@ def review(
     parts = [] if no_parts else default_parts(seed, jobs)
     with _runs_progress(quiet or as_json) as callbacks:
         on_planned, on_done = callbacks()
-        result = run_review(design, quick, seed, jobs, parts, saved, on_done=on_done, on_planned=on_planned)
+        result = run_review(design, quick, seed, jobs, parts, saved, on_done=on_done, on_planned=on_planned,
+                            seeds=seeds_from(seed, seeds))
     _finish(result, out_path or results.default_path("review", design or "naive"), html, as_json, review_view)
 
 
@@ -142,19 +153,27 @@ def gate(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report here.", callback=writable_file("--junit")),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write a Markdown report here.",
                                             callback=writable_file("--markdown")),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="sim: run every scenario under seeds SEED..SEED+N-1 "
+                                        "(default: the file's `seeds`, else 1); checks read the mean or a bound of "
+                                        "the 95% interval, baseline checks test for a significant regression.",
+                                        callback=bounded("--seeds", ge=1, le=100)),
     jobs: Optional[int] = JOBS,
+    executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     html: Optional[Path] = HTML,
 ) -> None:
     """CI performance gate: run the gate file's scenarios (sim, seeded) or judge saved runs (--results);
     exit 0 pass, 1 violation, 2 bad file or cannot judge (an invalid live run)."""
+    configure(executor)
     from harness.gate.check import run_gate
 
     try:
         base = load_result(baseline) if baseline is not None else None
         given = [load_result(f) for f in results_ or []]
-        result = run_gate(str(gate_file), target, base, jobs, results=given or None,
+        if given and seeds is not None and seeds > 1:
+            fail("--seeds runs sim under each seed; --results judges saved runs: give one of them")
+        result = run_gate(str(gate_file), target, base, jobs, results=given or None, seeds=seeds,
                           result_files=[str(f) for f in results_ or []])
     except (ConfigError, ValueError) as exc:
         fail(str(exc), code=2)

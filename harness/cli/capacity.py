@@ -13,7 +13,9 @@ from typing import Callable, Iterator, Optional
 import typer
 
 from harness.results import io as results
-from harness.cli.common import HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, existing_file, fail, one_of, publish
+from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, existing_file, fail, one_of,
+                                publish)
+from harness.engine.jobs import configure
 
 
 @contextmanager
@@ -53,6 +55,7 @@ def capacity(
                                    callback=bounded("--headroom", ge=1)),
     quick: bool = typer.Option(False, "--quick", help="About a quarter of the simulation: shorter runs, fewer points."),
     jobs: Optional[int] = JOBS,
+    executor: str = EXECUTOR,
     seed: int = SEED,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -60,6 +63,7 @@ def capacity(
     html: Optional[Path] = HTML,
 ) -> None:
     """Part 2: the formula's fleet beside the simulated realtime (+headroom, N+1) and offline ones."""
+    configure(executor)
     from harness.analysis.capacity import plan_capacity
 
     if cost_model == "table" and cost_table is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -13,7 +14,8 @@ from harness.cli.common import HTML, existing_file, fail, out
 from targets.config import TargetConfig
 from targets.flaws import FLAWS
 from targets.spec import base_names
-from workloads.loader import load_suite, load_workload, scenario_names, suite_names
+from workloads.loader import (ConfigError, load_suite, load_workload, read_toml, resolve_scenario_path,
+                              scenario_names, suite_names)
 
 
 def targets(knobs: bool = typer.Option(False, "--knobs", help="Also list every knob with its naive default.")) -> None:
@@ -36,21 +38,56 @@ def targets(knobs: bool = typer.Option(False, "--knobs", help="Also list every k
         for name, field in TargetConfig.model_fields.items():
             k.add_row(name, json.dumps(defaults[name]), field.description or "")
         out.print(k)
+    out.print("every flaw and knob in full: docs/targets.md", style="dim")
 
 
-def workloads() -> None:
-    """List built-in workloads and suites."""
+def workloads(
+    name: Optional[str] = typer.Argument(None, help="A built-in workload name or TOML file: print it, keys explained."),
+    schema: bool = typer.Option(False, "--schema", help="Print the JSON Schema of workload files (for editors)."),
+) -> None:
+    """List built-in workloads and suites; or print one workload with its keys explained."""
+    if schema:
+        from harness.docs.workload_page import schema_text
+
+        sys.stdout.write(schema_text())
+        return
+    if name is not None:
+        _explain(name)
+        return
     t = Table(title="workloads", header_style="bold")
     t.add_column("name", no_wrap=True)
     t.add_column("s", justify="right")
     t.add_column("peak rps", justify="right")
     t.add_column("exposes / description", overflow="fold")
-    for name in scenario_names():
-        wl = load_workload(name)
-        t.add_row(name, f"{wl.duration_s:g}", f"{wl.peak_rps:,.0f}", f"{', '.join(wl.exposes) or '-'}: {wl.description}")
+    for scenario in scenario_names():
+        wl = load_workload(scenario)
+        t.add_row(scenario, f"{wl.duration_s:g}", f"{wl.peak_rps:,.0f}",
+                  f"{', '.join(wl.exposes) or '-'}: {wl.description}")
     out.print(t)
     for s in suite_names():
         out.print(f"suite {s}: {', '.join(load_suite(s))}")
+    out.print("one workload, keys explained: harness workloads NAME; every key: docs/workloads.md", style="dim")
+
+
+def _explain(name: str) -> None:
+    """One workload as its file says it, each key with its unit and meaning (docs/workloads.md)."""
+    from harness.docs.workload_page import explain
+
+    try:
+        wl = load_workload(name)
+        path = resolve_scenario_path(name)
+    except ConfigError as exc:
+        fail(str(exc))
+    out.print(f"[bold]{wl.name}[/]  {path}  ({wl.duration_s:g} s, peak {wl.peak_rps:,.0f} requests/s)", highlight=False)
+    t = Table(header_style="bold", show_lines=False)
+    t.add_column("key", no_wrap=True)
+    t.add_column("value", overflow="fold")
+    t.add_column("unit")
+    t.add_column("meaning", overflow="fold")
+    for key, value, unit, meaning in explain(read_toml(path)):
+        t.add_row(key, value, unit, meaning)
+    out.print(t)
+    out.print("keys not set take their defaults; every key: docs/workloads.md", style="dim")
 
 
 def report(

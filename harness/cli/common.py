@@ -24,6 +24,7 @@ err = Console(stderr=True)
 
 MODES = ("sim", "live")
 MODELS = ("mlp", "cnn", "transformer")  # targets.models.MODEL_NAMES, without importing torch
+EXECUTORS = ("process", "ray")  # harness.engine.jobs.Executor, less inline (that is --jobs 1)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -68,6 +69,20 @@ def device_check(value: Any) -> Any:
     if value is not None and value not in ("auto", "cpu", "cuda") and not (
             value.startswith("cuda:") and value[5:].isdigit()):
         fail(f"--device '{value}': valid are auto, cpu, cuda, cuda:N")
+    return value
+
+
+def executor_check(value: Any) -> Any:
+    """One of EXECUTORS, and installed: a missing Ray ends the command before any work."""
+    from rich.markup import escape
+
+    from harness.engine.jobs import ExecutorUnavailable, require
+
+    one_of("--executor", EXECUTORS)(value)
+    try:
+        require(value)
+    except ExecutorUnavailable as exc:
+        fail(f"--executor {value}: {escape(str(exc))}")  # escape: rich would read '[ray]' as markup
     return value
 
 
@@ -118,6 +133,8 @@ def check_target_mode(target: str, mode: str, option: str = "TARGET") -> None:
 
 SEED = typer.Option(1, "--seed", help="One seed drives arrivals, clients and the target.",
                     callback=bounded("--seed", ge=0))
+SEEDS = typer.Option(1, "--seeds", help="sim: run seeds SEED..SEED+N-1 and give each figure a 95% interval "
+                     "(N times the work).", callback=bounded("--seeds", ge=1, le=100))
 DURATION = typer.Option(None, "--duration", help="Cut or stretch the workload to this many seconds.",
                         callback=bounded("--duration", gt=0, unit=" s"))
 RATE = typer.Option(None, "--rate", help="Scale the workload's rates so its peak is this (req/s).",
@@ -131,6 +148,9 @@ HTML = typer.Option(None, "--html", help="Also write a self-contained HTML repor
                     callback=writable_file("--html"))
 JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core).",
                     callback=bounded("--jobs", ge=1, le=256))
+EXECUTOR = typer.Option("process", "--executor", help="Where sim jobs run: process (this machine's cores) or ray "
+                        "(the cluster at RAY_ADDRESS, else a local Ray instance; needs the optional ray extra).",
+                        callback=executor_check)
 MODE = typer.Option("sim", "--mode", help="sim (virtual time) or live (real servers).",
                     callback=one_of("--mode", MODES))
 LIVE_SCALE = typer.Option(None, "--scale", help="live: shrink rates and fleet together, 0 < S <= 1.",

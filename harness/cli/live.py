@@ -227,7 +227,7 @@ def serve(
 
 
 def profile(
-    model: str = typer.Argument(..., help="mlp, cnn or transformer."),
+    model: str = typer.Argument(..., help="mlp, cnn, transformer, or llm (the tiny decoder's step cost)."),
     device: str = DEVICE,
     out_path: Optional[Path] = typer.Option(None, "--out", help="Cost table file (default: runs/costs-MODEL-DEVICE.json).",
                                             callback=writable_file("--out")),
@@ -241,6 +241,10 @@ def profile(
                                           callback=bounded("--threads", ge=1)),
 ) -> None:
     """Measure batch time against batch size on this machine; write a cost table for sim."""
+    if model == "llm":  # the tiny decoder: step cost, not batch time (harness.cli.llm)
+        from harness.cli.llm import profile_llm_cmd
+
+        return profile_llm_cmd(out_path, repeats, threads)
     if model not in MODELS:
         fail(f"MODEL '{model}': valid are {', '.join(MODELS)}")
     sizes = int_list("--batch-sizes", batch_sizes)

@@ -10,9 +10,11 @@ from typing import List, Optional
 import typer
 
 from harness.analysis.compare import compare as run_compare
-from harness.cli.common import (DEVICE, DURATION, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT, QUIET, RATE, SEED, SET,
-                                check_target_mode, err, existing_file, fail, out)
-from harness.engine.jobs import SimJob
+from harness.analysis.seeds import run_seeds
+from harness.analysis.stats import seeds_from
+from harness.cli.common import (DEVICE, DURATION, EXECUTOR, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT, QUIET, RATE, SEED,
+                                SEEDS, SET, check_target_mode, err, existing_file, fail, out)
+from harness.engine.jobs import SimJob, configure
 from harness.results import io as results
 from reports import compare as compare_view
 from reports import run as run_view
@@ -25,6 +27,9 @@ def run(
     workload: str = typer.Option("steady", "--workload", "-w", help="Workload name or TOML file."),
     mode: str = MODE,
     seed: int = SEED,
+    seeds: int = SEEDS,
+    jobs: Optional[int] = JOBS,
+    executor: str = EXECUTOR,
     duration: Optional[float] = DURATION,
     rate: Optional[float] = RATE,
     set_: Optional[List[str]] = SET,
@@ -39,12 +44,15 @@ def run(
     allow_remote: bool = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback."),
 ) -> None:
     """Run one target under one workload and write its result file."""
+    configure(executor)
     check_target_mode(target, mode)
     if mode == "sim":
         for option, given in (("--scale", scale is not None), ("--template", template is not None),
                               ("--allow-remote", allow_remote)):
             if given:
                 fail(f"{option} applies to --mode live only (this run is sim)")
+    elif seeds > 1:
+        fail("--seeds applies to --mode sim only (a live run is one run of the wall clock)")
     try:
         job = SimJob(target, workload, seed, parse_overrides(set_ or []), duration, rate)
         if "://" not in target:  # a URL target has no knobs to resolve
@@ -57,6 +65,11 @@ def run(
 
         result = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
                           template=template, allow_remote=allow_remote)
+    elif seeds > 1:
+        from harness.cli.progress import job_progress
+
+        with job_progress(seeds, enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
+            result = run_seeds(job, seeds_from(seed, seeds), jobs, on_done=tick)
     else:
         from harness.cli.progress import sim_progress
 
@@ -64,7 +77,10 @@ def run(
             result = job.run(progress)
     path = results.write_atomic(out_path or results.default_path("run", f"{target}-{workload}"), result)
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json()["summary"], indent=1) + "\n")
+        doc = result.to_json()
+        seeded = {"over_seeds": {k: v for k, v in doc["over_seeds"].items() if k != "summaries"}} \
+            if "over_seeds" in doc else {}
+        sys.stdout.write(json.dumps({**doc["summary"], **seeded}, indent=1) + "\n")
     else:
         run_view.render(result, out)
         out.print(f"result: {path}", highlight=False)
@@ -80,17 +96,24 @@ def compare(
     workload: Optional[List[str]] = typer.Option(None, "--workload", "-w", help="Workload (repeatable); default: the suite."),
     suite: str = typer.Option("bad-day", "--suite", help="Suite to run when no --workload is given."),
     seed: int = SEED,
+    seeds: int = SEEDS,
     duration: Optional[float] = DURATION,
     rate: Optional[float] = RATE,
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Knob KEY=VALUE for BOTH sides (repeatable)."),
     jobs: Optional[int] = JOBS,
+    executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
     mode: str = MODE,
     scale: Optional[float] = LIVE_SCALE,
 ) -> None:
-    """Run two targets side by side over a suite (same seeds, same arrivals)."""
+    """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep."""
+    if a.startswith("llm-") or b.startswith("llm-"):
+        from harness.cli.llm import compare_llm  # LLM policies: their own sweep and result kind
+
+        return compare_llm(a, b, workload, seed, duration, rate, set_, as_json, out_path, quiet, mode)
+    configure(executor)
     for side, spec in (("A", a), ("B", b)):
         if "://" in spec:
             fail(f"{side} '{spec}' is a URL: compare builds both targets itself; "
@@ -105,6 +128,8 @@ def compare(
             load_workload(w)
     except ConfigError as exc:
         fail(str(exc))
+    if mode != "sim" and seeds > 1:
+        fail("--seeds applies to --mode sim only")
     if mode != "sim":
         from harness.cli.live import compare_live
 
@@ -112,9 +137,10 @@ def compare(
     else:
         from harness.cli.progress import job_progress
 
-        with job_progress(2 * len(names), enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
+        with job_progress(2 * len(names) * seeds, enabled=not (quiet or as_json) and err.is_terminal,
+                          console=err) as tick:
             result = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick,
-                                 durations=durations)
+                                 durations=durations, seeds=seeds_from(seed, seeds))
     path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), result)
     if as_json:
         sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")

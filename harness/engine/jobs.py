@@ -1,15 +1,24 @@
-"""Run many sim jobs (target x workload) in parallel worker processes.
+"""Run many sim jobs (target x workload) in parallel: worker processes, inline, or a Ray cluster.
 
 Each job is described by plain strings and numbers, resolved inside the worker,
-so jobs pickle cheaply and a worker never shares state with another.
+so jobs pickle cheaply and a worker never shares state with another. Any
+picklable object with a `run()` method is a job (SimJob, the ablation's
+VariantJob, capacity's Point); the same job gives the same result on every
+executor, because its seed, not the worker, decides what it draws.
+
+The executor is chosen per call or, for the commands whose jobs are planned
+several calls deep (rank, review, capacity), once per process with
+`configure(executor=...)`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from enum import StrEnum
+from typing import Any, Callable, Sequence
 
 from harness.engine.sim import Progress, run_sim
 from harness.results.run import RunResult
@@ -17,6 +26,41 @@ from targets.config import TargetConfig
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 from workloads.model import WorkloadConfig
+
+__all__ = ["Executor", "ExecutorUnavailable", "SimJob", "configure", "default_jobs", "require", "run_jobs"]
+
+OnDone = Callable[[int, Any, Any], None]
+
+
+class Executor(StrEnum):
+    """Where jobs run: this machine's cores, this process, or a Ray cluster."""
+
+    PROCESS = "process"  # one worker process per core (inline when workers == 1 or one job)
+    INLINE = "inline"    # one after another in this process
+    RAY = "ray"          # Ray tasks: RAY_ADDRESS's cluster, else a local instance (harness.engine.ray_jobs)
+
+
+RAY_MISSING = "the ray executor needs Ray, an optional extra: pip install -e '.[ray]'"
+_default = Executor.PROCESS
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The chosen executor's optional package is not installed."""
+
+
+def require(executor: Executor | str) -> Executor:
+    """`executor` as an Executor (ValueError if unknown), checked to be installed
+    without importing it (ExecutorUnavailable): a command can refuse before any work."""
+    chosen = Executor(executor)
+    if chosen is Executor.RAY and importlib.util.find_spec("ray") is None:
+        raise ExecutorUnavailable(RAY_MISSING)
+    return chosen
+
+
+def configure(executor: Executor | str) -> None:
+    """Set the executor `run_jobs` uses when a call names none (the CLI's `--executor`)."""
+    global _default
+    _default = require(executor)
 
 
 @dataclass(frozen=True)
@@ -40,7 +84,7 @@ class SimJob:
         return resolve_target(self.target, self.overrides)
 
 
-def _run(job: SimJob) -> RunResult:
+def _run(job: Any) -> Any:
     return job.run()
 
 
@@ -48,32 +92,46 @@ def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def run_jobs(jobs: list[SimJob], workers: int | None = None,
-             on_done: Callable[[int, SimJob, RunResult], None] | None = None) -> list[RunResult]:
-    """Results in job order. One process per core; inline when workers == 1."""
+def run_jobs(jobs: Sequence[Any], workers: int | None = None, on_done: OnDone | None = None,
+             executor: Executor | str | None = None) -> list[Any]:
+    """Each job's `run()` result, in job order; `on_done(index, job, result)` as each
+    finishes, in completion order. `workers`: processes (default one per core, at most
+    8), or a local Ray instance's CPUs (default all cores). `executor` defaults to the
+    configured one (process)."""
+    chosen = _default if executor is None else Executor(executor)
+    if not jobs:
+        return []
+    if chosen is Executor.RAY:
+        try:  # Ray is an optional extra: imported only here
+            from harness.engine.ray_jobs import run_on_ray
+        except ImportError as exc:
+            raise ExecutorUnavailable(f"{RAY_MISSING} ({exc})") from exc
+        return run_on_ray(jobs, _longest_first(jobs), workers, on_done)
     workers = default_jobs() if workers is None else workers
-    results: list[RunResult | None] = [None] * len(jobs)
-    if workers <= 1 or len(jobs) == 1:
+    if chosen is Executor.INLINE or workers <= 1 or len(jobs) == 1:
+        results = []
         for i, job in enumerate(jobs):
-            results[i] = job.run()
+            results.append(job.run())
             if on_done:
                 on_done(i, job, results[i])
-        return results  # type: ignore[return-value]
-    # Longest jobs first keeps both cores busy to the end.
-    order = sorted(range(len(jobs)), key=lambda i: -_weight(jobs[i]))
+        return results
+    results_by_index: list[Any] = [None] * len(jobs)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(_run, jobs[i]): i for i in order}
-        from concurrent.futures import as_completed
-
+        futures = {pool.submit(_run, jobs[i]): i for i in _longest_first(jobs)}
         for fut in as_completed(futures):
             i = futures[fut]
-            results[i] = fut.result()
+            results_by_index[i] = fut.result()
             if on_done:
-                on_done(i, jobs[i], results[i])
-    return results  # type: ignore[return-value]
+                on_done(i, jobs[i], results_by_index[i])
+    return results_by_index
 
 
-def _weight(job: SimJob) -> float:
+def _longest_first(jobs: Sequence[Any]) -> list[int]:
+    """Job indices, longest first: the last to finish are short ones, so every worker stays busy to the end."""
+    return sorted(range(len(jobs)), key=lambda i: -_weight(jobs[i]))
+
+
+def _weight(job: Any) -> float:
     try:
         wl = load_workload(job.workload)
         return wl.duration_s * wl.peak_rps

@@ -15,6 +15,11 @@ marked invalid (harness.live.validity: the driver fell behind, or could not
 reach the target), the result says it cannot judge (`cannot_judge`, exit 2)
 rather than pass or fail.
 
+Seeds: with `seeds` in the file or `run_gate(..., seeds=N)` every run is made under
+each seed (separate jobs); a check then reads the mean or a bound of the figure's
+95% interval, and a baseline check with a seeded baseline is a one-sided test for a
+significant regression (`harness.gate.seeded`).
+
 Checks address summary keys by dotted paths ("latency_s.p99",
 "tenants.t0.p99_s"), resolved against the typed `RunSummary` as its result file
 spells it. A gate result is also a valid `--baseline` for a later gate run, as
@@ -30,17 +35,21 @@ from typing import Any, Callable, Mapping
 
 from pydantic import BaseModel
 
+from harness.analysis.seeds import seed_set
 from harness.analysis.shorten import Shortening
+from harness.analysis.stats import interval, seeds_from
 from harness.analysis.variants import OnDone, VariantJob, knobs_of
 from harness.engine.jobs import run_jobs
 from harness.gate.file import Check, Gate, GateFile, check_keys, load_gate_file
+from harness.gate.seeded import baseline_change, change_words, read_bound
 from workloads.loader import ConfigError
 from harness.results import CompareResult, RunResult, RunSummary
 from harness.results.base import Result
 from harness.results.gate import CheckOutcome, GateResult
 from harness.results.rank import RankResult
+from harness.results.run import SeedSet
 
-__all__ = ["baseline_for", "baseline_summaries", "evaluate", "lookup", "run_gate"]
+__all__ = ["baseline_for", "baseline_seeds", "baseline_summaries", "evaluate", "lookup", "run_gate"]
 
 Summary = RunSummary | Mapping[str, Any]
 
@@ -106,9 +115,80 @@ def _worst(op: str, values: list[tuple[str, float | None, float]]) -> tuple[str,
     return max(values, key=badness)
 
 
+def _per_seed(runs: list[RunSummary], key: str) -> dict[str, list[float | None]]:
+    """{label: [value under each seed]} of a dotted key (labels as `lookup` names them)."""
+    found = [dict(lookup(s, key)) for s in runs]
+    labels = list(dict.fromkeys(k for f in found for k in f))
+    return {k: [f.get(k) for f in found] for k in labels}
+
+
+def _evaluate_seeded(check: Check, gate: Gate, row: dict[str, Any], runs: list[RunSummary],
+                     theirs: list[RunSummary] | None, base: SeedSet | None,
+                     base_summary: RunSummary | None, seeds: list[int]) -> CheckOutcome:
+    """One check over seeds: the mean or the named bound of each entry's interval against the
+    threshold; a baseline check against a seeded baseline, a one-sided test (module doc)."""
+    infinite = _null_is_infinite(check.key)
+    mine = _per_seed(runs, check.key)
+    if theirs is not None:
+        ref_vals = _per_seed(theirs, check.key)
+        mine = {k: [_ratio(v, r) for v, r in zip(vs, ref_vals.get(k, [None] * len(vs)))] for k, vs in mine.items()}
+    if not mine:
+        row["note"] = "no such entries in this run"
+        return CheckOutcome(**row)
+    cis = {k: interval(vs) for k, vs in mine.items()}
+    n = len(runs)
+    read = {k: read_bound(ci, check.bound, infinite) for k, ci in cis.items()}
+    notes = [row["note"]] if row["note"] else []
+    row["bound"] = check.bound.value
+    if check.relative is None:
+        values = [(k, read[k], check.value) for k in mine]
+        notes.append(f"mean of {n} seeds" if check.bound.value == "mean" else f"{check.bound.value} bound, {n} seeds")
+    elif base is None or len(base.seeds) < 2:
+        ref = dict(lookup(base_summary, check.key)) if base_summary is not None else {}
+        values = [(k, read[k], ref[k] * (1 + check.relative) if ref.get(k) is not None else math.nan) for k in mine]
+        notes.append(f"baseline has one seed: its value {check.relative:+.0%}, no test")
+    else:
+        paired = base.seeds == seeds
+        base_vals = _per_seed(base.summaries, check.key)
+        tests = {k: baseline_change(check.op, vs, base_vals.get(k, [None] * len(base.seeds)), check.relative,
+                                    paired) for k, vs in mine.items()}
+        if any(t is None for t in tests.values()):  # == and != have no 'worse': compare the means
+            values = [(k, read[k], (interval(base_vals[k]).mean or math.nan) * (1 + check.relative))
+                      for k in mine if k in base_vals]
+        else:
+            # The entry most likely worse (smallest p) speaks for the check.
+            k = min(tests, key=lambda k: 2.0 if tests[k].p_value is None else tests[k].p_value)  # type: ignore[union-attr]
+            d = tests[k]
+            new_mean, base_mean = cis[k].mean, interval(base_vals.get(k, [])).mean
+            passed = not d.significant() if d.mean is not None else \
+                COMPARE[check.op](read[k] if read[k] is not None else math.inf,
+                                  (base_mean if base_mean is not None else math.inf) * (1 + check.relative))
+            failing = sum(t.significant() for t in tests.values() if t is not None)
+            notes.append(change_words(d, new_mean, base_mean, check.relative))
+            if len(tests) > 1:
+                notes.append(f"{failing} of {len(tests)} regressed; most likely {k}")
+            row.update(measured=read[k], threshold=None if base_mean is None else base_mean * (1 + check.relative),
+                       passed=passed and failing == 0, interval=cis[k], change=d, note="; ".join(notes))
+            return CheckOutcome(**row)
+    label, measured, threshold = _worst(check.op, values)
+    ok = [v is not None and not (isinstance(t, float) and math.isnan(t)) and COMPARE[check.op](v, t)
+          for _, v, t in values]
+    if len(values) > 1:
+        notes.append(f"{sum(not o for o in ok)} of {len(values)} fail; worst {label}" if not all(ok)
+                     else f"all {len(values)} pass; worst {label}")
+    if measured is None:
+        notes.append("no value")
+    row.update(measured=measured, threshold=threshold, passed=all(ok), interval=cis.get(label),
+               note="; ".join(notes))
+    return CheckOutcome(**row)
+
+
 def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | None], RunSummary],
-             baseline: dict[tuple[str, str], RunSummary] | None) -> CheckOutcome:
-    """One check of one gate, decided."""
+             baseline: dict[tuple[str, str], RunSummary] | None,
+             seeded: dict[tuple[str, str, float | None], list[RunSummary]] | None = None,
+             base_seeded: dict[tuple[str, str], SeedSet] | None = None, seeds: list[int] | None = None) -> CheckOutcome:
+    """One check of one gate, decided. `seeded` (each seed's summaries, `seeds` in order) and
+    `base_seeded` (the baseline's, where it has seeds) make it a check over seeds."""
     row: dict[str, Any] = {
         "scenario": gate.scenario, "target": gate.target if gate.b is None else f"{gate.target}/{gate.b}",
         "key": check.key, "op": check.op, "check": check.text, "threshold": check.value,
@@ -117,6 +197,22 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
         row.update(passed=True, skipped=True, note=f"skipped: A and B are both {gate.target} (--target is this "
                                                    "pair's reference); a ratio of a target with itself says nothing")
         return CheckOutcome(**row)
+    if seeded is not None and seeds is not None and len(seeds) > 1:
+        if gate.b is not None:
+            row["note"] = f"ratio {gate.target} / {gate.b}"
+        theirs = seeded[(gate.scenario, gate.b, gate.duration_s)] if gate.b is not None else None
+        base = base_summary = None
+        if check.relative is not None:
+            if baseline is None:
+                row.update(passed=True, skipped=True, note="skipped: no --baseline given")
+                return CheckOutcome(**row)
+            base_summary = baseline_for(baseline, gate.scenario, gate.target)
+            base = baseline_for(base_seeded, gate.scenario, gate.target) if base_seeded else None  # type: ignore[arg-type]
+            if base_summary is None:
+                row["note"] = f"no run of {gate.scenario} in the baseline"
+                return CheckOutcome(**row)
+        return _evaluate_seeded(check, gate, row, seeded[(gate.scenario, gate.target, gate.duration_s)], theirs,
+                                base, base_summary, seeds)
     mine = dict(lookup(summaries[(gate.scenario, gate.target, gate.duration_s)], check.key))
     if gate.b is not None:
         theirs = dict(lookup(summaries[(gate.scenario, gate.b, gate.duration_s)], check.key))
@@ -182,8 +278,22 @@ def baseline_summaries(result: Result) -> dict[tuple[str, str], RunSummary]:
     return out
 
 
-def baseline_for(baseline: dict[tuple[str, str], RunSummary], scenario: str, target: str) -> RunSummary | None:
-    """The baseline summary of (scenario, target), or the only one of that scenario."""
+def baseline_seeds(result: Result) -> dict[tuple[str, str], SeedSet]:
+    """{(scenario, target): runs over seeds} of a gate, run or compare result made with
+    seeds (empty for one seed, or for a rank result)."""
+    out: dict[tuple[str, str], SeedSet] = {}
+    if isinstance(result, RunResult) and result.over_seeds is not None:
+        out[(result.summary.workload, result.summary.target)] = result.over_seeds
+    elif isinstance(result, (CompareResult, GateResult)) and result.over_seeds is not None:
+        for w, sides in result.over_seeds.items():
+            for label, ss in sides.items():
+                out[(w, ss.summaries[0].target if isinstance(result, CompareResult) else label)] = ss
+    return out
+
+
+def baseline_for(baseline: dict[tuple[str, str], Any], scenario: str, target: str) -> Any:
+    """The baseline summary (or runs over seeds) of (scenario, target), or the only one of
+    that scenario."""
     if (scenario, target) in baseline:
         return baseline[(scenario, target)]
     same = [s for (w, _), s in baseline.items() if w == scenario]
@@ -227,38 +337,52 @@ def invalid_runs(gf: GateFile, summaries: dict[Key, RunSummary],
 
 def run_gate(path: str, target: str | None = None, baseline: Result | None = None,
              workers: int | None = None, on_done: OnDone | None = None,
-             results: list[Result] | None = None, result_files: list[str] | None = None) -> GateResult:
+             results: list[Result] | None = None, result_files: list[str] | None = None,
+             seeds: int | None = None) -> GateResult:
     """Parse (ConfigError on a bad file), run what the gates need, evaluate; the gate result.
 
     `baseline` is a loaded result (`harness.results.load_result`) of a kind
     `baseline_summaries` accepts (ValueError otherwise). `results`, when given, are
     saved runs (run, compare, gate or rank results; live or sim) judged instead of
-    running sim; `result_files` their paths, recorded in the gate result.
+    running sim; `result_files` their paths, recorded in the gate result. `seeds`
+    replaces the file's `seeds` (sim only: saved runs are one seed each).
     """
     started = time.perf_counter()
     gf: GateFile = load_gate_file(path, target)
     check_keys(gf)
     base = baseline_summaries(baseline) if baseline is not None else None
+    base_seeded = baseline_seeds(baseline) if baseline is not None else None
+    seed_list = seeds_from(gf.seed, 1 if results else (seeds or gf.seeds))
     # One run per (scenario, target, duration), however many gates read it.
     keys = sorted({(g.scenario, t, g.duration_s) for g in gf.gates for t in (g.target, g.b)
                    if t is not None and g.b != g.target},
                   key=lambda k: (k[0], k[1], k[2] or 0.0))
+    seeded: dict[Key, list[RunSummary]] | None = None
     if results:
         summaries = given_summaries(keys, results)
     else:
-        jobs = [VariantJob(t, knobs_of(t)[1], w, gf.seed, None if dur is None else Shortening(run_s=dur))
-                for w, t, dur in keys]
+        knobs = {t: knobs_of(t)[1] for _, t, _ in keys}
+        jobs = [VariantJob(t, knobs[t], w, s, None if dur is None else Shortening(run_s=dur))
+                for s in seed_list for w, t, dur in keys]
         # Keyed by duration too (two gates may cut one scenario differently), so not run_summaries.
-        summaries = {k: r.summary for k, r in zip(keys, run_jobs(jobs, workers, on_done))}  # type: ignore[arg-type]
-    checks = [evaluate(c, g, summaries, base) for g in gf.gates for c in g.checks]
+        done = [r.summary for r in run_jobs(jobs, workers, on_done)]  # type: ignore[arg-type]
+        seeded = {k: done[i::len(keys)] for i, k in enumerate(keys)}
+        summaries = {k: runs[0] for k, runs in seeded.items()}
+    checks = [evaluate(c, g, summaries, base, seeded, base_seeded, seed_list) for g in gf.gates for c in g.checks]
     cannot = invalid_runs(gf, summaries, base)
     nested: dict[str, dict[str, RunSummary]] = {}
     durations: dict[str, dict[str, float]] = {}
     for (w, t, _), s in summaries.items():
         nested.setdefault(w, {})[t] = s
         durations.setdefault(w, {})[t] = s.duration_s
+    over: dict[str, dict[str, SeedSet]] | None = None
+    if seeded is not None and len(seed_list) > 1:
+        over = {}
+        for (w, t, _), runs in seeded.items():
+            over.setdefault(w, {})[t] = seed_set(seed_list, runs)
     return GateResult(
         gate_file=gf.path, seed=gf.seed, target=target, checks=checks,
+        seeds=seed_list if over else None, over_seeds=over,
         passed=all(c.passed for c in checks) and not cannot, summaries=nested, durations=durations,
         wall_s=time.perf_counter() - started, cannot_judge=cannot, results=list(result_files or []),
     )

@@ -5,6 +5,8 @@ A gate file is TOML (example: harness/gate/ci.toml)::
     [defaults]                  # all optional
     target = "hardened"         # the target under test (`--target` replaces it)
     seed = 1                    # one seed for every run: sim mode is deterministic
+    seeds = 1                   # or seeds seed..seed+N-1 (`--seeds N` replaces it):
+                                # every figure then gets a 95% interval
     duration_s = 5              # each scenario shortened to this, exactly as
                                 # `harness run --duration` does; omit for full length
     tolerance = 0.05            # default relative tolerance of `baseline` checks
@@ -21,6 +23,8 @@ A gate file is TOML (example: harness/gate/ci.toml)::
       "tenants.*.p99_s <= 0.3",           # * = every tenant must pass (worst shown)
       "latency_s.p99 <= baseline +10%",   # relative to --baseline RESULT
       "goodput_ratio >= baseline",        # ... within defaults.tolerance
+      { check = "latency_s.p99 <= 0.3", bound = "upper" },  # with seeds: the
+                                          # interval's upper bound must pass
     ]
 
     [[paired]]                  # ratio of target A's value to target B's,
@@ -40,6 +44,15 @@ rank result), moved by N%; a bare ``baseline`` with <= or < allows
 or != none. Latency values that are null in results (never answered) count
 as infinite. Without ``--baseline`` the baseline checks are skipped.
 
+Seeds: with ``seeds = N`` (or ``--seeds N``) every run is made under each seed
+and a check reads the mean over the seeds, or the bound of its 95% interval that
+the check names as a table, ``{ check = "...", bound = "upper" }`` ("lower",
+"upper" or "mean"; one seed has no interval, so the mean, i.e. the value, is
+read). A baseline check over seeds, against a baseline result with seeds, fails
+only on a significant regression: a one-sided t test (paired when both used the
+same seeds, else Welch's) that the figure is worse than the baseline moved by the
+tolerance, at p < 0.05 (harness/gate/seeded.py); else "no significant change".
+
 `--target T` replaces the target under test, and only it: every target
 that is omitted or names defaults.target becomes T; a gate that names another
 target (a paired gate's reference `b = "naive"`) keeps it. A paired gate whose
@@ -58,7 +71,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from types import UnionType
 from typing import Any, Callable, Union, get_args, get_origin
@@ -74,6 +88,14 @@ _CHECK = re.compile(r"^\s*(?P<key>[A-Za-z0-9_.*\-]+)\s*(?P<op><=|>=|==|!=|<|>)\s
 _BASE = re.compile(r"^baseline(?:\s*(?P<pct>[+-]\s*\d+(?:\.\d+)?)\s*%)?$")
 
 
+class Bound(StrEnum):
+    """Which figure of a 95% interval over seeds a check reads."""
+
+    MEAN = "mean"
+    LOWER = "lower"
+    UPPER = "upper"
+
+
 @dataclass(frozen=True)
 class Check:
     """One parsed check. `value` is a number (inf for 'never') or None for baseline checks."""
@@ -83,6 +105,7 @@ class Check:
     value: float | None
     relative: float | None = None  # baseline checks: the allowed relative move (+0.1 = +10%)
     text: str = ""
+    bound: Bound = Bound.MEAN       # which figure of the interval over seeds the check reads
 
 
 @dataclass(frozen=True)
@@ -103,9 +126,17 @@ class GateFile:
     seed: int
     tolerance: float
     gates: tuple[Gate, ...] = field(default_factory=tuple)
+    seeds: int = 1
 
 
 def parse_check(text: Any, tolerance: float, path: str, key: str) -> Check:
+    """A check string, or a table `{check = "...", bound = "upper"}` naming the bound it reads."""
+    if isinstance(text, dict):
+        _table(text, path, key, {"check", "bound"}, ("check",))
+        bound = text.get("bound", "mean")
+        if bound not in tuple(Bound):
+            raise _err(path, f"{key}.bound", f"'{bound}': valid are {', '.join(tuple(Bound))}")
+        return replace(parse_check(text["check"], tolerance, path, f"{key}.check"), bound=Bound(bound))
     if not isinstance(text, str):
         raise _err(path, key, 'must be a string like "latency_s.p99 <= 0.3"')
     m = _CHECK.match(text)
@@ -179,10 +210,13 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
     p = str(path)
     data = read_toml(Path(path))
     _table(data, p, "", {"defaults", "scenario", "paired", "description"})
-    d = _table(data.get("defaults", {}), p, "defaults", {"target", "seed", "duration_s", "tolerance"})
+    d = _table(data.get("defaults", {}), p, "defaults", {"target", "seed", "seeds", "duration_s", "tolerance"})
     seed = d.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise _err(p, "defaults.seed", f"must be an integer, not {seed!r}")
+    seeds = d.get("seeds", 1)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise _err(p, "defaults.seeds", f"must be an integer >= 1, not {seeds!r}")
     tol = _number(d, p, "defaults", "tolerance", 0.05)
     default_duration = _number(d, p, "defaults", "duration_s", None)
     if target:
@@ -230,7 +264,7 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
             gates.append(Gate(scen, a, dur, parsed, b, key))
     if not gates:
         raise _err(p, "scenario", "the file has no [[scenario]] or [[paired]] gates")
-    return GateFile(p, seed, tol, tuple(gates))
+    return GateFile(p, seed, tol, tuple(gates), seeds)
 
 
 def check_keys(gf: GateFile, schema: type[BaseModel] = RunSummary) -> None:

@@ -12,11 +12,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness.results.alerts import AlertsResult
 from harness.results.base import Result
+from harness.results.canary import CanaryResult
 from harness.results.capacity import CapacityResult
 from harness.results.compare import CompareResult
 from harness.results.gate import GateResult
 from harness.results.io import load as load_document
+from harness.results.llm import LlmResult
 from harness.results.pool import PoolResult
 from harness.results.rank import RankResult
 from harness.results.review import ReviewResult
@@ -32,6 +35,9 @@ RESULT_KINDS: dict[str, type[Result]] = {
     "gate": GateResult,
     "capacity": CapacityResult,
     "pool": PoolResult,
+    "llm": LlmResult,
+    "alerts": AlertsResult,
+    "canary": CanaryResult,
 }
 
 

@@ -8,7 +8,8 @@ from typing import Any, Literal
 from pydantic import Field, field_serializer, field_validator
 
 from harness.results.base import Figures, Result
-from harness.results.run import RunResult, RunSummary
+from harness.results.run import RunResult, RunSummary, SeedSet
+from harness.results.stats import Difference, Interval
 
 __all__ = ["Ceiling", "CompareResult", "FigureVerdict", "ScenarioVerdicts", "Winner", "winner"]
 
@@ -53,7 +54,14 @@ class FigureVerdict(Figures):
     `a`, `b`: the values in `unit` (None: no finite value, as `none_means` says: 'worst' is
     never, e.g. a percentile on unanswered requests or no recovery; 'zero' is nothing).
     `winner` is a tie when |a - b| <= `tie_within` (the noise threshold, in `unit`).
+
+    Over several seeds (`compare --seeds N`), `a` and `b` are the means over the seeds,
+    `a_ci`/`b_ci` their 95% intervals and `diff` B - A over the same seeds (a paired
+    test); `winner` is then A or B only where `diff`'s interval excludes 0 and its mean
+    exceeds `tie_within`, else a tie. One seed: the three are absent.
     """
+
+    OMIT_IF_NONE = frozenset({"a_ci", "b_ci", "diff"})
 
     figure: str
     label: str
@@ -64,6 +72,9 @@ class FigureVerdict(Figures):
     b: float | None = None
     tie_within: float = 0.0
     winner: Winner = Winner.TIE
+    a_ci: Interval | None = None
+    b_ci: Interval | None = None
+    diff: Difference | None = None
 
     @field_serializer("winner")
     def _winner_name(self, w: Winner) -> str:
@@ -72,8 +83,12 @@ class FigureVerdict(Figures):
     @field_validator("winner", mode="before")
     @classmethod
     def _winner_from_name(cls, v: Any) -> Any:
-        names = {name: w for w, name in _WINNER_NAMES.items()}
-        return names.get(v, v) if isinstance(v, str) else v
+        return _winner_from_name(v)
+
+
+def _winner_from_name(v: Any) -> Any:
+    names = {name: w for w, name in _WINNER_NAMES.items()}
+    return names.get(v, v) if isinstance(v, str) else v
 
 
 class Ceiling(Figures):
@@ -91,20 +106,45 @@ class Ceiling(Figures):
 
 class ScenarioVerdicts(Figures):
     """Per scenario: each declared figure judged, and each side's share of the ceiling
-    (`ceiling` keyed by side label, like `CompareResult.scenarios`)."""
+    (`ceiling` keyed by side label, like `CompareResult.scenarios`).
+
+    Over several seeds, `headline` judges goodput and the p99s with intervals, and
+    `winner` is the scenario's winner from them (goodput first, then p99 over all
+    requests, each only where its interval of B - A excludes 0); absent with one seed.
+    """
+
+    OMIT_IF_NONE = frozenset({"headline", "winner"})
 
     answers: list[FigureVerdict] = Field(default_factory=list)
     ceiling: dict[str, Ceiling] = Field(default_factory=dict)
+    headline: list[FigureVerdict] | None = None
+    winner: Winner | None = None
+
+    @field_serializer("winner")
+    def _winner_name(self, w: Winner | None) -> str | None:
+        return None if w is None else _WINNER_NAMES[w]
+
+    @field_validator("winner", mode="before")
+    @classmethod
+    def _winner_from_name(cls, v: Any) -> Any:
+        return _winner_from_name(v)
+
+    def figure(self, key: str) -> FigureVerdict | None:
+        """The headline verdict of one summary key (None with one seed)."""
+        return next((v for v in self.headline or [] if v.figure == key), None)
 
 
 class CompareResult(Result):
     """`scenarios[workload][side]` is that side's summary; `runs` the same as whole run results.
 
     `a` and `b` are the side labels (B's label gets " (B)" when both name one target).
+    With --seeds N, `seeds` lists the seeds (`seed` is the first), `scenarios` and
+    `runs` are the first seed's, and `over_seeds[workload][side]` holds every seed's
+    summary and the headline intervals; both absent with one seed.
     """
 
     KIND = "compare"
-    OMIT_IF_NONE = frozenset({"live"})
+    OMIT_IF_NONE = frozenset({"live", "seeds", "over_seeds"})
 
     kind: Literal["compare"] = "compare"
     a: str
@@ -117,6 +157,8 @@ class CompareResult(Result):
     # files have none.
     verdicts: dict[str, ScenarioVerdicts] = Field(default_factory=dict)
     live: dict[str, Any] | None = None
+    seeds: list[int] | None = None
+    over_seeds: dict[str, dict[str, SeedSet]] | None = None
 
     def _sides(self, pair: dict[str, Any]) -> tuple[Any, Any]:
         # Older files keyed the sides "A" and "B".
@@ -137,11 +179,22 @@ class CompareResult(Result):
             return None, None
         return v.ceiling.get(self.a), v.ceiling.get(self.b)
 
+    def seed_pair(self, workload: str) -> tuple[SeedSet, SeedSet] | None:
+        """A's and B's runs over the seeds in one scenario (None with one seed)."""
+        return None if self.over_seeds is None else self._sides(self.over_seeds[workload])
+
     def winners(self) -> dict[str, Winner]:
-        """Per scenario, the side that did better (`winner`)."""
-        return {w: winner(*self.pair(w)) for w in self.scenarios}
+        """Per scenario, the side that did better: over seeds the verdicts' `winner`,
+        with one seed `winner` of the two summaries."""
+        out = {}
+        for w in self.scenarios:
+            v = self.verdicts.get(w)
+            out[w] = v.winner if v is not None and v.winner is not None else winner(*self.pair(w))
+        return out
 
     def summary_json(self) -> dict[str, Any]:
-        """What `compare --json` prints: the summaries, no time series."""
+        """What `compare --json` prints: the summaries, no time series (with seeds: the first
+        seed's summaries, the seeds, and the verdicts with their intervals)."""
         doc = self.to_json()
-        return {"a": doc["a"], "b": doc["b"], "scenarios": doc["scenarios"], "verdicts": doc["verdicts"]}
+        seeds = {"seeds": doc["seeds"]} if "seeds" in doc else {}
+        return {"a": doc["a"], "b": doc["b"], **seeds, "scenarios": doc["scenarios"], "verdicts": doc["verdicts"]}

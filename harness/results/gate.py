@@ -12,13 +12,22 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.results.base import Figures, Result
-from harness.results.run import RunSummary
+from harness.results.run import RunSummary, SeedSet
+from harness.results.stats import Difference, Interval
 
 __all__ = ["CheckOutcome", "GateResult"]
 
 
 class CheckOutcome(Figures):
-    """One check of one gate, decided. `target` is "A/B" for a paired (ratio) check."""
+    """One check of one gate, decided. `target` is "A/B" for a paired (ratio) check.
+
+    Over seeds: `interval` is the figure's mean and 95% interval (the worst entry's, under
+    a wildcard), `bound` the figure of it the check read ("mean", "lower", "upper"), and
+    for a baseline check `change` the test of new against the baseline moved by the
+    tolerance (one-sided, toward worse); all absent with one seed.
+    """
+
+    OMIT_IF_NONE = frozenset({"bound", "interval", "change"})
 
     scenario: str
     target: str
@@ -30,6 +39,9 @@ class CheckOutcome(Figures):
     passed: bool
     note: str
     skipped: bool                   # a baseline check without --baseline (counts as passed)
+    bound: str | None = None
+    interval: Interval | None = None
+    change: Difference | None = None
 
     @property
     def paired(self) -> bool:
@@ -50,6 +62,7 @@ class GateResult(Result):
     """
 
     KIND = "gate"
+    OMIT_IF_NONE = frozenset({"seeds", "over_seeds"})
 
     kind: Literal["gate"] = "gate"
     gate_file: str
@@ -62,6 +75,10 @@ class GateResult(Result):
     wall_s: float
     cannot_judge: list[str] = Field(default_factory=list)
     results: list[str] = Field(default_factory=list)
+    # With seeds: the seeds (`seed` is the first, whose runs fill `summaries`) and every
+    # seed's summary per scenario and target.
+    seeds: list[int] | None = None
+    over_seeds: dict[str, dict[str, SeedSet]] | None = None
 
     @property
     def verdict(self) -> Literal["pass", "fail", "cannot judge"]:
@@ -82,4 +99,4 @@ class GateResult(Result):
 
     def summary_json(self) -> dict[str, Any]:
         """What `gate --json` prints: the document without the run summaries."""
-        return {k: v for k, v in self.to_json().items() if k != "summaries"}
+        return {k: v for k, v in self.to_json().items() if k not in ("summaries", "over_seeds")}

@@ -23,9 +23,10 @@ from pydantic import Field
 
 from harness.results.base import Figures, Result
 from harness.results.run import RunSummary
+from harness.results.stats import Interval
 
 __all__ = ["NOISE_AMPLIFICATION", "NOISE_GOODPUT", "NOISE_P99_S", "NOISE_SHARE", "FlawCost", "FlawGain",
-           "FlawRank", "KeptSpan", "Probe", "ProbePlan", "RankResult", "RunPlan", "ScenarioCost", "ShortRun",
+           "FlawRank", "FlawSeeds", "KeptSpan", "Probe", "ProbePlan", "RankResult", "RunPlan", "ScenarioCost", "ShortRun",
            "TailChange", "measurable", "tail_change"]
 
 
@@ -156,8 +157,30 @@ class ShortRun(Figures):
     missing: list[str] = Field(default_factory=list)         # exposing scenarios not run at all
 
 
+class FlawSeeds(Figures):
+    """One flaw over seeds (`rank --seeds N`): its worst-case cost under each seed, as
+    95% intervals (a p99 increase that was never answered under some seed has none), and
+    how stable its place is: `places[i]` its place in the ranking of seed i alone
+    (RankResult.seeds order), `held` the share of seeds whose own ranking put it at
+    its final `rank`."""
+
+    goodput_loss: Interval
+    p99_increase_s: Interval
+    harmed: Interval
+    amplification_increase: Interval
+    places: list[int]
+    held: float
+
+    @property
+    def place_range(self) -> tuple[int, int]:
+        return min(self.places), max(self.places)
+
+
 class FlawRank(Figures):
-    OMIT_IF_NONE = frozenset({"too_short"})
+    """One flaw, measured; `cost`, `gain` and `per_scenario` are the first seed's. With
+    seeds, `over_seeds` says how its cost and place vary (absent with one seed)."""
+
+    OMIT_IF_NONE = frozenset({"too_short", "over_seeds"})
 
     id: str
     doc_item: str
@@ -170,6 +193,7 @@ class FlawRank(Figures):
     interaction: str | None = None      # what the interaction probes found, if any
     rank: int
     too_short: ShortRun | None = None   # the runs could not show this flaw (harness.analysis.exposure)
+    over_seeds: FlawSeeds | None = None
 
 
 class Probe(Figures):
@@ -204,10 +228,15 @@ class RunPlan(Figures):
 
 
 class RankResult(Result):
-    """Flaws in rank order; `top` the (up to) three the flawed design must fix first."""
+    """Flaws in rank order; `top` the (up to) three the flawed design must fix first.
+
+    With --seeds N, `seeds` lists them (`seed` is the first, whose figures fill the
+    tables), each flaw carries `over_seeds`, and the ranking orders flaws by their
+    median place over the seeds' own rankings (harness.analysis.ablation).
+    """
 
     KIND = "rank"
-    OMIT_IF_NONE = frozenset({"probe_runs", "interactions", "suite_name"})
+    OMIT_IF_NONE = frozenset({"probe_runs", "interactions", "suite_name", "seeds"})
 
     kind: Literal["rank"] = "rank"
     seed: int
@@ -229,6 +258,7 @@ class RankResult(Result):
     interactions: list[ProbePlan] | None = None
     wall_s: float
     suite_name: str | None = None
+    seeds: list[int] | None = None
 
     def flaw(self, fid: str) -> FlawRank:
         """The entry of one flaw (KeyError when it was not measured)."""

@@ -14,9 +14,10 @@ from typing import Any, Literal, Mapping
 from pydantic import Field, model_validator
 
 from harness.results.base import Figures, Result
+from harness.results.stats import Interval
 
 __all__ = ["ANSWERED", "Latency", "Outcome", "OutcomeFigures", "Outcomes", "RequestCounts", "RunResult",
-           "RunSummary", "TenantFigures", "TAIL_ORDER", "outcome_at"]
+           "RunSummary", "SeedSet", "TenantFigures", "TAIL_ORDER", "outcome_at"]
 
 
 class Outcome(StrEnum):
@@ -243,8 +244,35 @@ class RunSummary(Figures):
         return data
 
 
+class SeedSet(Figures):
+    """One target under one workload over several seeds (`harness.analysis.seeds`): the seeds,
+    each seed's summary in that order, and the headline figures' means and 95% intervals
+    (`figures`, keyed by summary key: "goodput_ratio", "latency_s.p99", ...)."""
+
+    seeds: list[int]
+    summaries: list[RunSummary]
+    figures: dict[str, Interval] = Field(default_factory=dict)
+
+    def values(self, key: str) -> list[float | None]:
+        """The figure `key` (a dotted summary key) of every seed, None where it has no value."""
+        out: list[float | None] = []
+        for s in self.summaries:
+            node: Any = s
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
+                if node is None:
+                    break
+            out.append(None if node is None or isinstance(node, (dict, Figures)) else float(node))
+        return out
+
+
 class RunResult(Result):
+    """One run; `summary` and the rest are the first seed's. With --seeds N, `over_seeds`
+    holds every seed's summary and each headline figure's interval (absent with one seed,
+    so a one-seed run file is what it always was)."""
+
     KIND = "run"
+    OMIT_IF_NONE = frozenset({"over_seeds"})
 
     kind: Literal["run"] = "run"
     summary: RunSummary
@@ -257,3 +285,4 @@ class RunResult(Result):
     events: list[dict[str, Any]] = Field(default_factory=list)
     timeseries: dict[str, Any] = Field(default_factory=dict)
     latency_cdf: dict[str, Any] = Field(default_factory=dict)
+    over_seeds: SeedSet | None = None

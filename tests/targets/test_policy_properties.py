@@ -11,6 +11,7 @@ from targets.admission import TokenBucket, admit, predicted_latency_s
 from targets.batcher import BatchPolicy
 from targets.config import Batching
 from targets.dedupe import Deduper
+from targets.dispatch_policy import per_gpu_rps
 from targets.protocol import Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
 
@@ -92,7 +93,7 @@ def test_drr_bounds_the_service_gap(items, batch):
 @given(st.sampled_from(list(Batching)), st.integers(1, 64), st.integers(0, 500),
        st.floats(0, 1), st.booleans())
 def test_batch_policy_never_takes_more_than_b_or_than_queued(kind, b, queued, waited, free):
-    d = BatchPolicy(kind, b, 0.05).decide(queued, waited, free)
+    d = BatchPolicy(kind, b, 0.05, per_gpu_rps=per_gpu_rps(lambda q: 0.1, b)).decide(queued, waited, free)
     assert 0 <= d.take <= min(b, queued)
     if kind is Batching.FULL:
         assert d.take in (0, b)
@@ -176,3 +177,17 @@ def test_backoff_is_capped_full_jitter_and_honours_retry_after():
         assert 0 <= min(delays) and max(delays) <= cap
         assert max(delays) > 0.8 * cap  # full jitter spans the whole range
     assert p.delay_s(1, Response(Status.UNAVAILABLE, retry_after_s=0.7), rng) >= 0.7
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([k for k in Batching if k is not Batching.FULL]), st.integers(0, 80),
+       st.floats(0.0, 1.0), st.integers(1, 64), st.floats(0.0, 5_000.0), st.floats(0.0, 40.0))
+def test_no_policy_but_full_dispatches_without_a_free_gpu(kind, queued, waited, b, rate, gpus):
+    """Batcher.enqueue skips deciding in pull mode while no GPU is free: that is exact only
+    because every policy but FULL then decides WAIT, with no timer to arm."""
+    from targets.batcher import WAIT, BatchPolicy
+    from targets.dispatch_policy import per_gpu_rps
+
+    per_gpu = per_gpu_rps(lambda q: 0.05 + 0.002 * q, b) if kind is Batching.RATE else ()
+    policy = BatchPolicy(kind, b, max_wait_s=0.05, reserve_gpus=2, per_gpu_rps=per_gpu)
+    assert policy.decide(queued, waited, gpu_free=False, free_gpus=0, rate_rps=rate, gpus=gpus) == WAIT

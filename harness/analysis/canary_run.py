@@ -1,0 +1,155 @@
+"""One canary rollout in sim: a plan's steps on a target serving two versions, judged step by step.
+
+The driver sends the plan's traffic open-loop; a recording transport notes, for
+every answered attempt, which version the split routed it to, its status,
+latency and answer label. At each step's end the step's canary answers are
+judged against the baseline's (`harness.analysis.canary.judge`): roll back
+(weight to 0, the run ends), hold (the step runs again, at most `max_holds`
+times) or go on; passing the last step promotes. Seeded and deterministic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from harness.analysis.canary import Action, Sample, Thresholds, judge
+from harness.engine.clock import run_virtual
+from harness.engine.driver import Driver
+from harness.engine.transports import InProcessTransport
+from harness.results.canary import CanaryRun
+from targets.canary_fleet import CanaryFleet
+from targets.client import ClientPolicy
+from targets.config import TargetConfig
+from targets.protocol import Attempt, Response, Status
+from targets.target import ServingTarget
+from targets.versions import LABELS, CanaryRouting, ModelVersion, VersionedOutput
+from workloads.arrivals import build_schedule
+from workloads.canary_plan import CanaryPlan
+from workloads.model import WorkloadConfig
+
+__all__ = ["Rollout", "canary_gpus"]
+
+
+def canary_gpus(plan: CanaryPlan, config: TargetConfig) -> int:
+    """The canary's replicas: the plan's, or the fleet's share at the largest step, plus one."""
+    if plan.canary_gpus is not None:
+        return plan.canary_gpus
+    return math.ceil(max(s.weight for s in plan.steps) * config.fleet_gpus) + 1
+
+
+class _NullSink:
+    """The driver's sink: the rollout judges from its own records."""
+
+    def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
+        pass
+
+    def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None:
+        pass
+
+
+class _Samples:
+    """Per step, per version (0 baseline, 1 canary): what `judge` reads."""
+
+    def __init__(self) -> None:
+        self.step = [Sample(labels=np.zeros(LABELS, dtype=np.int64)) for _ in range(2)]
+        self.canary_requests = 0  # attempts routed to the canary so far (the exposure)
+
+    def reset(self) -> None:
+        self.step = [Sample(labels=np.zeros(LABELS, dtype=np.int64)) for _ in range(2)]
+
+    def record(self, canary: bool, response: Response, latency_s: float) -> None:
+        s = self.step[canary]
+        if response.status is Status.OK:
+            s.latencies_s.append(latency_s)
+            if isinstance(response.output, VersionedOutput):
+                s.labels[response.output.label] += 1
+        elif response.status is Status.ERROR:
+            s.errors += 1
+
+
+class _RecordingTransport:
+    def __init__(self, inner: InProcessTransport, fleet: CanaryFleet, samples: _Samples,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.inner = inner
+        self.fleet = fleet
+        self.samples = samples
+        self.loop = loop
+
+    def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
+        canary = self.fleet.split.to_canary(attempt.uid, attempt.tenant)
+        self.samples.canary_requests += canary
+        sent = self.loop.time()
+
+        def done(response: Response) -> None:
+            self.samples.record(canary, response, self.loop.time() - sent)
+            on_done(response)
+
+        self.inner.send(attempt, timeout_s, done)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One plan, one canary version, one workload, one target, one seed."""
+
+    plan: CanaryPlan
+    version: ModelVersion
+    workload: WorkloadConfig
+    config: TargetConfig
+    seed: int
+
+    def run(self) -> CanaryRun:
+        return run_virtual(self._main())
+
+    async def _main(self) -> CanaryRun:
+        loop = asyncio.get_running_loop()
+        rng = random.Random(self.seed)
+        schedule = build_schedule(self.workload, self.seed)
+        target = ServingTarget(self.config, random.Random(rng.randrange(2**31)))
+        split = target.attach_canary(self.version, CanaryRouting(self.plan.routing), canary_gpus(self.plan, self.config))
+        samples = _Samples()
+        transport = _RecordingTransport(InProcessTransport(target), target.canary, samples, loop)
+        driver = Driver(schedule, ClientPolicy.from_target(self.config), transport, _NullSink(),
+                        random.Random(rng.randrange(2**31)))
+        decided: asyncio.Future[CanaryRun] = loop.create_future()
+        th = Thresholds(**self.plan.analysis.model_dump())
+        state = {"step": 0, "holds": 0}
+
+        def end_step() -> None:
+            step = self.plan.steps[state["step"]]
+            verdict = judge(samples.step[1], samples.step[0], th)
+            samples.reset()
+            action = verdict.action
+            if action is Action.HOLD and state["holds"] < self.plan.max_holds:
+                state["holds"] += 1
+                loop.call_later(step.duration_s, end_step)
+                return
+            last = state["step"] == len(self.plan.steps) - 1
+            if action is Action.PROMOTE and not last:
+                state["step"] += 1
+                state["holds"] = 0
+                nxt = self.plan.steps[state["step"]]
+                split.weight = nxt.weight
+                loop.call_later(nxt.duration_s, end_step)
+                return
+            split.weight = 0.0 if action is not Action.PROMOTE else split.weight
+            decided.set_result(CanaryRun(
+                seed=self.seed, decision=action.value, decided_at_s=loop.time(), step=state["step"],
+                failed=list(verdict.failed), canary_requests=samples.canary_requests,
+                wrong_version=target.canary.stats.wrong_version))
+
+        split.weight = self.plan.steps[0].weight
+        loop.call_at(self.plan.steps[0].duration_s, end_step)
+        traffic = asyncio.ensure_future(driver.run(t0=0.0))
+        await asyncio.wait([traffic, decided], return_when=asyncio.FIRST_COMPLETED)
+        traffic.cancel()
+        if not decided.done():  # the traffic ran out before the plan decided
+            return CanaryRun(seed=self.seed, decision=Action.HOLD.value, decided_at_s=None, step=state["step"],
+                             failed=[], canary_requests=samples.canary_requests,
+                             wrong_version=target.canary.stats.wrong_version)
+        return decided.result()

@@ -1,0 +1,121 @@
+"""`harness compare llm-A llm-B`: LLM batching policies over a rate sweep in sim, or served live.
+
+`compare` hands over here when both targets are LLM policies. Options keep
+their `compare` meaning: `--workload` names length mixes (repeatable; default
+lognormal and sharegpt-like), `--rate` one offered rate instead of the sweep,
+`--duration` seconds of arrivals per point, `--set` engine knobs and cost
+coefficients (`targets.llm.knobs`), cost=FILE (from `harness profile llm`), and
+slo_ttft_s, slo_tpot_s and attainment.
+Builds an ``LlmSweep``, calls ``harness.analysis.llm_compare.run_sweep`` and
+publishes the ``llm`` result; `--mode live` serves the tiny decoder with each policy
+instead (``harness.live.llm_live``, at `--rate`, default 4 req/s, for `--duration`,
+default 20 s). No arithmetic lives here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from harness.analysis.llm_compare import LlmSweep, run_sweep
+from harness.cli.common import err, fail, publish
+from harness.results import io as results
+from targets.llm import LlmEngineSpec, LlmPolicy, create_scheduler, policy_names
+from targets.llm.knobs import engine_with
+from targets.spec import parse_value
+
+__all__ = ["compare_llm", "is_llm"]
+
+_SWEEP_KNOBS = ("slo_ttft_s", "slo_tpot_s", "attainment")
+_COST_FILE = "cost"  # --set cost=FILE: the step cost `harness profile llm` fitted
+
+
+def is_llm(spec: str) -> bool:
+    return spec.startswith("llm-")
+
+
+def _split_set(pairs: list[str]) -> tuple[dict[str, str], dict[str, float]]:
+    engine, sweep = {}, {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"--set '{pair}' is not KEY=VALUE")
+        if key == _COST_FILE:
+            engine[key] = raw
+        elif key in _SWEEP_KNOBS:
+            value = parse_value(raw)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                fail(f"--set {key}: expected a number > 0, got {raw!r}")
+            sweep[key] = float(value)
+        else:
+            engine[key] = raw
+    return engine, sweep
+
+
+def compare_llm(a: str, b: str, workload: list[str] | None, seed: int, duration: float | None,
+                rate: float | None, set_: list[str] | None, as_json: bool, out_path: Path | None, quiet: bool,
+                mode: str) -> None:
+    for side, spec in (("A", a), ("B", b)):
+        if spec not in policy_names():
+            fail(f"{side} '{spec}': LLM policies are {', '.join(policy_names())}")
+    if a == b:
+        fail(f"A and B are both '{a}': compare two different LLM policies")
+    engine_knobs, sweep_knobs = _split_set(set_ or [])
+    try:
+        base = LlmEngineSpec()
+        if mode != "sim":
+            from harness.live.llm_profile import LIVE_ENGINE
+
+            base = LIVE_ENGINE
+        if _COST_FILE in engine_knobs:
+            from harness.live.llm_profile import load_cost
+
+            base = replace(base, cost=load_cost(engine_knobs.pop(_COST_FILE)))
+        engine = engine_with(base, engine_knobs)
+        for policy in (a, b):
+            create_scheduler(replace(engine, policy=LlmPolicy(policy)))  # bad knob values fail here, early
+        sweep = LlmSweep(policies=(a, b), seed=seed, engine=engine,
+                         **({"mixes": tuple(workload)} if workload else {}),
+                         **({"rates_rps": (rate,)} if rate is not None else {}),
+                         **({"duration_s": duration} if duration is not None else {}), **sweep_knobs)
+    except ValueError as exc:
+        fail(str(exc))
+    show = not (quiet or as_json) and err.is_terminal
+    if mode != "sim":
+        from harness.live.llm_live import live_compare
+
+        try:
+            with err.status("llm: serving and driving the tiny decoder"):
+                result = live_compare((a, b), engine, rate or 4.0, duration or 20.0, seed, sweep.slo_ttft_s,
+                                      sweep.slo_tpot_s)
+        except ValueError as exc:
+            fail(str(exc))
+    elif show:
+        with err.status("llm") as status:
+            result = run_sweep(sweep, on_run=lambda what: status.update(f"llm: simulating {what}"))
+    else:
+        result = run_sweep(sweep)
+    publish(result, out_path or results.default_path("llm", f"{a}-vs-{b}"), None, as_json)
+
+
+def profile_llm_cmd(out_path: Path | None, repeats: int, threads: int | None) -> None:
+    """`harness profile llm`: serve the tiny decoder, drive a calibration load, fit the step cost to the
+    live engine's steps and write it for `--set cost=FILE`. (`--repeats` does not apply.)"""
+    from harness.cli.common import out
+    from harness.live.llm_profile import profile_llm
+
+    with err.status("profile llm: serving and driving the tiny decoder (20 s)"):
+        try:
+            prof = profile_llm(threads=threads)
+        except ValueError as exc:
+            fail(str(exc))
+    path = out_path or Path("runs") / "costs-llm-cpu.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prof.to_json(path)
+    c = prof.cost
+    out.print(f"tiny decoder, torch {prof.torch}, {prof.threads} threads, {len(prof.rows)} live steps: step = "
+              f"{c.base_s * 1000:.3f} ms + {c.per_prefill_token_s * 1e6:.1f} us/prefill token + "
+              f"{c.per_decode_seq_s * 1e6:.1f} us/decode row + {c.per_context_token_s * 1e9:.1f} ns/context token",
+              highlight=False)
+    out.print(f"cost file: {path}  (use: harness compare llm-static llm-continuous --set cost={path})",
+              highlight=False)

@@ -1,0 +1,107 @@
+"""Reference docs generated from the code: `harness docs --out docs/`.
+
+Each page is a pure function of the models, registries and command tree it documents
+(workload model, flaw catalogue and knobs, gate parser, result types, HTTP server,
+CLI), so the checked-in `docs/` can be compared with a fresh generation and a test
+fails the moment they differ. This package reads harness.gate, harness.live and
+harness.results; the CLI's command tree is passed in, so nothing here imports the CLI.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.docs.markdown import REGENERATE, banner, table
+
+__all__ = ["PAGES", "REGENERATE", "generate", "page", "page_names", "stale", "write"]
+
+# file -> (what it holds, builder). Builders take the CLI's click command tree.
+PAGES: dict[str, tuple[str, Callable[[Any], str]]] = {}
+
+
+def _register() -> None:
+    from harness.docs import cli_page, gate_page, http_page, results_page, targets_page, workload_page
+
+    PAGES.update({
+        "README.md": ("this index", lambda app: _index()),
+        "workloads.md": ("workload TOML files: every key with type, unit, default, allowed values and an example; "
+                         "the figures a scenario's answers may name; the built-in scenarios and suites",
+                         lambda app: workload_page.page()),
+        workload_page.SCHEMA_FILE: ("JSON Schema of a workload file, for editors",
+                                    lambda app: workload_page.schema_text()),
+        "targets.md": ("target specs, the flaw catalogue (doc item, failure, fix, knobs, exposing scenarios) "
+                       "and every knob with its naive and hardened value", lambda app: targets_page.page()),
+        "gate.md": ("the CI gate file format and every summary key a check may name", lambda app: gate_page.page()),
+        "results.md": ("the keys of every result document (run, compare, rank, review, gate, capacity, pool)",
+                       lambda app: results_page.page()),
+        "http-api.md": ("the live HTTP API: request fields, each model's input, every error kind; URL targets "
+                        "and their body template placeholders", lambda app: http_page.page()),
+        "cli.md": ("every command and option", cli_page.page),
+    })
+
+
+def _index() -> str:
+    return "\n".join([
+        banner(["harness/docs/"]),
+        "# Reference\n",
+        "Generated from the code that validates each input, so it cannot drift: "
+        "`tests/test_docs.py` fails when a page here differs from a fresh generation. "
+        f"After changing a model, a knob, a flaw, an error or an option, run `{REGENERATE}`.\n",
+        table(("page", "holds"), [(f"[{name}]({name})", what) for name, (what, _) in PAGES.items()
+                                  if name != "README.md"]),
+    ])
+
+
+def _tidy(name: str, text: str) -> str:
+    """One blank line between blocks, one newline at the end."""
+    if name.endswith(".md"):
+        text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.rstrip("\n") + "\n"
+
+
+def page_names() -> list[str]:
+    """The files `generate` makes, in order."""
+    if not PAGES:
+        _register()
+    return list(PAGES)
+
+
+def page(name: str, app: Any) -> str:
+    """One page's text; `app` is the CLI's click command tree."""
+    page_names()
+    return _tidy(name, PAGES[name][1](app))
+
+
+def generate(app: Any) -> dict[str, str]:
+    """{file name: text} of every page."""
+    return {name: page(name, app) for name in page_names()}
+
+
+def stale(out: Path, pages: dict[str, str]) -> list[str]:
+    """Why each file under `out` differs from `pages` (missing, differs, no longer generated)."""
+    problems = []
+    for name, text in pages.items():
+        path = out / name
+        if not path.is_file():
+            problems.append(f"{path}: missing")
+        elif path.read_text(encoding="utf-8") != text:
+            problems.append(f"{path}: differs from a fresh generation")
+    if out.is_dir():
+        for path in sorted(out.iterdir()):
+            if path.is_file() and path.name not in pages:
+                problems.append(f"{path}: not generated any more (delete it)")
+    return problems
+
+
+def write(out: Path, pages: dict[str, str]) -> list[str]:
+    """Write the pages that changed; the names written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in pages.items():
+        path = out / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(name)
+    return written

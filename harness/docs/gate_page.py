@@ -1,0 +1,68 @@
+"""docs/gate.md: the gate file format, and every summary key a check may name.
+
+The format is `harness.gate.file`'s docstring (the parser's own contract); the keys are
+walked from `RunSummary` and each is confirmed by the parser's key check, so the list is
+exactly what `harness gate` accepts. The project's CI gate file is shown as the example.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from types import NoneType
+from typing import Any, Iterator, get_args, get_origin
+
+from pydantic import BaseModel
+
+from harness.docs.fields import meaning, type_name, unit_of
+from harness.docs.markdown import banner, block, code, table
+from harness.gate import file as gate_file
+from harness.results.run import RunSummary
+
+EXAMPLE = Path(gate_file.__file__).with_name("ci.toml")
+
+
+def _plain(tp: Any) -> Any:
+    args = [a for a in get_args(tp) if a is not NoneType]
+    return args[0] if get_args(tp) and len(args) == 1 and get_origin(tp) is not dict else tp
+
+
+def check_keys(model: type[BaseModel] = RunSummary, prefix: str = "") -> Iterator[tuple[str, str, str]]:
+    """(key, type, meaning) of every number a check can read, tables as `*`."""
+    for name, info in model.model_fields.items():
+        key = f"{prefix}{info.alias or name}"
+        tp = _plain(info.annotation)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            yield from check_keys(tp, f"{key}.")
+        elif get_origin(tp) is dict:
+            value = get_args(tp)[1]
+            if isinstance(value, type) and issubclass(value, BaseModel):
+                yield from check_keys(value, f"{key}.*.")
+            else:
+                yield f"{key}.*", type_name(value), meaning(model, name)
+        elif tp in (int, float) or tp is Any:
+            yield key, type_name(info.annotation), meaning(model, name)
+
+
+def page() -> str:
+    rows = []
+    for key, tp, note in check_keys():
+        problem = gate_file.key_problem(key, RunSummary, {"t0"})
+        assert problem is None, f"the gate page lists {key}, which the gate refuses: {problem}"
+        rows.append((code(key), tp, unit_of(key.rsplit(".", 1)[-1]) or unit_of(key.split(".")[0]), note))
+    gate_file.load_gate_file(EXAMPLE)  # the example must stay a valid gate file
+    return "\n".join([
+        banner(["harness/gate/file.py", "harness/results/run.py", "harness/gate/ci.toml"]),
+        "# Gate files\n",
+        "`harness gate FILE` runs a gate file's scenarios in sim (or judges saved runs with `--results`) and "
+        "exits 0 when every check passes, 1 on a violation, 2 when the file is bad or a run cannot be judged.\n",
+        "## Format\n",
+        block(inspect.cleandoc(gate_file.__doc__ or "")),
+        f"Operators: {', '.join(code(o) for o in gate_file.OPS)}.\n",
+        "## Keys a check may name\n",
+        "Every number of the run summary ([results](results.md#runsummary)); `*` in a table is every entry "
+        "(for `tenants`, a tenant name also works). Latency keys that are null in results (never answered) "
+        "count as infinite.\n\n" + table(("key", "type", "unit", "meaning"), rows),
+        "## Example: the project's CI gate (`harness/gate/ci.toml`)\n",
+        block(EXAMPLE.read_text(), "toml"),
+    ])

@@ -1,0 +1,79 @@
+"""From an engine trace to the figures users of LLM APIs read (`harness.results.llm.LlmRun`).
+
+Per request: TTFT = first token - arrival; TPOT = (last token - first token) /
+(output tokens - 1), the mean gap after the first token (vLLM's `bench serve`
+definition; a one-token answer has none); E2E = last token - arrival; queue
+wait = first scheduled work - arrival. ITL is every gap between consecutive
+tokens of a request, from the engine's HdrHistogram. Percentiles use the
+project's helpers (`percentile_of`, rank ceil(q n); `percentiles` for HDR).
+A request meets the SLO when it finished with TTFT <= slo_ttft_s and TPOT <=
+slo_tpot_s; goodput counts those per second of arrivals. Token rates count
+tokens emitted while requests were still arriving (the first `duration_s`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.engine.llm_run import EngineTrace
+from harness.engine.recorder import percentile_of, percentiles
+from harness.results.llm import LlmRun, Pcts, TenantFigures
+
+__all__ = ["run_figures"]
+
+
+def _pcts(values: np.ndarray) -> Pcts:
+    if len(values) == 0:
+        return Pcts()
+    return Pcts(mean=float(values.mean()), p50=percentile_of(values, 50), p90=percentile_of(values, 90),
+                p99=percentile_of(values, 99), max=float(values.max()))
+
+
+def _share(part: float, whole: float) -> float | None:
+    return part / whole if whole > 0 else None
+
+
+def run_figures(trace: EngineTrace, policy: str, mix: str, rate_rps: float, tenants: tuple[str, ...],
+                slo_ttft_s: float, slo_tpot_s: float) -> LlmRun:
+    seqs = trace.seqs
+    arrival = np.array([s.arrival_s for s in seqs])
+    first = np.array([s.first_token_s for s in seqs])
+    last = np.array([s.finish_s for s in seqs])
+    sched = np.array([s.scheduled_s for s in seqs])
+    out = np.array([s.output_tokens for s in seqs])
+    tenant = np.array([s.tenant for s in seqs], dtype=np.int64)
+    rejected = np.array([s.rejected for s in seqs], dtype=bool)
+    done = ~np.isnan(last)
+    ttft = first - arrival
+    multi = done & (out > 1)
+    tpot = np.full(len(seqs), np.nan)
+    tpot[multi] = (last[multi] - first[multi]) / (out[multi] - 1)
+    good = done & (ttft <= slo_ttft_s) & (np.isnan(tpot) | (tpot <= slo_tpot_s))
+    duration = trace.duration_s
+    hdr = percentiles(trace.itl)
+    per_tenant = {}
+    for k, name in enumerate(tenants):
+        mine = tenant == k
+        per_tenant[name] = TenantFigures(
+            requests=int(mine.sum()), finished=int((done & mine).sum()),
+            ttft_s=_pcts(ttft[done & mine]), tpot_s=_pcts(tpot[multi & mine]),
+            output_tok_s=float(out[done & mine & (last <= duration)].sum()) / duration,
+            goodput_rps=float((good & mine).sum()) / duration)
+    held = trace.kv_blocks * trace.end_s if trace.kv_blocks else 0
+    return LlmRun(
+        policy=policy, mix=mix, rate_rps=rate_rps, duration_s=duration, requests=len(seqs),
+        finished=int(done.sum()), rejected=int(rejected.sum()), unfinished=int((~done & ~rejected).sum()),
+        ttft_s=_pcts(ttft[done]), tpot_s=_pcts(tpot[multi]), e2e_s=_pcts((last - arrival)[done]),
+        itl_s=Pcts(mean=hdr["mean"], p50=hdr["p50"], p90=hdr["p90"], p99=hdr["p99"], max=hdr["max"]),
+        queue_wait_s=_pcts((sched - arrival)[~np.isnan(sched)]),
+        output_tok_s=trace.tokens_in_window / duration,
+        total_tok_s=(trace.tokens_in_window + trace.prompt_tokens_in_window) / duration,
+        goodput_rps=float(good.sum()) / duration, slo_attainment=float(good.mean()) if len(seqs) else 0.0,
+        busy_share=min(1.0, trace.busy_s / trace.end_s) if trace.end_s > 0 else 0.0,
+        steps=trace.steps, mean_decode_rows=_share(trace.decode_rows, trace.steps),
+        kv_utilization=_share(trace.kv_block_s, held) if held else None,
+        preemptions=trace.preemptions,
+        idle_slot_share=(1 - trace.slot_tokens_used / trace.slot_tokens_total) if trace.slot_tokens_total else None,
+        padding_share=_share(trace.padding_tokens, trace.prefill_tokens) if trace.slot_tokens_total else None,
+        per_tenant=per_tenant,
+    )

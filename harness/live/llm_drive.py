@@ -1,0 +1,109 @@
+"""Drive a live OpenAI-compatible completions endpoint open loop, and check the sim against it.
+
+`drive(url, schedule, model)` sends every request of a token schedule at its
+scheduled time (open loop: a slow server cannot slow the sender), streaming,
+with a prompt of exactly `prompt_tokens` token ids and `max_tokens` =
+`output_tokens`. Every SSE chunk's arrival is a token's time: TTFT and each
+ITL are measured from the request's *scheduled* start, so the figures are
+comparable with the sim's (`harness.engine.llm_metrics.run_figures` reads
+both). `sim_and_live(...)` serves the tiny decoder in this process on
+127.0.0.1, drives it, and simulates the same schedule with a profiled cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import aiohttp
+
+from harness.engine.llm_run import EngineTrace, simulate
+from harness.engine.recorder import new_histogram
+from targets.llm import LlmEngineSpec, Sequence, create_scheduler
+from workloads.llm import LlmSchedule
+
+__all__ = ["drive", "serve_and_drive"]
+
+_US = 1_000_000
+
+
+async def _one(http: aiohttp.ClientSession, url: str, model: str, seq: Sequence, t0: float,
+               itl: list[float], errors: list[str], in_window: list[int], window_s: float) -> None:
+    loop = asyncio.get_running_loop()
+    body = {"model": model, "prompt": [65 + (seq.id + i) % 26 for i in range(seq.prompt_tokens)],
+            "max_tokens": seq.output_tokens, "stream": True}
+    try:
+        async with http.post(url, json=body) as resp:
+            if resp.status != 200:
+                errors.append(f"HTTP {resp.status}: {(await resp.text())[:200]}")
+                return
+            async for raw in resp.content:
+                line = raw.decode().strip()
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                if not json.loads(line[6:])["choices"][0]["text"]:
+                    continue  # the closing chunk carries usage, not a token
+                now = loop.time() - t0
+                if seq.generated:
+                    itl.append(now - seq.last_token_s)
+                else:
+                    seq.first_token_s = now
+                seq.last_token_s = now
+                seq.generated += 1
+                in_window[0] += now <= window_s
+            if seq.generated == seq.output_tokens:
+                seq.finish_s = seq.last_token_s
+    except aiohttp.ClientError as exc:
+        errors.append(f"{type(exc).__name__}: {exc}")
+
+
+async def drive(url: str, schedule: LlmSchedule, model: str) -> tuple[EngineTrace, list[str]]:
+    """The schedule sent open loop to `url`; the trace the metrics read, and any errors."""
+    loop = asyncio.get_running_loop()
+    seqs = [Sequence(i, float(a), int(p), int(o), int(t)) for i, (a, p, o, t) in
+            enumerate(zip(schedule.arrival_s, schedule.prompt_tokens, schedule.output_tokens, schedule.tenant))]
+    itl: list[float] = []
+    errors: list[str] = []
+    in_window = [0]
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        t0 = loop.time()
+        tasks = []
+        for seq in seqs:
+            await asyncio.sleep(max(0.0, t0 + seq.arrival_s - loop.time()))
+            tasks.append(asyncio.create_task(_one(http, url, model, seq, t0, itl, errors, in_window,
+                                                   schedule.duration_s)))
+        await asyncio.gather(*tasks)
+        end = loop.time() - t0
+    trace = EngineTrace(seqs, schedule.duration_s, end, new_histogram())
+    for gap in itl:
+        trace.itl.record_value(max(1, round(gap * _US)))
+    trace.tokens_in_window = in_window[0]
+    return trace, errors
+
+
+async def serve_and_drive(spec: LlmEngineSpec, schedule: LlmSchedule, max_len: int = 512, seed: int = 0,
+                          threads: int | None = 1
+                          ) -> tuple[EngineTrace, EngineTrace, list[str], list[tuple[int, int, int, float]]]:
+    """(sim trace, live trace, live errors, the live engine's step log) of one schedule: the tiny
+    decoder served on 127.0.0.1 by `spec`'s scheduler, and `spec` simulated. torch runs on `threads`
+    intra-op threads (one by default: the tiny model gains nothing from more, which only contend
+    with the server and the driver for the cores; None leaves torch's setting)."""
+    import torch
+    from aiohttp import web
+
+    from targets.llm.decoder import TinyDecoder
+    from targets.llm.live_engine import LiveEngine
+    from targets.llm.server import create_llm_app
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    engine = LiveEngine(TinyDecoder(seed=seed, max_len=max_len), create_scheduler(spec))
+    runner = web.AppRunner(create_llm_app(engine, "tiny-llm"))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        live, errors = await drive(f"http://127.0.0.1:{port}/v1/completions", schedule, "tiny-llm")
+    finally:
+        await runner.cleanup()
+    return simulate(spec, schedule), live, errors, engine.step_log

@@ -1,0 +1,67 @@
+"""`harness profile llm`: calibrate the sim's step cost on the live tiny-decoder engine.
+
+The profile serves the tiny decoder in this process (`harness.live.llm_drive`),
+drives it open loop with a short calibration load, and fits `StepCost` to the
+steps the live engine logged (prefill tokens, decode rows, context tokens, wall
+seconds from schedule to complete: model time plus the engine's own thread
+hop). Fitting what the engine really did, rather than timing the model alone,
+is what lets a sim run with that cost predict the live engine's TPOT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from harness.live.llm_drive import serve_and_drive
+from targets.llm import LlmEngineSpec
+from targets.llm.cost import StepCost
+from workloads.llm import LengthDist, LlmWorkload, build_llm_schedule
+
+__all__ = ["CALIBRATION", "LIVE_ENGINE", "LlmProfile", "calibration_schedule", "load_cost", "profile_llm"]
+
+# The live engine's knobs: sized for the tiny decoder on a CPU (max_len 512).
+LIVE_ENGINE = LlmEngineSpec(kv_blocks=512, block_size=16, max_seqs=16, max_batched_tokens=512, chunk_tokens=128)
+# Short prompts and answers (means 48 and 24 tokens) at a rate the CPU engine serves.
+CALIBRATION = LlmWorkload(name="calibration", rate_rps=6.0, duration_s=20.0,
+                          prompt=LengthDist.of_lognormal(48, 0.5, 200), output=LengthDist.of_lognormal(24, 0.5, 64))
+
+
+def calibration_schedule(rate_rps: float, duration_s: float, seed: int):  # type: ignore[no-untyped-def]
+    return build_llm_schedule(CALIBRATION.model_copy(update={"rate_rps": rate_rps, "duration_s": duration_s}), seed)
+
+
+@dataclass(frozen=True)
+class LlmProfile:
+    rows: list[tuple[int, int, int, float]]
+    cost: StepCost
+    threads: int
+    torch: str
+
+    def to_json(self, path: Path) -> Path:
+        path.write_text(json.dumps({"kind": "llm-cost", "torch": self.torch, "threads": self.threads,
+                                    "cost": vars(self.cost), "steps": len(self.rows)}, indent=1))
+        return path
+
+
+def load_cost(path: str | Path) -> StepCost:
+    """The fitted cost of a `profile llm` file; ValueError naming the file when it is not one."""
+    try:
+        return StepCost(**json.loads(Path(path).read_text())["cost"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not an LLM cost file from `harness profile llm` ({exc})") from None
+
+
+def profile_llm(rate_rps: float = CALIBRATION.rate_rps, duration_s: float = CALIBRATION.duration_s,
+                threads: int | None = None, seed: int = 7) -> LlmProfile:
+    """Serve, drive and fit; ValueError when the live run failed. `threads`: torch intra-op threads
+    of the served engine (default 1, as `serve_and_drive`)."""
+    _, _, errors, log = asyncio.run(serve_and_drive(LIVE_ENGINE, calibration_schedule(rate_rps, duration_s, seed),
+                                                    threads=threads or 1))
+    if errors:
+        raise ValueError(f"calibration run failed: {errors[0]} ({len(errors)} errors)")
+    return LlmProfile(log, StepCost.from_table(log), torch.get_num_threads(), torch.__version__)

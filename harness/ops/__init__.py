@@ -1,0 +1,1 @@
+"""Operating the fleet: alert rules and dashboards generated from a target's config."""

@@ -1,0 +1,167 @@
+"""The `llm` result: LLM serving policies on the same token workloads, rate by rate.
+
+Each `LlmRun` is one policy at one offered rate on one length mix: the latency
+users of LLM APIs feel (TTFT, TPOT, ITL, E2E), tokens/s, goodput under a TTFT +
+TPOT SLO, and where the GPU's work went (KV cache use, preemptions, idle slots,
+padding). `LlmResult` holds every run of a compare sweep, each policy's
+throughput-vs-TPOT curve with its knee (`Curve`), and per mix the ratio of
+continuous to static throughput at the same SLO with the measured reasons
+(`CapacityRatio`). Every figure is decided in the library; `reports/llm.py`
+only words it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from harness.results.base import Figures, Result
+
+__all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmResult", "LlmRun", "LlmSettings", "Pcts",
+           "TenantFigures"]
+
+
+class Pcts(Figures):
+    """Percentiles (s) over finished requests (ITL: over tokens); None where there are none."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+class TenantFigures(Figures):
+    requests: int
+    finished: int
+    ttft_s: Pcts
+    tpot_s: Pcts
+    output_tok_s: float
+    goodput_rps: float
+
+
+class LlmRun(Figures):
+    """One policy at one offered rate on one mix. Token rates count tokens emitted within the arrival window.
+
+    Shares: `idle_slot_share` of the batch slot-tokens held whose sequence had
+    already ended; `padding_share` of prefill tokens computed that were padding;
+    `kv_utilization` the time-mean share of KV blocks held (paged policies);
+    `queue_wait_s` arrival to first scheduled work (head-of-line waiting).
+    """
+
+    policy: str
+    mix: str
+    rate_rps: float
+    duration_s: float
+    requests: int
+    finished: int
+    rejected: int
+    unfinished: int
+    ttft_s: Pcts
+    tpot_s: Pcts
+    itl_s: Pcts
+    e2e_s: Pcts
+    queue_wait_s: Pcts
+    output_tok_s: float
+    total_tok_s: float
+    goodput_rps: float
+    slo_attainment: float
+    busy_share: float
+    steps: int
+    mean_decode_rows: float | None = None
+    kv_utilization: float | None = None
+    preemptions: int = 0
+    idle_slot_share: float | None = None
+    padding_share: float | None = None
+    per_tenant: dict[str, TenantFigures] = Field(default_factory=dict)
+
+
+class EngineSettings(Figures):
+    """The engine every policy ran on (targets.llm.LlmEngineSpec, less the policy)."""
+
+    batch_size: int
+    max_wait_s: float
+    kv_blocks: int
+    block_size: int
+    max_seqs: int
+    max_batched_tokens: int
+    chunked_prefill: bool
+    chunk_tokens: int
+    cost: dict[str, float]
+
+
+class LlmSettings(Figures):
+    policies: list[str]
+    mixes: list[str]
+    rates_rps: list[float]
+    duration_s: float
+    seed: int
+    slo_ttft_s: float
+    slo_tpot_s: float
+    attainment: float
+    engine: EngineSettings
+
+
+class CurvePoint(Figures):
+    rate_rps: float
+    output_tok_s: float
+    tpot_p50_s: float | None
+    tpot_p90_s: float | None
+    ttft_p90_s: float | None
+    meets_slo: bool
+
+
+class Curve(Figures):
+    """Throughput against TPOT over the rate sweep. `knee`: index of the point of greatest
+    normalised distance below the chord from the first to the last point (Kneedle's rule),
+    where more throughput starts to cost TPOT fastest; None with under 3 points."""
+
+    policy: str
+    mix: str
+    points: list[CurvePoint]
+    knee: int | None = None
+
+
+class CapacityRatio(Figures):
+    """Each policy's best output tokens/s over the sweep points meeting the SLO (`*_tok_s`:
+    `attainment` of requests within TTFT and TPOT; `*_tpot_tok_s`: p90 TPOT alone), their
+    ratios b / a (None: a never meets it), and the reasons measured at `at_rate_rps`
+    (a's best point)."""
+
+    mix: str
+    a: str
+    b: str
+    a_tok_s: float | None
+    b_tok_s: float | None
+    ratio: float | None
+    a_tpot_tok_s: float | None
+    b_tpot_tok_s: float | None
+    tpot_ratio: float | None
+    at_rate_rps: float
+    a_idle_slot_share: float | None = None
+    a_padding_share: float | None = None
+    a_queue_wait_p50_s: float | None = None
+    b_queue_wait_p50_s: float | None = None
+    a_mean_decode_rows: float | None = None
+    a_useful_decode_rows: float | None = None   # rows per step whose sequence still made a token
+    b_mean_decode_rows: float | None = None
+    b_preemptions: int | None = None
+
+
+class LlmResult(Result):
+    KIND = "llm"
+
+    kind: Literal["llm"] = "llm"
+    settings: LlmSettings
+    runs: list[LlmRun] = Field(default_factory=list)
+    curves: list[Curve] = Field(default_factory=list)
+    ratios: list[CapacityRatio] = Field(default_factory=list)
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `--json` prints: settings, curves and ratios (runs without per-tenant blocks)."""
+        doc = self.to_json()
+        doc.pop("versions", None)
+        for run in doc["runs"]:
+            run.pop("per_tenant", None)
+        return doc

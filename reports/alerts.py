@@ -1,0 +1,83 @@
+"""The alerts view: the generated rules, and per scenario which rule fires first and how soon.
+
+Reads only `harness.results.alerts.AlertsResult`; every time in it was
+measured by `harness.analysis.alert_days`.
+"""
+
+from __future__ import annotations
+
+import html as _html
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from harness.results.alerts import AlertsResult, ScenarioAlerts
+from reports.page import Section
+
+__all__ = ["render", "scenario_rows", "sections", "title"]
+
+_HEAD = ("scenario", "onset", "first alert", "delay", "fired (first at)")
+
+
+def title(result: AlertsResult) -> str:
+    return f"Alert rules for {result.target}: proven on {len(result.scenarios)} scenario(s) in sim"
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:g} s"
+
+
+def scenario_rows(result: AlertsResult) -> list[tuple[str, ...]]:
+    """One row per scenario: a calm day lists any false alarm; a bad day without an onset is bad throughout."""
+    rows = []
+    for s in result.scenarios:
+        fired = ", ".join(f"{f.rule} ({_s(f.first_s)})" for f in s.fired) or "none"
+        onset = "calm" if s.calm else ("whole run" if s.onset_s is None else _s(s.onset_s))
+        first = s.first_rule or ("none" if s.calm or s.onset_s is None else "NONE")
+        rows.append((s.scenario, onset, first, _s(s.delay_s) if s.onset_s is not None else "-", fired))
+    return rows
+
+
+def _calm_alarms(result: AlertsResult) -> list[ScenarioAlerts]:
+    return [s for s in result.scenarios if s.calm and s.fired]
+
+
+def render(result: AlertsResult, console: Console) -> None:
+    console.print(f"[bold]{title(result)}[/]  (an hour of the SRE workbook = {result.hour_s:g} s; "
+                  f"objective {result.objective:g})")
+    rules = Table(box=box.SIMPLE_HEAD)
+    for col in ("rule", "severity", "for", "summary"):
+        rules.add_column(col)
+    for r in result.rules:
+        rules.add_row(r.name, r.severity, f"{r.for_s:g} s", r.summary)
+    console.print(rules)
+    if result.scenarios:
+        t = Table(box=box.SIMPLE_HEAD)
+        for col in _HEAD:
+            t.add_column(col, overflow="fold")
+        for row in scenario_rows(result):
+            t.add_row(*row)
+        console.print(t)
+        calm = _calm_alarms(result)
+        names = ", ".join(s.scenario for s in result.scenarios if s.calm)
+        console.print(f"calm days ({names}): " + ("no rule fired" if not calm else
+                                                  "rules FIRED on " + ", ".join(s.scenario for s in calm)))
+    for f in result.files:
+        console.print(f"wrote {f}", highlight=False)
+
+
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    cells = "".join(f"<th>{_html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{_html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def sections(result: AlertsResult) -> list[Section]:
+    rules = [(r.name, r.severity, f"{r.for_s:g} s", r.expr) for r in result.rules]
+    out = [Section("Alert rules", html=_table(("rule", "severity", "for", "expr"), rules),
+                   note=f"Windows scaled so the SRE workbook's hour is {result.hour_s:g} s.")]
+    if result.scenarios:
+        out.append(Section("When each rule fires, per scenario", html=_table(_HEAD, scenario_rows(result)),
+                           note="delay: from the disturbance's onset to the first rule firing at or after it"))
+    return out

@@ -1,0 +1,144 @@
+"""The `llm` view: LLM batching policies side by side, terminal and HTML.
+
+Reads only the typed result (``harness.results.llm.LlmResult``): the capacity
+ratios and their measured reasons first (the answer to "how does batching change
+for an LLM?"), then each policy's throughput-vs-TPOT curve with its knee.
+"""
+
+from __future__ import annotations
+
+import html as _html
+
+import plotly.graph_objects as go
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from harness.results.llm import CapacityRatio, Curve, LlmResult
+from reports.charts import FONT, SIDE_COLORS, layout
+from reports.fmt import fmt_ms, fmt_n, fmt_pct, fmt_s, fmt_x
+from reports.page import Section
+
+__all__ = ["title", "render", "sections", "ratio_rows", "run_rows", "curve_figure"]
+
+RATIO_HEADERS = ("mix", "A tok/s @SLO", "B tok/s @SLO", "B/A", "A tok/s @TPOT", "B tok/s @TPOT", "B/A @TPOT",
+                 "A idle slots", "A padding", "A wait p50", "B wait p50", "rows/step A", "useful rows A", "rows/step B",
+                 "B preempt")
+
+
+def title(result: LlmResult) -> str:
+    return "LLM serving: " + " vs ".join(result.settings.policies)
+
+
+def _ratio(x: float | None, a: float | None) -> str:
+    if x is not None:
+        return fmt_x(x, 1)
+    return "∞ (A never meets it)" if a is None else "-"
+
+
+def ratio_rows(result: LlmResult) -> list[tuple[str, ...]]:
+    """One row per mix: each side's capacity under the SLO and under TPOT alone, and the reasons."""
+    def row(c: CapacityRatio) -> tuple[str, ...]:
+        return (c.mix, fmt_n(c.a_tok_s), fmt_n(c.b_tok_s), _ratio(c.ratio, c.a_tok_s),
+                fmt_n(c.a_tpot_tok_s), fmt_n(c.b_tpot_tok_s), _ratio(c.tpot_ratio, c.a_tpot_tok_s),
+                fmt_pct(c.a_idle_slot_share, 0), fmt_pct(c.a_padding_share, 0), fmt_s(c.a_queue_wait_p50_s, "-"),
+                fmt_s(c.b_queue_wait_p50_s, "-"), fmt_n(c.a_mean_decode_rows), fmt_n(c.a_useful_decode_rows),
+                fmt_n(c.b_mean_decode_rows),
+                "-" if c.b_preemptions is None else f"{c.b_preemptions:,}")
+    return [row(c) for c in result.ratios]
+
+
+def _slo_line(result: LlmResult) -> str:
+    s = result.settings
+    return (f"SLO: {fmt_pct(s.attainment, 0)} of requests with TTFT <= {fmt_s(s.slo_ttft_s)} and TPOT <= "
+            f"{fmt_s(s.slo_tpot_s)}; @TPOT: p90 TPOT <= {fmt_s(s.slo_tpot_s)} alone. "
+            f"{s.duration_s:g} s of arrivals per point, seed {s.seed}. Reasons measured at A's best point.")
+
+
+def _curve_table(curve: Curve) -> Table:
+    table = Table(title=f"{curve.policy} on {curve.mix}", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for col in ("req/s", "out tok/s", "TPOT p50 ms", "TPOT p90 ms", "TTFT p90", "SLO", ""):
+        table.add_column(col, justify="right", no_wrap=True)
+    for i, p in enumerate(curve.points):
+        table.add_row(f"{p.rate_rps:g}", fmt_n(p.output_tok_s), fmt_ms(p.tpot_p50_s), fmt_ms(p.tpot_p90_s),
+                      fmt_s(p.ttft_p90_s), "[green]yes[/]" if p.meets_slo else "[red]no[/]",
+                      "knee" if i == curve.knee else "")
+    return table
+
+
+RUN_HEADERS = ("policy, mix", "req/s", "TTFT p50 ms", "TTFT p90 ms", "TPOT p50 ms", "TPOT p90 ms",
+               "ITL p99 ms", "out tok/s", "done")
+
+
+def run_rows(result: LlmResult) -> list[tuple[str, ...]]:
+    """One row per run (the live compare's view: each policy live and in sim)."""
+    return [(f"{r.policy}, {r.mix}", f"{r.rate_rps:g}", fmt_ms(r.ttft_s.p50), fmt_ms(r.ttft_s.p90), fmt_ms(r.tpot_s.p50),
+             fmt_ms(r.tpot_s.p90), fmt_ms(r.itl_s.p99), fmt_n(r.output_tok_s), f"{r.finished}/{r.requests}")
+            for r in result.runs]
+
+
+def render(result: LlmResult, console: Console) -> None:
+    if not result.curves:
+        table = Table(title=title(result), box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+        for h in RUN_HEADERS:
+            if h == "policy, mix":
+                table.add_column(h, no_wrap=True, min_width=max((len(r[0]) for r in run_rows(result)), default=10))
+            else:
+                table.add_column(h, justify="right")
+        for row in run_rows(result):
+            table.add_row(*row)
+        console.print(table)
+    if result.ratios:
+        a, b = result.ratios[0].a, result.ratios[0].b
+        table = Table(title=f"Output tokens/s at the same SLO: A = {a}, B = {b}", box=box.SIMPLE_HEAD,
+                      pad_edge=False, padding=(0, 1))
+        rows = ratio_rows(result)
+        table.add_column("", no_wrap=True)
+        for row in rows:
+            table.add_column(row[0], justify="right")
+        for k, header in enumerate(RATIO_HEADERS[1:], 1):  # metrics down, mixes across: fits 80 columns
+            table.add_row(header, *(row[k] for row in rows))
+        console.print(table)
+        console.print(_slo_line(result), style="dim", highlight=False)
+    for curve in result.curves:
+        console.print(_curve_table(curve))
+
+
+def curve_figure(result: LlmResult, mix: str) -> go.Figure:
+    """Output tokens/s (x) against TPOT p50 (y) per policy over the rate sweep; the knee is a diamond."""
+    fig = go.Figure()
+    for k, curve in enumerate(c for c in result.curves if c.mix == mix):
+        color = SIDE_COLORS[k % len(SIDE_COLORS)]
+        pts = [p for p in curve.points if p.tpot_p50_s is not None]
+        fig.add_trace(go.Scatter(x=[p.output_tok_s for p in pts], y=[p.tpot_p50_s * 1000 for p in pts],
+                                 mode="lines+markers", name=curve.policy, line=dict(color=color),
+                                 text=[f"{p.rate_rps:g} req/s" for p in pts]))
+        if curve.knee is not None:
+            knee = curve.points[curve.knee]
+            fig.add_trace(go.Scatter(x=[knee.output_tok_s], y=[(knee.tpot_p50_s or 0) * 1000], mode="markers",
+                                     marker=dict(symbol="diamond", size=14, color=color),
+                                     name=f"{curve.policy} knee ({knee.rate_rps:g} req/s)"))
+    fig.add_hline(y=result.settings.slo_tpot_s * 1000, line_dash="dot", annotation_text="TPOT SLO",
+                  annotation_font=FONT)
+    fig.update_xaxes(title_text="output tokens/s")
+    fig.update_yaxes(title_text="TPOT p50 (ms)")
+    return layout(fig, f"Throughput vs TPOT: {mix}")
+
+
+def _html_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    head = "".join(f"<th>{_html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def sections(result: LlmResult) -> list[Section]:
+    out = []
+    if not result.curves:
+        out.append(Section("Runs", html=_html_table(RUN_HEADERS, run_rows(result))))
+    if result.ratios:
+        out.append(Section("Continuous vs run-to-completion batching at the same SLO",
+                           html=_html_table(RATIO_HEADERS, ratio_rows(result)), note=_slo_line(result)))
+    for mix in sorted({c.mix for c in result.curves}, key=result.settings.mixes.index):
+        out.append(Section(f"Throughput vs TPOT: {mix}", figure=curve_figure(result, mix),
+                           note="Each point is one offered rate; the diamond is the knee (Kneedle's rule)."))
+    return out

@@ -1,0 +1,86 @@
+"""What one forward pass of an LLM engine costs: time = f(prefill tokens, decode sequences, context tokens).
+
+The model is affine, one term per resource a step uses:
+
+    time_s = base_s + per_prefill_token_s * prefill_tokens
+                    + per_decode_seq_s * decode_seqs + per_context_token_s * context_tokens
+
+`base_s` is reading the weights once per step (decode is memory-bound, so a step
+of one sequence costs about this); a prefill token or a decode row adds its
+matrix-multiply FLOPs; a context token adds reading its keys and values in
+attention. `StepCost.from_table(rows)` fits the four coefficients to measured
+steps (non-negative least squares), which is the table form: `harness profile
+llm` measures such rows on a real decoder, or a user writes them by hand.
+
+DEFAULT is a roofline estimate, not a measurement, for a 7B-parameter decoder
+(Llama-2-7B shapes: 32 layers, d_model 4096, fp16) on one A100-80GB SXM:
+- base 8 ms: 13.5 GB of fp16 weights over ~1.7 TB/s achieved of the 2.0 TB/s HBM
+  bandwidth (NVIDIA A100 datasheet), the floor Pope et al. 2022 ("Efficiently
+  Scaling Transformer Inference") and Databricks' "LLM Inference Performance
+  Engineering: Best Practices" (2023) describe for small-batch decode;
+- 0.09 ms per prefill token or decode row: 2 x 6.7e9 FLOPs per token at ~150 TFLOP/s
+  (about half the 312 TFLOP/s dense fp16 peak);
+- 0.25 us per context token: 2 x 32 layers x 4096 x 2 bytes = 0.5 MiB of KV per token
+  (the formula of Kwon et al. 2023, vLLM/PagedAttention) read at ~2 TB/s.
+DEFAULT_KV_BLOCKS sizes the cache the same way: ~50 GiB left after weights and
+activations / 0.5 MiB per token / 16-token blocks ~ 6,000 blocks (~96k tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence as Seq
+
+import numpy as np
+from scipy.optimize import nnls
+
+__all__ = ["DEFAULT", "DEFAULT_BLOCK_SIZE", "DEFAULT_KV_BLOCKS", "StepCost"]
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Affine step time (s) in prefill tokens, decode rows and context tokens; every coefficient >= 0."""
+
+    base_s: float
+    per_prefill_token_s: float
+    per_decode_seq_s: float
+    per_context_token_s: float
+
+    def __post_init__(self) -> None:
+        for name in ("base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"):
+            v = getattr(self, name)
+            if not (v >= 0 and np.isfinite(v)):
+                raise ValueError(f"StepCost.{name} must be a finite number >= 0, got {v}")
+        if self.base_s == 0 and self.per_prefill_token_s == 0 and self.per_decode_seq_s == 0:
+            raise ValueError("StepCost: a step must cost something (base, prefill or decode > 0)")
+
+    def time_s(self, prefill_tokens: int, decode_seqs: int, context_tokens: int) -> float:
+        return (self.base_s + self.per_prefill_token_s * prefill_tokens + self.per_decode_seq_s * decode_seqs
+                + self.per_context_token_s * context_tokens)
+
+    def prefill_s(self, prompt_tokens: int) -> float:
+        """One prompt alone (its attention reads its own tokens only in the chunk: no prior context)."""
+        return self.time_s(prompt_tokens, 0, 0)
+
+    def decode_s(self, seqs: int, context_tokens: int) -> float:
+        return self.time_s(0, seqs, context_tokens)
+
+    @classmethod
+    def from_table(cls, rows: Iterable[Seq[float]]) -> "StepCost":
+        """Fit to measured rows (prefill_tokens, decode_seqs, context_tokens, time_s) by
+        non-negative least squares; ValueError when the rows cannot pin four coefficients."""
+        data = np.asarray(list(rows), dtype=float)
+        if data.ndim != 2 or data.shape[1] != 4:
+            raise ValueError("cost table rows are (prefill_tokens, decode_seqs, context_tokens, time_s)")
+        if len(data) < 4 or not np.isfinite(data).all() or (data < 0).any():
+            raise ValueError(f"cost table needs >= 4 rows of finite, non-negative numbers, got {len(data)}")
+        design = np.column_stack([np.ones(len(data)), data[:, :3]])
+        # Scale columns so a token count of thousands does not swamp the intercept.
+        scale = np.maximum(design.max(axis=0), 1e-12)
+        coef, _ = nnls(design / scale, data[:, 3])
+        return cls(*(float(c) for c in coef / scale))
+
+
+DEFAULT = StepCost(base_s=0.008, per_prefill_token_s=0.09e-3, per_decode_seq_s=0.09e-3, per_context_token_s=0.25e-6)
+DEFAULT_BLOCK_SIZE = 16
+DEFAULT_KV_BLOCKS = 6_000

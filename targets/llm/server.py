@@ -1,0 +1,101 @@
+"""An OpenAI-compatible completions server for the tiny decoder: `POST /v1/completions`, aiohttp.
+
+Non-streaming answers are one JSON `text_completion`; with `stream: true` the
+answer is server-sent events: one `data: {...}` chunk per token with
+`choices[0].text`, a last chunk with `finish_reason: "length"` and `usage`,
+then `data: [DONE]`. A malformed request gets a 4xx JSON error in OpenAI's
+shape (`targets.llm.openai_request`), never a 500. The only module of
+targets/llm that sees a web type.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from targets.llm.live_engine import LiveEngine
+from targets.llm.openai_request import BadCompletion, Completion, parse_completion
+
+__all__ = ["MAX_BODY_BYTES", "create_llm_app"]
+
+MAX_BODY_BYTES = 1 << 20
+_ENGINE = web.AppKey("engine", LiveEngine)
+
+
+def _error(exc: BadCompletion) -> web.Response:
+    return web.json_response(exc.body(), status=exc.status)
+
+
+def _chunk(rid: str, created: int, model: str, text: str, finish: str | None,
+           usage: dict[str, int] | None = None) -> bytes:
+    doc: dict[str, Any] = {"id": rid, "object": "text_completion", "created": created, "model": model,
+                           "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}]}
+    if usage is not None:
+        doc["usage"] = usage
+    return f"data: {json.dumps(doc)}\n\n".encode()
+
+
+async def _read(request: web.Request, model: str, max_len: int) -> Completion:
+    if request.content_type != "application/json":
+        raise BadCompletion(415, "unsupported-media-type", "send the body as application/json")
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise BadCompletion(413, "body-too-large", f"the body is over {MAX_BODY_BYTES} bytes") from None
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise BadCompletion(400, "invalid-json", "the body is not valid JSON") from None
+    return parse_completion(body, model, max_len)
+
+
+def create_llm_app(engine: LiveEngine, model: str = "tiny-llm") -> web.Application:
+    """The app; its engine loop starts and stops with it."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app[_ENGINE] = engine
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        try:
+            req = await _read(request, model, engine.model.max_len)
+        except BadCompletion as exc:
+            return _error(exc)
+        rid, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+        usage = {"prompt_tokens": len(req.prompt), "completion_tokens": req.max_tokens,
+                 "total_tokens": len(req.prompt) + req.max_tokens}
+        try:
+            tokens = engine.generate(req.prompt, req.max_tokens)
+            if not req.stream:
+                text = "".join([chr(t) async for t in tokens])
+                return web.json_response({
+                    "id": rid, "object": "text_completion", "created": created, "model": model,
+                    "choices": [{"index": 0, "text": text, "finish_reason": "length", "logprobs": None}],
+                    "usage": usage})
+            first = await anext(tokens)
+        except ValueError as exc:  # it can never fit the engine's KV cache
+            return _error(BadCompletion(400, "context-length-exceeded", str(exc), "max_tokens"))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        await resp.write(_chunk(rid, created, model, chr(first), None))
+        async for token in tokens:
+            await resp.write(_chunk(rid, created, model, chr(token), None))
+        await resp.write(_chunk(rid, created, model, "", "length", usage if req.include_usage else None))
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": model, "object": "model"}]})
+
+    async def lifecycle(app: web.Application):  # type: ignore[no-untyped-def]
+        engine.start()
+        yield
+        await engine.stop()
+
+    app.router.add_post("/v1/completions", completions)
+    app.router.add_get("/v1/models", models)
+    app.cleanup_ctx.append(lifecycle)
+    return app

@@ -1,0 +1,106 @@
+"""Two versions of the model behind one target: a baseline and a canary.
+
+Pure parts, no clock: which version a request goes to (`CanarySplit`, by a hash
+of the request or sticky by tenant, at the rollout's current weight), what a
+version answers (`answer_label`: a deterministic class label per request,
+which the canary can shift) and whether it fails (`fails`). The target runs the
+canary on its own GPUs (a canary deployment is its own replicas), so the
+canary's cost factor slows only the canary's batches.
+"""
+
+from __future__ import annotations
+
+import zlib
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["BASELINE", "CanaryRouting", "CanarySplit", "ModelVersion", "VersionedOutput", "answer_label", "fails",
+           "LABELS"]
+
+LABELS = 10  # output classes of the modeled classifier
+
+_MASK = (1 << 64) - 1
+
+
+class ModelVersion(BaseModel):
+    """A model version: its batch-time factor, its share of 5xx answers, and how
+    often it answers a different class than the baseline would (a wrong model)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field("v1", min_length=1)
+    cost_factor: float = Field(1.0, gt=0, description="batch time x this")
+    error_rate: float = Field(0.0, ge=0, le=1, description="share of its answers that are 5xx")
+    output_shift: float = Field(0.0, ge=0, le=1, description="share of its answers moved to another class")
+
+
+BASELINE = ModelVersion()
+
+
+class CanaryRouting(StrEnum):
+    HASH = "hash"                    # per request: a hash of its id against the weight
+    STICKY_TENANT = "sticky-tenant"  # per tenant: all of a tenant's requests go one way
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finaliser: a uniform 64-bit hash of an integer."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def _unit(x: int, salt: int) -> float:
+    return _mix(x * 0x100000001B3 + salt) / 2.0 ** 64
+
+
+class CanarySplit:
+    """Routes a share `weight` of requests (or of tenants) to the canary.
+
+    Hash routing raises the weight by extending the canary's hash range, so a
+    request that went to the canary at 5% still goes there at 25%."""
+
+    def __init__(self, canary: ModelVersion, routing: CanaryRouting, weight: float = 0.0) -> None:
+        self.canary = canary
+        self.routing = routing
+        self.weight = weight
+
+    def to_canary(self, request_key: int, tenant: str) -> bool:
+        if self.weight <= 0.0:
+            return False
+        if self.routing is CanaryRouting.STICKY_TENANT:
+            return zlib.crc32(tenant.encode()) / 2.0 ** 32 < self.weight
+        return _unit(request_key, 1) < self.weight
+
+
+class VersionedOutput(tuple):
+    """(label, version name): an answer and the version that computed it."""
+
+    __slots__ = ()
+
+    def __new__(cls, label: int, version: str) -> "VersionedOutput":
+        return super().__new__(cls, (label, version))
+
+    @property
+    def label(self) -> int:
+        return self[0]
+
+    @property
+    def version(self) -> str:
+        return self[1]
+
+
+def answer_label(content: int, version: ModelVersion) -> int:
+    """The class a version answers for an input: the baseline's skewed label
+    (low classes commoner), moved one class up for `output_shift` of inputs."""
+    u = _unit(content, 2)
+    label = min(LABELS - 1, int(LABELS * u * u))
+    if version.output_shift and _unit(content, 3) < version.output_shift:
+        label = (label + 1) % LABELS
+    return label
+
+
+def fails(request_key: int, attempt_no: int, version: ModelVersion) -> bool:
+    """Whether this version answers this attempt with a 5xx (independent per attempt)."""
+    return version.error_rate > 0 and _unit(request_key * 31 + attempt_no, 4) < version.error_rate

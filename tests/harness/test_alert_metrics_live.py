@@ -1,0 +1,79 @@
+"""Every metric and label the generated rules and dashboard read is one a live `/metrics` serves.
+
+A real aiohttp server in front of a ServingTarget (modeled 5 ms batches, a tenant
+limit low enough to shed): a few answers, a retry and a 429, then one scrape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import aiohttp
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from harness.ops.dashboard import dashboard, panel_queries
+from harness.ops.prom import rule_groups, selectors
+from harness.ops.rules import build_rules
+from targets.config import TargetConfig
+from targets.models import create_model
+from targets.server import ApiMetrics, ApiServers, FrontDoor
+from targets.target import ServingTarget
+
+TENANTS = frozenset({"t0"})
+
+
+async def _scrape() -> str:
+    cfg = TargetConfig(name="live-check", batching="dynamic", max_wait_s=0.002, batch_time_s=0.005, batch_size=8,
+                       cache="off", gpus=1, api_servers=1, tenant_limits=True, peak_qps=1000, tenant_burst_s=0.05,
+                       tenant_limit_share=0.05)
+    target = ServingTarget(cfg, random.Random(1))
+    door = FrontDoor(target, 0, create_model("mlp").validate, lambda x: 64, ApiMetrics(target, TENANTS), TENANTS,
+                     64 * 1024)
+    servers = ApiServers([door])
+    (port,) = await servers.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            body = json.dumps({"tenant": "t0", "input": [0.5] * 512}).encode()
+
+            async def send(i: int) -> int:
+                headers = {"Content-Type": "application/json", "X-Harness-Uid": str(i),
+                           "X-Harness-Attempt": str(i % 2)}
+                async with session.post(f"{url}/predict", data=body, headers=headers) as r:
+                    await r.read()
+                    return r.status
+
+            # At once: the bucket holds 2.5 tokens, so most are shed with 429.
+            codes = await asyncio.gather(*(send(i) for i in range(20)))
+            assert 200 in codes and 429 in codes
+            async with session.get(f"{url}/metrics") as r:
+                return await r.text()
+    finally:
+        await servers.stop()
+
+
+@pytest.mark.live
+async def test_rules_and_dashboard_read_only_served_metrics_and_labels() -> None:
+    served: dict[str, set[str]] = {}
+    values: dict[tuple[str, str], set[str]] = {}
+    for family in text_string_to_metric_families(await _scrape()):
+        for sample in family.samples:
+            served.setdefault(sample.name, set()).update(sample.labels)
+            for k, v in sample.labels.items():
+                values.setdefault((sample.name, k), set()).add(v)
+    cfg = TargetConfig(batching="dynamic", cache="off", gpus=1, api_servers=1)
+    exprs = [r["expr"] for r in rule_groups(cfg, build_rules(cfg))["groups"][0]["rules"]]
+    exprs += panel_queries(dashboard(cfg))
+    used: dict[str, set[str]] = {}
+    for e in exprs:
+        for name, labels in selectors(e).items():
+            used.setdefault(name, set()).update(labels)
+    assert {"harness_shed_total", "harness_retries_total", "harness_gpu_busy_seconds_total"} <= set(used)
+    for name, labels in used.items():
+        assert name in served, f"{name} is not served"
+        assert labels <= served[name], f"{name}: labels {labels - served[name]} are not served"
+    # The SLI's bucket must be one the histogram has.
+    assert '{le="0.3"}' in exprs[0] and "0.3" in values[("harness_request_latency_seconds_bucket", "le")]

@@ -1,0 +1,55 @@
+"""The LLM step cost model: its terms, its defaults' sanity, and the table fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from targets.llm.cost import DEFAULT, StepCost
+
+
+def test_each_term_prices_its_resource():
+    c = StepCost(base_s=0.01, per_prefill_token_s=1e-4, per_decode_seq_s=2e-4, per_context_token_s=1e-6)
+    assert c.time_s(0, 0, 0) == 0.01
+    assert c.time_s(1000, 0, 0) == pytest.approx(0.11)
+    assert c.time_s(0, 10, 5000) == pytest.approx(0.01 + 0.002 + 0.005)
+
+
+def test_default_is_memory_bound_at_small_batch():
+    # One decode row costs about the weight read; 256 rows cost a few times that, not 256 times.
+    one = DEFAULT.decode_s(1, 500)
+    many = DEFAULT.decode_s(256, 256 * 500)
+    assert 0.007 < one < 0.01
+    assert 3 < many / one < 15
+
+
+def test_from_table_recovers_the_coefficients_of_measured_rows():
+    truth = StepCost(base_s=0.006, per_prefill_token_s=5e-5, per_decode_seq_s=3e-4, per_context_token_s=2e-7)
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(200):
+        p, d, c = int(rng.integers(0, 2000)), int(rng.integers(0, 64)), int(rng.integers(0, 60000))
+        rows.append((p, d, c, truth.time_s(p, d, c) * (1 + rng.normal(0, 0.002))))
+    fit = StepCost.from_table(rows)
+    assert fit.base_s == pytest.approx(truth.base_s, rel=0.1)
+    assert fit.per_prefill_token_s == pytest.approx(truth.per_prefill_token_s, rel=0.05)
+    assert fit.per_decode_seq_s == pytest.approx(truth.per_decode_seq_s, rel=0.1)
+    assert fit.per_context_token_s == pytest.approx(truth.per_context_token_s, rel=0.1)
+
+
+@pytest.mark.parametrize("rows, match", [
+    ([(1, 2, 3)], "rows are"),
+    ([(1, 2, 3, 0.1)] * 3, ">= 4 rows"),
+    ([(1, 2, 3, float("nan"))] * 4, "finite"),
+    ([(-1, 2, 3, 0.1)] * 4, "non-negative"),
+])
+def test_from_table_refuses_rows_that_cannot_fit(rows, match):
+    with pytest.raises(ValueError, match=match):
+        StepCost.from_table(rows)
+
+
+def test_coefficients_are_checked():
+    with pytest.raises(ValueError, match="per_decode_seq_s"):
+        StepCost(0.01, 0.0, -1.0, 0.0)
+    with pytest.raises(ValueError, match="must cost something"):
+        StepCost(0.0, 0.0, 0.0, 1e-6)

@@ -1,0 +1,147 @@
+"""The OpenAI-compatible LLM server: a plain aiohttp client reads its SSE stream; malformed requests all 4xx."""
+
+from __future__ import annotations
+
+import json
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+
+from targets.llm.continuous import Continuous
+from targets.llm.decoder import TinyDecoder, encode
+from targets.llm.live_engine import LiveEngine
+from targets.llm.server import MAX_BODY_BYTES, create_llm_app
+
+pytestmark = pytest.mark.live
+URL = "/v1/completions"
+
+
+@pytest.fixture(scope="module")
+def model() -> TinyDecoder:
+    return TinyDecoder(seed=0, max_len=256)
+
+
+@pytest.fixture
+async def server(model):
+    engine = LiveEngine(model, Continuous(kv_blocks=64, block_size=16, max_seqs=8, max_batched_tokens=256,
+                                          chunk_tokens=32))
+    async with TestServer(create_llm_app(engine, "tiny-llm")) as srv:
+        yield srv
+
+
+async def sse_events(resp: aiohttp.ClientResponse) -> list[str]:
+    """The `data:` payloads of an SSE body, read line by line as a streaming client does."""
+    events = []
+    async for raw in resp.content:
+        line = raw.decode().strip()
+        if line.startswith("data: "):
+            events.append(line[len("data: "):])
+    return events
+
+
+async def test_streaming_client_gets_one_chunk_per_token_then_done(server, model):
+    async with aiohttp.ClientSession() as http:
+        body = {"model": "tiny-llm", "prompt": "Once upon a time", "max_tokens": 12, "stream": True}
+        async with http.post(server.make_url(URL), json=body) as resp:
+            assert resp.status == 200 and resp.content_type == "text/event-stream"
+            events = await sse_events(resp)
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    text = "".join(c["choices"][0]["text"] for c in chunks)
+    assert len(chunks) == 13 and chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert text == bytes(model.generate(encode("Once upon a time"), 12)).decode()  # greedy, exactly 12
+    assert chunks[-1]["usage"] == {"prompt_tokens": 16, "completion_tokens": 12, "total_tokens": 28}
+
+
+async def test_concurrent_requests_batch_and_each_gets_its_own_greedy_answer(server, model):
+    import asyncio
+
+    prompts = ["a" * 70, "hello", "x" * 40, "the quick brown fox"]  # 70 > chunk: chunked prefill
+    async with aiohttp.ClientSession() as http:
+        async def one(p: str) -> str:
+            async with http.post(server.make_url(URL), json={"model": "tiny-llm", "prompt": p,
+                                                             "max_tokens": 9}) as resp:
+                assert resp.status == 200
+                doc = await resp.json()
+                return doc["choices"][0]["text"]
+        texts = await asyncio.gather(*(one(p) for p in prompts))
+    assert texts == [bytes(model.generate(encode(p), 9)).decode() for p in prompts]
+
+
+async def test_token_id_prompt(server, model):
+    async with aiohttp.ClientSession() as http:
+        async with http.post(server.make_url(URL), json={"model": "tiny-llm", "prompt": [72, 105],
+                                                         "max_tokens": 3}) as resp:
+            doc = await resp.json()
+    assert doc["choices"][0]["text"] == bytes(model.generate([72, 105], 3)).decode()
+    assert doc["usage"]["prompt_tokens"] == 2
+
+
+OK = {"model": "tiny-llm", "prompt": "hi", "max_tokens": 2}
+MALFORMED = [
+    ("not json", b"{nope", "application/json", 400, "invalid-json"),
+    ("not utf-8", b"\xff\xfe", "application/json", 400, "invalid-json"),
+    ("empty body", b"", "application/json", 400, "invalid-json"),
+    ("array body", [OK], None, 400, "not-an-object"),
+    ("string body", "hi", None, 400, "not-an-object"),
+    ("form content type", b"prompt=hi", "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
+    ("unknown field", {**OK, "best_of": 2}, None, 400, "unknown-field"),
+    ("missing model", {"prompt": "hi"}, None, 400, "missing-field"),
+    ("model not a string", {**OK, "model": 7}, None, 400, "invalid-type"),
+    ("unknown model", {**OK, "model": "gpt-4"}, None, 404, "model-not-found"),
+    ("missing prompt", {"model": "tiny-llm"}, None, 400, "missing-field"),
+    ("prompt a number", {**OK, "prompt": 5}, None, 400, "invalid-type"),
+    ("empty prompt", {**OK, "prompt": ""}, None, 400, "empty-prompt"),
+    ("empty token list", {**OK, "prompt": []}, None, 400, "empty-prompt"),
+    ("batch of prompts", {**OK, "prompt": ["a", "b"]}, None, 400, "batch-prompt"),
+    ("token id not int", {**OK, "prompt": [1, "x"]}, None, 400, "invalid-token"),
+    ("token id out of range", {**OK, "prompt": [1, 256]}, None, 400, "invalid-token"),
+    ("negative token id", {**OK, "prompt": [-1]}, None, 400, "invalid-token"),
+    ("max_tokens a string", {**OK, "max_tokens": "5"}, None, 400, "invalid-type"),
+    ("max_tokens a float", {**OK, "max_tokens": 1.5}, None, 400, "invalid-type"),
+    ("max_tokens a bool", {**OK, "max_tokens": True}, None, 400, "invalid-type"),
+    ("max_tokens zero", {**OK, "max_tokens": 0}, None, 400, "invalid-value"),
+    ("max_tokens negative", {**OK, "max_tokens": -3}, None, 400, "invalid-value"),
+    ("over the context", {**OK, "max_tokens": 1000}, None, 400, "context-length-exceeded"),
+    ("prompt over the context", {**OK, "prompt": "a" * 300}, None, 400, "context-length-exceeded"),
+    ("stream not a bool", {**OK, "stream": "yes"}, None, 400, "invalid-type"),
+    ("bad stream_options", {**OK, "stream_options": {"x": 1}}, None, 400, "invalid-value"),
+    ("temperature out of range", {**OK, "temperature": 3}, None, 400, "invalid-value"),
+    ("top_p a string", {**OK, "top_p": "high"}, None, 400, "invalid-value"),
+    ("n of 2", {**OK, "n": 2}, None, 400, "unsupported"),
+    ("echo", {**OK, "echo": True}, None, 400, "unsupported"),
+    ("logprobs", {**OK, "logprobs": 3}, None, 400, "unsupported"),
+    ("stop a number", {**OK, "stop": 3}, None, 400, "invalid-type"),
+    ("seed a string", {**OK, "seed": "s"}, None, 400, "invalid-type"),
+]
+
+
+@pytest.mark.parametrize("name, body, ctype, status, code", MALFORMED, ids=[m[0] for m in MALFORMED])
+async def test_malformed_requests_get_a_4xx_with_a_reason(server, name, body, ctype, status, code):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    async with aiohttp.ClientSession() as http:
+        async with http.post(server.make_url(URL), data=data,
+                             headers={"Content-Type": ctype or "application/json"}) as resp:
+            doc = await resp.json()
+    assert resp.status == status and doc["error"]["code"] == code and doc["error"]["message"]
+
+
+async def test_oversized_body_and_wrong_method_are_4xx(server):
+    async with aiohttp.ClientSession() as http:
+        big = json.dumps({**OK, "prompt": "a" * (MAX_BODY_BYTES + 10)}).encode()
+        async with http.post(server.make_url(URL), data=big, headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 413
+        async with http.get(server.make_url(URL)) as resp:
+            assert resp.status == 405
+
+
+async def test_a_partial_batch_is_flushed_by_its_timer_with_no_new_arrival(model):
+    from targets.llm.run_to_completion import RunToCompletion
+
+    engine = LiveEngine(model, RunToCompletion(batch_size=8, max_wait_s=0.05))
+    async with TestServer(create_llm_app(engine, "tiny-llm")) as srv:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+            async with http.post(srv.make_url(URL), json={**OK, "max_tokens": 3}) as resp:
+                doc = await resp.json()
+    assert doc["choices"][0]["text"] == bytes(model.generate(encode("hi"), 3)).decode()
