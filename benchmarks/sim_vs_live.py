@@ -11,7 +11,10 @@ server; hardened sized by its own rule), the `steady` workload is run at that
 rate in sim (virtual time, constant 100 ms cost model) and live (real HTTP
 through the layer-4 proxy to aiohttp servers, MLP forward passes on the CPU
 padded to 100 ms by TorchExecutor's pad_to_s), with the same seed, so both
-modes see the very same request schedule. Printed: p50, p99 and goodput side
+modes see the very same request schedule. Live runs are warm: each first
+sends `--warmup` seconds (default 5) of the same rate, left out of its figures
+(harness.live.warmup), since sim has no cold start to compare a fresh server's
+first seconds with; the warm-up's own p99 is printed as `cold p99`. Printed: p50, p99 and goodput side
 by side for sim, live, and sim again told the batch time live measured
 (`cal`), with live / sim ratios, the measured batch time and the driver's
 send lag.
@@ -37,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from harness.results import RunResult  # noqa: E402
 from harness.live.run import LiveRun, scale_for_live  # noqa: E402
 from harness.live.host import HostSpec  # noqa: E402
+from harness.live.warmup import DEFAULT_WARMUP_S  # noqa: E402
 from harness.engine.sim import run_sim  # noqa: E402
 from targets.spec import resolve_target  # noqa: E402
 from workloads.loader import load_workload  # noqa: E402
@@ -71,6 +75,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of traffic per run")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--warmup", type=float, default=DEFAULT_WARMUP_S, help="s of warm-up traffic per live run")
     ap.add_argument("--json", type=Path, help="also write every figure here")
     args = ap.parse_args()
     base = load_workload("steady")
@@ -82,7 +87,7 @@ def main() -> None:
             sim = run_sim(cfg, wl, seed=args.seed)
             spec = HostSpec(config=cfg.model_dump(mode="json"), model="mlp", device=args.device, pad_to_s=0.1,
                             tenants=[t.name for t in wl.tenants], seed=args.seed)
-            live = LiveRun(cfg, wl, args.seed, spec, scaling=info).run()
+            live = LiveRun(cfg, wl, args.seed, spec, scaling=info, warmup_s=args.warmup).run()
             ls = live.summary.live or {}
             batch_s = ls.get("batch_s_mean") or 0.1
             # The same sim, told the batch time live actually had (hand-offs and a busy machine included).
@@ -96,7 +101,8 @@ def main() -> None:
                          "sim": _figures(sim), "live": _figures(live), "calibrated": _figures(cal),
                          "batch_ms": 1000 * batch_s, "overruns": ex.get("overruns"),
                          "send_lag_p99_ms": 1000 * (ls["send_lag_s"]["p99"] or 0),
-                         "driver_behind": ls["driver_behind"], "partial": live.summary.partial})
+                         "driver_behind": ls["driver_behind"], "partial": live.summary.partial,
+                         "cold_p99": (ls.get("cold_start") or {}).get("p99_s")})
             r = rows[-1]
             print(f"{target} at {rate:g} req/s done: sim p99 {_ms(r['sim']['p99'])}, live p99 {_ms(r['live']['p99'])}",
                   file=sys.stderr)
@@ -115,7 +121,8 @@ def main() -> None:
         print(f"  {r['target']} at {r['rate']:g} req/s ({r['gpus']} GPU): p50 {_ratio(v['p50'], s['p50'])}, "
               f"p99 {_ratio(v['p99'], s['p99'])}, goodput {_ratio(v['goodput'], s['goodput'])}; batch "
               f"{r['batch_ms']:.1f} ms ({r['overruns']} compute overruns); send lag p99 "
-              f"{r['send_lag_p99_ms']:.1f} ms{' (driver fell behind)' if r['driver_behind'] else ''}")
+              f"{r['send_lag_p99_ms']:.1f} ms{' (driver fell behind)' if r['driver_behind'] else ''}; "
+              f"cold p99 {_ms(r['cold_p99'])}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

@@ -2,7 +2,9 @@
 
 Reads only the typed result (``harness.results.llm.LlmResult``): the capacity
 ratios and their measured reasons first (the answer to "how does batching change
-for an LLM?"), then each policy's throughput-vs-TPOT curve with its knee.
+for an LLM?"), then each policy's throughput-vs-TPOT curve with its knee, and
+the LLM flaws where the result carries them (the review's LLM part).
+`answer(result)` words the same figures as paragraphs for the review.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.results.llm import CapacityRatio, Curve, LlmResult
+from harness.results.llm import CapacityRatio, Curve, LlmFlawCost, LlmResult
 from reports.charts import FONT, SIDE_COLORS, layout
 from reports.fmt import fmt_ms, fmt_n, fmt_pct, fmt_s, fmt_x
 from reports.page import Section
 
-__all__ = ["title", "render", "sections", "ratio_rows", "run_rows", "curve_figure"]
+__all__ = ["answer", "curve_figure", "flaw_rows", "ratio_rows", "render", "render_answer", "run_rows", "sections",
+           "title"]
 
 RATIO_HEADERS = ("mix", "A tok/s @SLO", "B tok/s @SLO", "B/A", "A tok/s @TPOT", "B tok/s @TPOT", "B/A @TPOT",
                  "A idle slots", "A padding", "A wait p50", "B wait p50", "rows/step A", "useful rows A", "rows/step B",
@@ -77,6 +80,70 @@ def run_rows(result: LlmResult) -> list[tuple[str, ...]]:
             for r in result.runs]
 
 
+def _symptom(f: LlmFlawCost) -> str:
+    if f.symptom == "itl_max_s":
+        return f"longest decode stall {fmt_ms(f.symptom_present)} -> {fmt_ms(f.symptom_fixed)} ms"
+    name = "SLO attainment" if f.symptom == "slo_attainment" else f.symptom
+    return f"{name} {fmt_pct(f.symptom_present, 0)} -> {fmt_pct(f.symptom_fixed, 0)}"
+
+
+FLAW_HEADERS = ("flaw", "mix", "symptom", "goodput req/s", "TTFT p50", "present -> fixed")
+
+
+def flaw_rows(result: LlmResult) -> list[tuple[str, ...]]:
+    """One row per (flaw, exposing mix): its symptom, goodput and TTFT with the flaw present and fixed,
+    and the knobs (last: the terminal table leaves them to the words)."""
+    return [(f.id, f.mix, _symptom(f), f"{fmt_n(f.goodput_present_rps)} -> {fmt_n(f.goodput_fixed_rps)}",
+             f"{fmt_s(f.ttft_p50_present_s)} -> {fmt_s(f.ttft_p50_fixed_s)}", f"{f.present} -> {f.fixed}")
+            for f in result.flaws]
+
+
+def _item(doc_item: str) -> str:
+    return "implicit in the doc" if doc_item.startswith("(") else f"doc item {doc_item}"
+
+
+def _why(c: CapacityRatio) -> str:
+    return (f"measured at {c.a}'s best point ({c.at_rate_rps:g} req/s), {fmt_pct(c.a_idle_slot_share, 0)} of its "
+            f"slot-tokens sat idle (finished sequences held until the batch's longest ended) and "
+            f"{fmt_pct(c.a_padding_share, 0)} of its prefill tokens were padding, so only "
+            f"{fmt_n(c.a_useful_decode_rows)} of its {fmt_n(c.a_mean_decode_rows)} decode rows per step made a token, "
+            f"against {fmt_n(c.b_mean_decode_rows)} for {c.b}; a request waited {fmt_s(c.a_queue_wait_p50_s, '-')} (p50) for a batch to form and the one "
+            f"ahead to finish (head-of-line), against {fmt_s(c.b_queue_wait_p50_s, '-')}; {c.b} preempted "
+            f"{c.b_preemptions or 0:,} sequences")
+
+
+def answer(result: LlmResult) -> list[str]:
+    """The follow-up "an LLM generates tokens one at a time: how does batching change?" in paragraphs;
+    every figure is one the result holds."""
+    s = result.settings
+    lines = [f"Follow-up, an LLM generating tokens one at a time: batching moves from requests to iterations. "
+             f"{' and '.join(s.policies)} served the same seeded arrivals at {len(s.rates_rps)} rates "
+             f"({s.duration_s:g} s each) on the {' and '.join(s.mixes)} length mixes; throughput is output tokens/s."]
+    for c in result.ratios:
+        slo = (f"under the full SLO ({fmt_pct(s.attainment, 0)} of requests within TTFT {fmt_s(s.slo_ttft_s)} and "
+               f"TPOT {fmt_s(s.slo_tpot_s)}) " + (f"{fmt_n(c.b_tok_s)} against {fmt_n(c.a_tok_s)} ({fmt_x(c.ratio, 1)})"
+                                                   if c.ratio is not None else
+                                                   f"{c.b} serves {fmt_n(c.b_tok_s)} and {c.a} never meets it"))
+        lines.append(f"On {c.mix}: at equal TPOT (p90 <= {fmt_s(s.slo_tpot_s)}) {c.b} serves "
+                     f"{fmt_n(c.b_tpot_tok_s)} against {c.a}'s {fmt_n(c.a_tpot_tok_s)}, "
+                     f"{_ratio(c.tpot_ratio, c.a_tpot_tok_s)}; {slo}. Why: {_why(c)}.")
+    if result.flaws:
+        lines.append("The doc's flaws applied to an LLM, each put in and fixed on the same arrivals: " + "; ".join(
+            f"{f.id} ({_item(f.doc_item)}) on {f.mix} at {f.rate_rps:g} req/s, {f.present} -> {f.fixed}: "
+            f"{_symptom(f)}, goodput {fmt_n(f.goodput_present_rps)} -> {fmt_n(f.goodput_fixed_rps)} req/s, TTFT p50 "
+            f"{fmt_s(f.ttft_p50_present_s)} -> {fmt_s(f.ttft_p50_fixed_s)}" for f in result.flaws) + ".")
+    return lines
+
+
+def _flaw_table(result: LlmResult) -> Table:
+    table = Table(title="LLM flaws, present -> fixed", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for h in FLAW_HEADERS[:-1]:
+        table.add_column(h, overflow="fold")
+    for row in flaw_rows(result):
+        table.add_row(*row[:-1])
+    return table
+
+
 def render(result: LlmResult, console: Console) -> None:
     if not result.curves:
         table = Table(title=title(result), box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
@@ -88,20 +155,37 @@ def render(result: LlmResult, console: Console) -> None:
         for row in run_rows(result):
             table.add_row(*row)
         console.print(table)
-    if result.ratios:
-        a, b = result.ratios[0].a, result.ratios[0].b
-        table = Table(title=f"Output tokens/s at the same SLO: A = {a}, B = {b}", box=box.SIMPLE_HEAD,
-                      pad_edge=False, padding=(0, 1))
-        rows = ratio_rows(result)
-        table.add_column("", no_wrap=True)
-        for row in rows:
-            table.add_column(row[0], justify="right")
-        for k, header in enumerate(RATIO_HEADERS[1:], 1):  # metrics down, mixes across: fits 80 columns
-            table.add_row(header, *(row[k] for row in rows))
-        console.print(table)
-        console.print(_slo_line(result), style="dim", highlight=False)
+    _render_ratios(result, console)
     for curve in result.curves:
         console.print(_curve_table(curve))
+    if result.flaws:
+        console.print(_flaw_table(result))
+
+
+def _render_ratios(result: LlmResult, console: Console) -> None:
+    if not result.ratios:
+        return
+    a, b = result.ratios[0].a, result.ratios[0].b
+    table = Table(title=f"Output tokens/s at the same SLO: A = {a}, B = {b}", box=box.SIMPLE_HEAD,
+                  pad_edge=False, padding=(0, 1))
+    rows = ratio_rows(result)
+    table.add_column("", no_wrap=True)
+    for row in rows:
+        table.add_column(row[0], justify="right")
+    for k, header in enumerate(RATIO_HEADERS[1:], 1):  # metrics down, mixes across: fits 80 columns
+        table.add_row(header, *(row[k] for row in rows))
+    console.print(table)
+    console.print(_slo_line(result), style="dim", highlight=False)
+
+
+def render_answer(result: LlmResult, console: Console) -> None:
+    """The review's LLM part in the terminal: the answer in words, the ratios and the flaws (the
+    curves stay in the HTML and in `harness compare`)."""
+    for line in answer(result):
+        console.print(line, highlight=False)
+    _render_ratios(result, console)
+    if result.flaws:
+        console.print(_flaw_table(result))
 
 
 def curve_figure(result: LlmResult, mix: str) -> go.Figure:
@@ -141,4 +225,7 @@ def sections(result: LlmResult) -> list[Section]:
     for mix in sorted({c.mix for c in result.curves}, key=result.settings.mixes.index):
         out.append(Section(f"Throughput vs TPOT: {mix}", figure=curve_figure(result, mix),
                            note="Each point is one offered rate; the diamond is the knee (Kneedle's rule)."))
+    if result.flaws:
+        out.append(Section("LLM flaws, present -> fixed", html=_html_table(FLAW_HEADERS, flaw_rows(result)),
+                           note="Each flaw's knobs put in and fixed on the same arrivals of a mix that exposes it."))
     return out

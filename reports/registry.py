@@ -29,6 +29,7 @@ VIEWS: dict[str, str] = {
     "llm": "reports.llm",
     "alerts": "reports.alerts",
     "canary": "reports.canary",
+    "sweep": "reports.sweep",
 }
 
 

@@ -3,7 +3,8 @@
 The library (`harness.analysis.review`) decides every verdict and keeps the
 figures (`harness.results.review.ReviewResult`); this module only words them.
 The embedded rank, capacity (Part 2) and pool (Part 3) results are drawn by
-their own views, found through the registry.
+their own views, found through the registry; the LLM follow-up's in words and
+tables by `reports.llm.render_answer` (its curves only in HTML).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from rich.table import Table
 
 from harness.results.rank import NOISE_GOODPUT, NOISE_SHARE, FlawRank
 from harness.results.review import Effect, ReviewItem, ReviewResult
+from reports import llm as llm_view
+from reports import review_followups as followups
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
 from reports.rank import amplification, p99_words, short_run_words
@@ -24,7 +27,8 @@ from reports.registry import view
 
 __all__ = ["experiment", "gain", "measured", "narrative", "render", "sections", "title", "warning"]
 
-_PARTS = (("capacity", "Part 2: capacity"), ("pool", "Part 3: shared GPU pool"))
+_PARTS = (("capacity", "Part 2: capacity"), ("pool", "Part 3: shared GPU pool"),
+          ("llm", "Follow-up: an LLM generating tokens"))
 
 
 def title(result: ReviewResult) -> str:
@@ -142,6 +146,12 @@ def narrative(result: ReviewResult) -> list[str]:
              for w, p in r.durations.items() if p.run_s < p.full_s - 1e-9]
     if short:
         lines.append("Runs were shortened to fit (harness/analysis/shorten.py): " + "; ".join(short) + ".")
+    if result.llm is not None:
+        lines.extend(llm_view.answer(result.llm))
+    if result.alerts is not None:
+        lines.extend(followups.alerts_lines(result.alerts))
+    if result.canary is not None:
+        lines.extend(followups.canary_lines(result.canary))
     return lines + list(result.notes)
 
 
@@ -179,7 +189,13 @@ def render(result: ReviewResult, console: Console) -> None:
         if part is not None:
             console.print()
             console.print(Rule(heading))
-            view(key).render(part, console)
+            (llm_view.render_answer if key == "llm" else view(key).render)(part, console)
+    for part, heading, say in ((result.alerts, "follow-up: dashboards and alerts", followups.render_alerts),
+                               (result.canary, "follow-up: canary rollouts", followups.render_canary)):
+        if part is not None:
+            console.print()
+            console.print(Rule(heading))
+            say(part, console)  # type: ignore[operator]
     for note in result.notes:
         console.print(f"[dim]note:[/] {note}", highlight=False)
     if result.wall_s:
@@ -214,4 +230,4 @@ def sections(result: ReviewResult) -> list[Section]:
         if part is not None:
             out.extend(Section(f"{heading}: {s.title}", s.figure, s.html, s.note)
                        for s in view(key).sections(part))
-    return out
+    return out + followups.sections(result.alerts, result.canary)

@@ -158,6 +158,9 @@ def render_summary(s: RunSummary, console: Console) -> None:
     if lag is not None:
         verdict = "[bold red]driver fell behind[/]" if live.get("driver_behind") else "driver kept up"
         t.add_row("send lag p99", fmt_s(lag), f"{verdict}: sent - scheduled")
+    cold = cold_start_row(live)
+    if cold is not None:
+        t.add_row("cold start p50 / p99", *cold)
     c = s.cache
     if c.mode != "off" and not live.get("external_url"):
         t.add_row("cache", c.mode, f"hit rate {fmt_pct(c.hit_rate)} of {c.lookups:,} lookups")
@@ -186,6 +189,22 @@ def tenant_table(s: RunSummary) -> Table:
     return tt
 
 
+def cold_start_row(live: dict[str, Any]) -> tuple[str, str] | None:
+    """(value, note) on a live run's cold start (its `cold_start` block), or None (sim, or a
+    result from before warm-up existed): the first seconds a fresh server answered, and
+    whether the figures above are warm (that traffic left out) or cold (it included)."""
+    cs = live.get("cold_start")
+    if not cs:
+        return None
+    value = f"{fmt_s(cs.get('p50_ok_s'), '-')} / {fmt_s(cs.get('p99_ok_s'), '-')}"
+    first = f"first {cs['seconds']:g} s: {cs['succeeded']:,} of {cs['requests']:,} answered OK"
+    host_s = ((live.get("host") or {}).get("warmup") or {}).get("total_s")
+    host = f"; the host warmed its models and HTTP path in {fmt_s(host_s)} first" if host_s is not None else ""
+    if live.get("cold"):
+        return value, f"[bold yellow]cold run[/] (--warmup 0): the figures above include them; {first}{host}"
+    return value, f"warm-up traffic, left out of the figures above; {first}{host}"
+
+
 def lag_text(s: RunSummary) -> str:
     """Two lines on a live driver's lateness and cost (its `live` block)."""
     block: dict[str, Any] = s.live or {}
@@ -208,6 +227,14 @@ def _recovery(s: RunSummary) -> str:
     if rec.disturbance_end_s is None:
         return "-"
     return fmt_s(rec.recovered_after_s)
+
+
+def _cold_start(s: RunSummary) -> str:
+    live = s.live or {}
+    cold = cold_start_row(live)
+    if cold is None:
+        return "-"
+    return cold[0] + (" (cold run: included above)" if live.get("cold") else " (warm-up: left out above)")
 
 
 def summary_table(sides: list[Side]) -> str:
@@ -238,6 +265,8 @@ def summary_table(sides: list[Side]) -> str:
     row("GPUs, utilisation", lambda s: f"{s.gpu.count}, {fmt_pct(s.gpu.utilization)}")
     row("wasted GPU time", lambda s: f"{s.gpu.wasted_gpu_s:,.1f} GPU-s")
     row("recovery after disturbance", _recovery)
+    if any((s.run.summary.live or {}).get("cold_start") for s in sides):
+        row("cold start p50 / p99 (first seconds, answered OK)", _cold_start)
     head = "".join(f'<th style="color:{s.color}">{_html.escape(s.label)}</th>' for s in sides)
     body = "".join(f'<tr><td class="l">{_html.escape(n)}</td>' + "".join(f"<td>{_html.escape(v)}</td>" for v in vals)
                    + "</tr>" for n, vals in rows)

@@ -64,7 +64,7 @@ class BatchPolicy:
     # dispatch_policy.per_gpu_rps), the fleet utilisation partial batches may
     # keep, and the horizon the arrival rate is measured over.
     per_gpu_rps: tuple[float, ...] = ()
-    utilization: float = 0.9
+    utilization: float = 0.7
     rate_horizon_s: float = 0.1
 
     def __post_init__(self) -> None:
@@ -115,7 +115,9 @@ class Batcher:
     `expired(a, now)` says whether a queued request can no longer be useful
     (deadline propagation); such requests are dropped before dispatch.
     `gpu_share`: this queue's share of the pool's GPUs (1/N for N queues),
-    what a RATE policy weighs this queue's arrival rate against.
+    what a RATE policy weighs this queue's arrival rate against; `slowness()`
+    (measured / expected batch time) shrinks that share in a slowdown, when
+    the fleet can afford fewer partial batches than its nominal cost says.
     """
 
     def __init__(
@@ -127,6 +129,7 @@ class Batcher:
         expired: Callable[[Attempt, float], bool] | None = None,
         on_drop: Callable[[Attempt], None] | None = None,
         gpu_share: float = 1.0,
+        slowness: Callable[[], float] | None = None,
     ) -> None:
         self.queue = queue
         self.policy = policy
@@ -139,10 +142,12 @@ class Batcher:
         self._loop = asyncio.get_running_loop()
         self._rate = ArrivalRate(policy.rate_horizon_s) if policy.kind is Batching.RATE else None
         self.gpu_share = gpu_share
+        self._slowness = slowness
         # Pull mode: every policy but FULL waits while no GPU is free (see decide), so an
         # enqueue then changes nothing: skipping its pump saves most of a busy fleet's work.
         self._waits_for_gpu = pull and policy.kind is not Batching.FULL
         self._bucketed = isinstance(queue, BucketedQueue)
+        self._full_only, self._max_batch = policy.kind is Batching.FULL, policy.max_batch
         if pull:
             pool.add_listener(self.pump)
 
@@ -153,6 +158,8 @@ class Batcher:
         self.queue.push(attempt)
         if self._waits_for_gpu and not self.pool.free_gpus():
             return  # every such policy decides WAIT now, and a GPU freeing up pumps
+        if self._full_only and len(self.queue) < self._max_batch:
+            return  # FULL waits for B, with no timer (nor can any length bucket hold B)
         self.pump()
 
     def requeue_front(self, attempts: list[Attempt]) -> None:
@@ -166,6 +173,8 @@ class Batcher:
         rate = gpus = 0.0
         if self._rate is not None:
             rate, gpus = self._rate.rps(now), self.pool.alive_gpus() * self.gpu_share
+            if self._slowness is not None:
+                gpus /= self._slowness()
         while True:
             # Push mode can always hand a batch over (the pool parks it), but
             # ADAPTIVE still needs the real count of idle GPUs to judge slack.

@@ -77,7 +77,7 @@ class TargetConfig(BaseModel):
     batching: Batching = Batching.FULL
     max_wait_s: float | None = Field(None, gt=0, description="dynamic: None derives it from the SLO")
     reserve_fraction: float = Field(0.25, ge=0, le=1, description="adaptive: free GPUs kept before going greedy")
-    batch_utilization: float = Field(0.9, gt=0, le=1, description="rate: a partial batch goes once batches that size keep the fleet under this utilisation at the measured rate")
+    batch_utilization: float = Field(0.7, gt=0, le=1, description="rate: a partial batch goes once batches that size keep the fleet under this utilisation at the measured rate")
     length_bucketing: bool = Field(False, description="batch similar input lengths together")
     # -- item 3: cache ---------------------------------------------------------
     cache: CacheMode = CacheMode.EXACT
@@ -98,6 +98,11 @@ class TargetConfig(BaseModel):
     # -- item 5: admission and tenants -------------------------------------------
     admission: bool = False
     admission_target: float = Field(0.9, gt=0, le=1, description="admit if predicted latency <= this x budget")
+    frontend_lag_limit_s: float | None = Field(None, gt=0, description="live API servers shed (503) while their "
+                                               "event loop lags more than this; None: never")
+    frontend_cost_s: float = Field(0.0, ge=0, description="sim: CPU seconds an API server spends per request "
+                                   "(0: free); live servers pay their real CPU")
+    frontend_shed_cost_s: float = Field(0.0, ge=0, description="sim: CPU seconds an API server spends refusing one")
     tenant_limits: bool = False
     tenant_limit_share: float = Field(0.7, gt=0, le=1, description="a tenant's cap, share of peak_qps")
     tenant_burst_s: float = Field(0.2, gt=0, description="token bucket depth, seconds of the cap")

@@ -74,6 +74,7 @@ from targets.limits import EdgeLimits, LogBudget, check_exposure
 from targets.protocol import Attempt, Response, Status
 from targets.server_edge import serve_socket
 from targets.server_metrics import ApiMetrics
+from targets.server_overload import LagGuard, LoopLag
 from targets.server_parse import (FIELDS, MAX_DEADLINE_MS, BadRequest, PredictRequest, clip,  # noqa: F401 - re-exported
                                   parse_predict)
 
@@ -108,6 +109,8 @@ class FrontDoor:
     limits: EdgeLimits = field(default_factory=EdgeLimits)
     token: str | None = None
     log_budget: LogBudget = field(default_factory=LogBudget)
+    overload: LagGuard | None = None  # shed while `lag` is over its limit (targets.server_overload)
+    lag: LoopLag | None = None
     _uids: Any = field(default_factory=lambda: itertools.count(-1, -1))
 
 
@@ -174,6 +177,12 @@ async def _predict(request: web.Request) -> web.Response:
     if ctype.split(";", 1)[0].strip().lower() != "application/json":
         m.bad.labels("wrong-content-type").inc()
         return _error(415, "wrong-content-type", "Content-Type must be application/json")
+    if door.overload is not None and door.lag is not None:
+        wait = door.overload.decide(door.lag.lag_s)
+        if wait is not None:  # before the body is read or parsed: the cheapest answer there is
+            m.shed.labels("-", "front-end-overloaded").inc()
+            return _error(503, "overloaded", f"front end overloaded: its event loop is "
+                          f"{door.lag.lag_s * 1000:.0f} ms behind", wait)
     if request.content_length is not None and request.content_length > door.max_body_bytes:
         m.bad.labels("too-large").inc()
         return _error(413, "too-large", f"body of {request.content_length} bytes is over the "
@@ -312,9 +321,17 @@ class ApiServers:
         self.log_budget = LogBudget(per_window=5, window_s=10.0)
         self._runners: list[web.AppRunner] = []
         self._servers: list[asyncio.AbstractServer] = []
+        self.lag: LoopLag | None = None
 
     async def start(self) -> list[int]:
+        limit = getattr(getattr(self.doors[0].target, "config", None), "frontend_lag_limit_s", None) \
+            if self.doors else None
+        if limit is not None:  # one loop serves every door: one lag monitor for all
+            self.lag = LoopLag()
+            self.lag.start()
         for door in self.doors:
+            if self.lag is not None and door.overload is None:
+                door.overload, door.lag = LagGuard(limit), self.lag
             door.log_budget = self.log_budget
             runner = web.AppRunner(create_app(door), access_log=None, handle_signals=False,
                                    shutdown_timeout=self.shutdown_s, handler_cancellation=True)
@@ -333,6 +350,8 @@ class ApiServers:
         return self.ports
 
     async def stop(self) -> None:
+        if self.lag is not None:
+            self.lag.stop()
         servers, self._servers = self._servers, []
         for s in servers:
             s.close()

@@ -29,8 +29,9 @@ from targets.dedupe import Deduper
 from targets.delayline import DelayLine
 from targets.dispatch_policy import per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
+from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
-from targets.protocol import OK, Attempt, Response, Status
+from targets.protocol import OK, OK_RESPONSE, Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
 from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
 from targets.versions import CanaryRouting, CanarySplit, ModelVersion
@@ -115,9 +116,10 @@ class ServingTarget:
         queues = 1 if shared else n
         self.batchers = [
             Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,
-                    gpu_share=1 / queues)
+                    gpu_share=1 / queues, slowness=self.current_slowness)
             for _ in range(queues)
         ]
+        self._per_server = queues > 1
         self.cache: ResponseCache | None = None
         if config.cache is not CacheMode.OFF:
             break_even = max(0.01, config.cache_hop_s / self.batch_s)
@@ -135,6 +137,10 @@ class ServingTarget:
         # server that runs for days passes `computed_bound` (see live_computed_bound).
         self._computed: RecentSet[int] = RecentSet(computed_bound or Bound(100_000_000, math.inf))
         self.canary: CanaryFleet | None = None  # attach_canary: a rollout's second version
+        # Modeled GPUs, modeled front end (targets.frontend_cpu); real servers pay real CPU.
+        self.frontend = FrontendCpu(n, config.frontend_cost_s, config.frontend_shed_cost_s,
+                                    config.frontend_lag_limit_s) \
+            if executor_for is None and config.frontend_cost_s > 0 else None
 
     # -- construction helpers ------------------------------------------------------
     def _new_queue(self):
@@ -143,7 +149,7 @@ class ServingTarget:
         return BucketedQueue(make, c.reference_length) if c.length_bucketing else make()
 
     def _batcher_for(self, server: int) -> Batcher:
-        return self.batchers[0] if len(self.batchers) == 1 else self.batchers[server]
+        return self.batchers[server if self._per_server else 0]
 
     # -- observation -----------------------------------------------------------------
     def queue_depth(self) -> int:
@@ -215,10 +221,18 @@ class ServingTarget:
             self._route(a)
 
     def _route(self, a: Attempt) -> None:
-        if a.server >= 0:
-            self.submit_to(a.server, a)
+        server = a.server if a.server >= 0 else self.balancer.route(a.tenant, a.conn, self.inflight)
+        fe = self.frontend
+        if fe is None:
+            self.submit_to(server, a)
             return
-        self.submit_to(self.balancer.route(a.tenant, a.conn, self.inflight), a)
+        got = fe.admit(server, self.loop.time())
+        if got.shed:
+            self.stats.shed_overload += 1
+            self.loop.call_at(got.done_s, self._reply, a, Response(
+                Status.UNAVAILABLE, retry_after_s=max(0.05, got.wait_s), reason="front end overloaded"))
+        else:
+            self.loop.call_at(got.done_s, self.submit_to, server, a)
 
     def submit_to(self, server: int, a: Attempt) -> None:
         """An API server's handling of one attempt (after cache and balancer)."""
@@ -234,7 +248,7 @@ class ServingTarget:
                 self.stats.shed_tenant += 1
                 self._reply(a, Response(Status.TOO_MANY, retry_after_s=max(0.05, bucket.wait_s(now)), reason="tenant over its limit"))
                 return
-        batcher = self._batcher_for(server)
+        batcher = self.batchers[server if self._per_server else 0]
         if c.admission:
             predicted = self._predicted_s(batcher, a)
             budget = c.slo_s if a.deadline_s is None else min(c.slo_s, a.deadline_s - now)
@@ -320,7 +334,7 @@ class ServingTarget:
                 if failed:
                     self._reply(a, Response(Status.ERROR, reason=f"model {served.name} failed"))
                     continue
-            response = Response(OK, output=output)
+            response = OK_RESPONSE if output is None else Response(OK, output=output)
             if cache is not None:
                 cache.put(a, output, None if served is None else served.name)
             self._reply(a, response)

@@ -196,11 +196,13 @@ class TorchExecutor:
         """
         return await self._submit(list(inputs), record=True)
 
-    async def warm_up(self, batch_size: int = 1) -> None:
+    async def warm_up(self, batch_size: int = 1, length: int | None = None) -> None:
         """Run one synthetic batch, not counted in the timings, so the first real request
-        does not pay for lazy initialisation (allocator, kernel selection, CUDA context)."""
+        does not pay for lazy initialisation (allocator, kernel selection, CUDA context).
+        ``length``: tokens per input (variable-length models only; default 16). Never padded
+        to ``pad_to_s``: warming is about the real compute path, not the emulated batch time."""
         rng = random.Random(self._seed)
-        length = 16 if self.model.variable_length else None
+        length = (length or 16) if self.model.variable_length else None
         await self._submit([self.model.synthetic_input(rng, length) for _ in range(batch_size)],
                            record=False)
 
@@ -235,7 +237,7 @@ class TorchExecutor:
         compute_s = 0.0
         try:
             outputs, batch, compute_s = measure_batch(self.model, inputs)
-            if self.pad_to_s is not None:
+            if record and self.pad_to_s is not None:  # warm-up batches are not padded
                 remaining = self.pad_to_s - (time.perf_counter() - start)
                 if remaining > 0:
                     dead.wait(remaining)  # returns early if fail() kills the worker

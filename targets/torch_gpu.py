@@ -128,7 +128,3 @@ def torch_gpus(count: int, model: str, cost: CostFn, device: str = "auto", pad_t
     return [TorchGpu(TorchExecutor(model, device=device, threads=threads, seed=seed), cost, pad)
             for _ in range(count)]
 
-
-async def warm_up(gpus: list[TorchGpu], batch_size: int = 8) -> None:
-    """One untimed batch per worker, so the first requests do not pay for lazy setup."""
-    await asyncio.gather(*(g.executor.warm_up(batch_size) for g in gpus))

@@ -7,18 +7,17 @@ nothing; the result lists whatever did.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from harness.analysis.alert_eval import Series, evaluate
 from harness.engine.jobs import SimJob, run_jobs
 from harness.ops.prom import rule_groups
-from harness.ops.rules import AlertRule, shape_of
+from harness.ops.rules import AlertRule, FleetShape, shape_of
 from harness.results.alerts import AlertsResult, RuleFigures, RuleFiring, ScenarioAlerts
 from targets.config import TargetConfig
-from workloads.loader import load_workload
 from workloads.model import SpikePhase, WorkloadConfig
 
-__all__ = ["onset_s", "prove_rules", "rule_figures"]
+__all__ = ["onset_s", "prove_rules", "rule_figures", "scenario_alerts"]
 
 OnDone = Callable[[str], None]
 
@@ -35,6 +34,20 @@ def onset_s(workload: WorkloadConfig) -> float | None:
     return min(starts) if starts else None
 
 
+def scenario_alerts(name: str, workload: WorkloadConfig, timeseries: dict[str, Any], rules: list[AlertRule],
+                    shape: FleetShape, calm: bool = False) -> ScenarioAlerts:
+    """The rules evaluated on one run of `workload` (its series): what fired, and the detection."""
+    onset = onset_s(workload)
+    fired = [f for f in evaluate(rules, Series.from_timeseries(timeseries), shape) if f.first_s is not None]
+    # Detection: the first firing that starts at or after the onset (one before it is a false alarm).
+    starts = [(start, f.rule) for f in fired for start, _ in f.intervals if onset is None or start >= onset]
+    first_s, first_rule = min(starts, default=(None, None))
+    return ScenarioAlerts(
+        scenario=name, calm=calm, onset_s=onset, first_rule=first_rule, first_s=first_s,
+        delay_s=first_s - onset if first_s is not None and onset is not None else None,
+        fired=[RuleFiring(rule=f.rule, first_s=f.first_s, intervals=list(f.intervals)) for f in fired])
+
+
 def rule_figures(config: TargetConfig, rules: list[AlertRule]) -> list[RuleFigures]:
     written = rule_groups(config, rules)["groups"][0]["rules"]
     return [RuleFigures(name=r.name, severity=r.severity, expr=w["expr"], for_s=r.for_s, summary=r.summary)
@@ -49,16 +62,7 @@ def prove_rules(target: str, config: TargetConfig, rules: list[AlertRule], scena
     jobs = [SimJob(target, name, seed, duration_s=durations.get(name)) for name in scenarios]
     runs = run_jobs(jobs, workers, on_done=(lambda i, job, _: on_done(job.workload)) if on_done else None)
     shape = shape_of(config)
-    out = []
-    for job, run in zip(jobs, runs):
-        onset = onset_s(job.workload_config())
-        fired = [f for f in evaluate(rules, Series.from_timeseries(run.timeseries), shape) if f.first_s is not None]
-        # Detection: the first firing that starts at or after the onset (one before it is a false alarm).
-        starts = [(start, f.rule) for f in fired for start, _ in f.intervals if onset is None or start >= onset]
-        first_s, first_rule = min(starts, default=(None, None))
-        out.append(ScenarioAlerts(
-            scenario=job.workload, calm=job.workload in calm, onset_s=onset, first_rule=first_rule, first_s=first_s,
-            delay_s=first_s - onset if first_s is not None and onset is not None else None,
-            fired=[RuleFiring(rule=f.rule, first_s=f.first_s, intervals=list(f.intervals)) for f in fired]))
+    out = [scenario_alerts(job.workload, job.workload_config(), run.timeseries, rules, shape, job.workload in calm)
+           for job, run in zip(jobs, runs)]
     return AlertsResult(target=target, hour_s=hour_s, objective=objective, seed=seed,
                         rules=rule_figures(config, rules), scenarios=out)

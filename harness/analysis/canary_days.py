@@ -35,6 +35,9 @@ class CanaryDay:
     overrides: dict[str, Any] = field(default_factory=dict)
     # The day's shape spans the plan's steps (held steps run past it): a spike lands mid-rollout.
     fit_to_steps: bool = False
+    # False: what decides the day is the target's flaw (the exact-payload cache answers for the
+    # canary), which no plan can fix; it is reported apart from the plans' catch rates.
+    judges_plan: bool = True
 
 
 CANARY_DAYS: dict[str, CanaryDay] = {
@@ -43,7 +46,7 @@ CANARY_DAYS: dict[str, CanaryDay] = {
     "erroring": CanaryDay(ModelVersion(name="v2", error_rate=0.02), "steady", bad=True),
     "wrong": CanaryDay(ModelVersion(name="v2", output_shift=0.3), "steady", bad=True),
     "wrong-behind-exact-cache": CanaryDay(ModelVersion(name="v2", output_shift=0.3), "cacheable", bad=True,
-                                          overrides={"cache": "exact"}),
+                                          overrides={"cache": "exact"}, judges_plan=False),
     "good-during-spike": CanaryDay(ModelVersion(name="v2"), "spike", bad=False, fit_to_steps=True),
 }
 

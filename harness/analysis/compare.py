@@ -50,10 +50,11 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
 
 def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
                  duration_s: float | None, rate_rps: float | None, scale: float | None, model: str = "mlp",
-                 device: str = "auto", run_one: Callable | None = None) -> CompareResult:
+                 device: str = "auto", run_one: Callable | None = None, warmup_s: float | None = None) -> CompareResult:
     """The live comparison (harness.live.plan.compare_live: each workload on A then B, one
-    at a time), judged per scenario like the sim one."""
+    at a time, each after `warmup_s` of warm-up traffic, None: the default), judged per
+    scenario like the sim one."""
     from harness.live.plan import compare_live as run_live_pairs
 
     return add_verdicts(run_live_pairs(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
-                                       run_one=run_one))
+                                       run_one=run_one, warmup_s=warmup_s))

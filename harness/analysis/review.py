@@ -5,7 +5,15 @@ exposes it (its `exposed_by` scenarios plus `steady`), both ways: the flaw put
 back alone into `hardened` (its cost) and fixed alone in the design under
 review (its gain; `naive`, the doc's design, unless a user design is given).
 It then ranks the flaws, and adds the Part 2 (capacity) and Part 3 (shared
-pool) answers the caller asks for.
+pool) answers the caller asks for, and the LLM follow-up's
+(`harness.analysis.llm_review`: static against continuous batching, and the
+LLM flaws, in a few seconds of simulation).
+
+Two follow-ups are answered with measurements too: dashboards and alerts (the
+generated alert rules evaluated on the ablation's own runs of hardened and the
+design, `harness.analysis.review_alerts`: no extra run) and canaries (the
+built-in rollout plans over a few seeds, or a saved `harness canary` result,
+`harness.analysis.review_canary`).
 
 Runs are shortened so each scenario keeps the disturbance the flaws it exposes
 need to show (`harness.analysis.exposure`); `--quick` halves the rest. An
@@ -24,15 +32,19 @@ import time
 from typing import Any, Callable, Sequence
 
 from harness.analysis.ablation import ablate, ablation_job_count, exposing_plan
-from harness.analysis.variants import OnDone, OnPlanned
+from harness.analysis.review_alerts import RunTap, alerts_answer, baseline_runs
+from harness.analysis.review_canary import canary_answer, run_canary_answer
+from harness.analysis.variants import OnDone, OnPlanned, knobs_of
 from harness.results.base import Result
+from harness.results.canary import CanaryResult
+from harness.results.followups import AlertsAnswer, CanaryAnswer
 from harness.results.rank import FlawRank, RankResult, ScenarioCost, TailChange, measurable
 from harness.results.review import Effect, LostShift, ReviewItem, ReviewResult, TailShift
 from targets.flaws import FLAWS
 from workloads.loader import load_workload
 
-__all__ = ["QUICK_SCALE", "Part", "capacity_part", "check_design", "default_parts", "items", "pool_part", "review",
-           "review_job_count", "review_scenarios"]
+__all__ = ["QUICK_SCALE", "Part", "capacity_part", "check_design", "default_parts", "items", "llm_part", "pool_part",
+           "review", "review_job_count", "review_scenarios"]
 
 QUICK_SCALE = 0.5          # --quick: runs this much shorter, never below what a flaw needs (shorten.py)
 
@@ -126,9 +138,18 @@ def pool_part() -> Part:
     return "Part 3 (pool)", build
 
 
+def llm_part(seed: int) -> Part:
+    """The follow-up "an LLM generating tokens one at a time: how does batching change?" (short sim runs)."""
+    def build() -> Any:
+        from harness.analysis.llm_review import llm_answer
+
+        return llm_answer(seed)
+    return "LLM follow-up", build
+
+
 def default_parts(seed: int, workers: int | None) -> list[Part]:
-    """The Part 2 and Part 3 answers a full review adds."""
-    return [capacity_part(seed, workers), pool_part()]
+    """The Part 2, Part 3 and LLM follow-up answers a full review adds."""
+    return [capacity_part(seed, workers), pool_part(), llm_part(seed)]
 
 
 def _part(name: str, build: Callable[[], Any], notes: list[str]) -> Result | None:
@@ -143,7 +164,8 @@ def _part(name: str, build: Callable[[], Any], notes: list[str]) -> Result | Non
 def review(design: str | None = None, quick: bool = False, seed: int = 1, workers: int | None = None,
            parts: Sequence[Part] = (), rank: RankResult | None = None, on_done: OnDone | None = None,
            scale: float | None = None, flaw_scenarios: dict[str, list[str]] | None = None,
-           on_planned: OnPlanned | None = None, seeds: list[int] | None = None) -> ReviewResult:
+           on_planned: OnPlanned | None = None, seeds: list[int] | None = None, alerts: bool = True,
+           canary_seeds: int = 0, canary: CanaryResult | None = None) -> ReviewResult:
     """The review of `design` (a target spec or TOML; default naive, the doc's design).
 
     `rank` reuses a saved rank (same design) instead of running the ablation;
@@ -152,25 +174,72 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     shortens every run; `flaw_scenarios` ({flaw id: [scenarios]}) replaces the
     default experiments (tests use tiny ones); `seeds` runs the ablation under each
     (`harness.analysis.ablation`: intervals and place stability per flaw).
+
+    The follow-ups: `alerts` evaluates the alert rules on the ablation's runs of
+    hardened and the design (with a saved `rank`, on runs of its own, one per
+    design and scenario); `canary` (a saved `harness canary` result) or
+    `canary_seeds` (> 0: run the built-in plans over that many seeds) answers
+    the canary question.
     """
     started = time.perf_counter()
     flawed = design or "naive"
     notes: list[str] = []
+    factor = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
+    first_seed = seeds[0] if seeds else seed
+    tap = None
     if rank is None:
         scen = flaw_scenarios or review_scenarios()
-        factor = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
         plan = exposing_plan(scen, "hardened", factor)
+        if alerts:
+            good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
+            on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
         rank = ablate(scen, "hardened", flawed, seed, workers, plan, on_done, suite="bad-day", on_planned=on_planned,
                       seeds=seeds)
+    alerts_part = _alerts(rank, tap, factor, first_seed, workers, notes) if alerts else None
     embedded: dict[str, Result] = {}
     for name, build in parts:
         part = _part(name, build, notes)
         if part is not None:
             embedded[part.kind] = part
+    canary_part = _canary(canary, canary_seeds, first_seed, workers, notes)
     return ReviewResult(
         design=flawed, seed=seed, quick=quick, rank=rank, capacity=embedded.get("capacity"),
-        pool=embedded.get("pool"), items=items(rank), notes=notes, wall_s=time.perf_counter() - started,
+        pool=embedded.get("pool"), llm=embedded.get("llm"), alerts=alerts_part, canary=canary_part,
+        items=items(rank), notes=notes, wall_s=time.perf_counter() - started,
     )
+
+
+def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, workers: int | None,
+            notes: list[str]) -> AlertsAnswer | None:
+    """The alerts follow-up on the runs the tap kept, or (a saved rank) on runs of its own."""
+    try:
+        if tap is not None:
+            runs, source = list(tap.runs.values()), "the ablation's own runs of both designs"
+        else:
+            scen = {f.id: list(f.per_scenario) for f in rank.flaws}
+            plan = exposing_plan(scen, rank.good_spec, factor)
+            runs = baseline_runs([rank.good_spec, rank.flawed_spec], plan, seed, workers)
+            source = "runs of both designs made for this answer (the rank was reused)"
+        order = {rank.good: 0, rank.flawed: 1}
+        runs.sort(key=lambda r: (order.get(r.design, 2), rank.suite.index(r.scenario)
+                                 if r.scenario in rank.suite else len(rank.suite)))
+        return alerts_answer(runs, rank.good, source)
+    except Exception as exc:  # an optional follow-up must not sink a long review
+        notes.append(f"alerts follow-up failed: {type(exc).__name__}: {exc}")
+    return None
+
+
+def _canary(saved: CanaryResult | None, seeds: int, first_seed: int, workers: int | None,
+            notes: list[str]) -> CanaryAnswer | None:
+    """The canary follow-up from a saved result, or run over `seeds` seeds; None when neither."""
+    try:
+        if saved is not None:
+            return canary_answer(saved, f"a saved harness canary result ({saved.seeds} seed(s) a plan and day)")
+        if seeds > 0:
+            return run_canary_answer(seeds, first_seed, workers=workers)
+    except Exception as exc:  # an optional follow-up must not sink a long review
+        notes.append(f"canary follow-up failed: {type(exc).__name__}: {exc}")
+    return None
 
 
 def check_design(design: str) -> None:

@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("analysis", "review"),
     "gate": ("analysis", "gate"),
     "capacity": ("capacity", "capacity"),
+    "sweep": ("sweep", "sweep"),
+    "locustfile": ("locust", "locustfile"),
     "pool": ("pool", "pool"),
     "alerts": ("alerts", "alerts"),
     "canary": ("canary", "canary"),

@@ -21,6 +21,7 @@ from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SE
 from harness.engine.jobs import configure
 from harness.results import io as results
 from harness.results import load_result
+from harness.results.canary import CanaryResult
 from harness.results.rank import RankResult
 from reports import gate as gate_view
 from reports import rank as rank_view
@@ -93,7 +94,13 @@ def review(
     quick: bool = typer.Option(False, "--quick", help="Shorter runs where no flaw needs the length (each disturbance keeps what its flaws need)."),
     rank_file: Optional[Path] = typer.Option(None, "--rank", help="Reuse a saved rank result instead of running the ablation.",
                                              callback=existing_file("--rank")),
-    no_parts: bool = typer.Option(False, "--no-parts", help="Skip Part 2 (capacity) and Part 3 (pool)."),
+    no_parts: bool = typer.Option(False, "--no-parts", help="Skip Part 2 (capacity), Part 3 (pool) and the follow-ups "
+                                  "that need runs of their own (canary; alerts when --rank is reused)."),
+    canary_file: Optional[Path] = typer.Option(None, "--canary", help="Reuse a saved `harness canary` result for the "
+                                               "canary follow-up.", callback=existing_file("--canary")),
+    canary_seeds: Optional[int] = typer.Option(None, "--canary-seeds", help="Seeds a canary plan and day for the canary "
+                                               "follow-up (default 1 with --quick, else 5; 0 skips it).",
+                                               callback=bounded("--canary-seeds", ge=0, le=100)),
     seed: int = SEED,
     seeds: int = SEEDS,
     jobs: Optional[int] = JOBS,
@@ -107,7 +114,7 @@ def review(
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review
 
-    saved = None
+    saved = saved_canary = None
     if rank_file is not None and seeds > 1:
         fail("--seeds runs the ablation under each seed; --rank reuses a saved one: give one of them")
     try:
@@ -117,13 +124,19 @@ def review(
             saved = load_result(rank_file)
             if not isinstance(saved, RankResult):
                 fail(f"{rank_file}: not a rank result (kind '{saved.kind}')")
+        if canary_file is not None:
+            saved_canary = load_result(canary_file)
+            if not isinstance(saved_canary, CanaryResult):
+                fail(f"{canary_file}: not a canary result (kind '{saved_canary.kind}')")
     except (ConfigError, ValueError) as exc:
         fail(str(exc))
     parts = [] if no_parts else default_parts(seed, jobs)
     with _runs_progress(quiet or as_json) as callbacks:
         on_planned, on_done = callbacks()
+        n_canary = canary_seeds if canary_seeds is not None else (0 if no_parts else (1 if quick else 5))
         result = run_review(design, quick, seed, jobs, parts, saved, on_done=on_done, on_planned=on_planned,
-                            seeds=seeds_from(seed, seeds))
+                            seeds=seeds_from(seed, seeds), alerts=saved is None or not no_parts,
+                            canary_seeds=n_canary, canary=saved_canary)
     _finish(result, out_path or results.default_path("review", design or "naive"), html, as_json, review_view)
 
 

@@ -25,6 +25,10 @@ from workloads.loader import ConfigError
 if TYPE_CHECKING:
     from harness.live.plan import LivePlan
 
+WARMUP = typer.Option(None, "--warmup", help="live: seconds of traffic at the workload's opening rate sent before "
+                      "the measured run and left out of its figures (default 5; 0: a cold run).",
+                      callback=bounded("--warmup", ge=0, unit=" s"))
+
 
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None]:
@@ -48,16 +52,20 @@ def _progress(enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None
 
 
 def _plan_text(plan: LivePlan) -> str:
+    from harness.live.warmup import opening_rps
+
     wl, cfg, info = plan.workload, plan.config, plan.scaling
+    warm = (f"\n  warm-up first: {plan.warmup_s:g} s ramping to {opening_rps(wl):,.0f} req/s, left out of the figures"
+            if plan.warmup_s else "\n  cold run (--warmup 0): the figures include the fresh server's first seconds")
     if info is None:  # an external server: only the traffic is scaled
-        return f"live: {plan.target} on {wl.name}, scale {plan.scale:.4g}: {wl.peak_rps:,.0f} req/s peak"
+        return f"live: {plan.target} on {wl.name}, scale {plan.scale:.4g}: {wl.peak_rps:,.0f} req/s peak" + warm
     pad = plan.pad_s
     return (f"live: {plan.target} on {wl.name}, scale {plan.scale:.4g} (asked {plan.asked_scale:.4g}): "
             f"{wl.peak_rps:,.0f} req/s peak\n"
             f"  {cfg.api_servers} API server(s), {cfg.fleet_gpus} GPU worker(s) running {plan.payloads.model}"
             f"{f' padded to {pad * 1000:.0f} ms' if pad else ''}\n"
             f"  per GPU {info.per_gpu_rps_live:,.0f} req/s (design {info.per_gpu_rps_design:,.0f}); "
-            f"per API server {info.per_server_rps_live:,.0f} (design {info.per_server_rps_design:,.0f})")
+            f"per API server {info.per_server_rps_live:,.0f} (design {info.per_server_rps_design:,.0f})" + warm)
 
 
 def _shown_run(quiet: bool) -> Callable[[LivePlan], RunResult]:
@@ -120,7 +128,7 @@ def _require_live(mode: str) -> None:
 
 def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None, model: str = "mlp",
              device: str = "auto", pad_to_s: float | None = None, template: Path | None = None,
-             allow_remote: bool = False) -> RunResult:
+             allow_remote: bool = False, warmup_s: float | None = None) -> RunResult:
     """`harness run --mode live`: plan, show and run one live run; returns its result."""
     from harness.live.plan import plan_live
 
@@ -136,7 +144,7 @@ def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None,
             fail(f"--template {template}: {exc}")
     try:
         plan = plan_live(job.target, job.workload, job.seed, job.overrides, job.duration_s, job.rate_rps, scale,
-                         model, device, pad_to_s, text, allow_remote)
+                         model, device, pad_to_s, text, allow_remote, warmup_s=warmup_s)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
     return _shown_run(quiet)(plan)
@@ -144,14 +152,15 @@ def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None,
 
 def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
                  duration_s: float | None, rate_rps: float | None, scale: float | None, mode: str,
-                 quiet: bool, model: str = "mlp", device: str = "auto") -> CompareResult:
+                 quiet: bool, model: str = "mlp", device: str = "auto",
+                 warmup_s: float | None = None) -> CompareResult:
     """`harness compare --mode live`: harness.analysis.compare.compare_live, each run shown."""
     from harness.analysis.compare import compare_live as run_compare_live
 
     _require_live(mode)
     try:
         return run_compare_live(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
-                                run_one=_shown_run(quiet))
+                                run_one=_shown_run(quiet), warmup_s=warmup_s)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
 
@@ -227,7 +236,7 @@ def serve(
 
 
 def profile(
-    model: str = typer.Argument(..., help="mlp, cnn, transformer, or llm (the tiny decoder's step cost)."),
+    model: str = typer.Argument(..., help="mlp, cnn, transformer, llm (the tiny decoder's step cost) or frontend (CPU per request)."),
     device: str = DEVICE,
     out_path: Optional[Path] = typer.Option(None, "--out", help="Cost table file (default: runs/costs-MODEL-DEVICE.json).",
                                             callback=writable_file("--out")),
@@ -241,6 +250,10 @@ def profile(
                                           callback=bounded("--threads", ge=1)),
 ) -> None:
     """Measure batch time against batch size on this machine; write a cost table for sim."""
+    if model == "frontend":  # the live front end's CPU per request (harness.cli.frontend)
+        from harness.cli.frontend import profile_frontend_cmd
+
+        return profile_frontend_cmd()
     if model == "llm":  # the tiny decoder: step cost, not batch time (harness.cli.llm)
         from harness.cli.llm import profile_llm_cmd
 

@@ -117,5 +117,8 @@ def profile_llm_cmd(out_path: Path | None, repeats: int, threads: int | None) ->
               f"{c.base_s * 1000:.3f} ms + {c.per_prefill_token_s * 1e6:.1f} us/prefill token + "
               f"{c.per_decode_seq_s * 1e6:.1f} us/decode row + {c.per_context_token_s * 1e9:.1f} ns/context token",
               highlight=False)
+    out.print(f"front end, median of {prof.requests} requests: {c.frontend_in_s * 1000:.2f} ms from scheduled start "
+              f"to the engine, {c.frontend_out_s * 1000:.2f} ms from a token made to its SSE chunk read",
+              highlight=False)
     out.print(f"cost file: {path}  (use: harness compare llm-static llm-continuous --set cost={path})",
               highlight=False)

@@ -13,7 +13,8 @@ from harness.analysis.compare import compare as run_compare
 from harness.analysis.seeds import run_seeds
 from harness.analysis.stats import seeds_from
 from harness.cli.common import (DEVICE, DURATION, EXECUTOR, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT, QUIET, RATE, SEED,
-                                SEEDS, SET, check_target_mode, err, existing_file, fail, out)
+                                SEEDS, SET, bounded, check_target_mode, err, existing_file, fail, one_of, out)
+from harness.cli.live import WARMUP
 from harness.engine.jobs import SimJob, configure
 from harness.results import io as results
 from reports import compare as compare_view
@@ -42,13 +43,18 @@ def run(
     template: Optional[Path] = typer.Option(None, "--template", help="live, URL target: JSON body template ({{input}}, ...).",
                                             callback=existing_file("--template")),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback."),
+    warmup: Optional[float] = WARMUP,
+    driver: str = typer.Option("builtin", "--driver", help="live: builtin (open loop) or locust (closed-loop users).",
+                               callback=one_of("--driver", ("builtin", "locust"))),
+    workers: int = typer.Option(2, "--workers", help="live, --driver locust: Locust worker processes.",
+                                callback=bounded("--workers", ge=1, le=64)),
 ) -> None:
     """Run one target under one workload and write its result file."""
     configure(executor)
     check_target_mode(target, mode)
     if mode == "sim":
         for option, given in (("--scale", scale is not None), ("--template", template is not None),
-                              ("--allow-remote", allow_remote)):
+                              ("--allow-remote", allow_remote), ("--warmup", warmup is not None)):
             if given:
                 fail(f"{option} applies to --mode live only (this run is sim)")
     elif seeds > 1:
@@ -60,11 +66,17 @@ def run(
         load_workload(workload)
     except ConfigError as exc:
         fail(str(exc))
-    if mode != "sim":
+    if mode == "sim" and driver != "builtin":
+        fail("--driver applies to --mode live only (this run is sim)")
+    if driver == "locust":
+        from harness.cli.locust import run_with_locust  # Locust runs in subprocesses only
+
+        result = run_with_locust(job, workers, scale, model)
+    elif mode != "sim":
         from harness.cli.live import run_live  # live mode lives in its own module
 
         result = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
-                          template=template, allow_remote=allow_remote)
+                          template=template, allow_remote=allow_remote, warmup_s=warmup)
     elif seeds > 1:
         from harness.cli.progress import job_progress
 
@@ -107,6 +119,7 @@ def compare(
     quiet: bool = QUIET,
     mode: str = MODE,
     scale: Optional[float] = LIVE_SCALE,
+    warmup: Optional[float] = WARMUP,
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep."""
     if a.startswith("llm-") or b.startswith("llm-"):
@@ -130,10 +143,13 @@ def compare(
         fail(str(exc))
     if mode != "sim" and seeds > 1:
         fail("--seeds applies to --mode sim only")
+    if mode == "sim" and warmup is not None:
+        fail("--warmup applies to --mode live only (this compare is sim)")
     if mode != "sim":
         from harness.cli.live import compare_live
 
-        result = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json)
+        result = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json,
+                              warmup_s=warmup)
     else:
         from harness.cli.progress import job_progress
 

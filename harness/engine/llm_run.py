@@ -10,6 +10,12 @@ scheduler never sees a clock; this loop never makes a policy decision.
 
 The run stops when every request has finished, or at `duration + drain_s`:
 requests still queued or running then are `unfinished`.
+
+The cost's front-end terms (`targets.llm.cost`) are applied at the edges: the
+scheduler sees each request `frontend_in_s` after its scheduled start (its
+`arrival_s` while it runs, as the live engine's clock would read), and the
+trace hands back every sequence in the client's view, arrival as scheduled and
+token times `frontend_out_s` later than the engine made them.
 """
 
 from __future__ import annotations
@@ -48,13 +54,15 @@ class EngineTrace:
     slot_tokens_used: int = 0
     padding_tokens: int = 0
     prefill_tokens: int = 0
+    origin_s: float = 0.0          # the clock's reading at t = 0 of this trace (live: the loop's time)
 
 
 def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0) -> EngineTrace:
     """Serve `schedule` with the scheduler `spec` names; deterministic (no randomness in the loop)."""
     sched = create_scheduler(spec)
     cost = spec.cost
-    arrival = schedule.arrival_s.tolist()
+    front_in, front_out = cost.frontend_in_s, cost.frontend_out_s
+    arrival = (schedule.arrival_s + front_in).tolist()
     prompts, outputs, tenants = (schedule.prompt_tokens.tolist(), schedule.output_tokens.tolist(),
                                  schedule.tenant.tolist())
     seqs = [Sequence(i, arrival[i], prompts[i], outputs[i], tenants[i]) for i in range(len(arrival))]
@@ -93,4 +101,15 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
     trace.preemptions = getattr(sched, "preemptions", 0)
     for name in ("slot_tokens_total", "slot_tokens_used", "padding_tokens"):
         setattr(trace, name, getattr(sched, name, 0))
+    if front_in or front_out:
+        _to_client_view(seqs, schedule.arrival_s.tolist(), front_out)
     return trace
+
+
+def _to_client_view(seqs: list[Sequence], scheduled_s: list[float], front_out_s: float) -> None:
+    """Arrivals back to their scheduled starts, tokens to when the client reads them (NaN stays NaN)."""
+    for seq, start in zip(seqs, scheduled_s):
+        seq.arrival_s = start
+        seq.first_token_s += front_out_s
+        seq.last_token_s += front_out_s
+        seq.finish_s += front_out_s

@@ -7,8 +7,10 @@ front of those (targets.l4proxy). `harness serve` runs one in the foreground;
 live runs run one in a child process (`python -m harness.live.host`) that the
 driver's process controls over a pipe:
 
-- the first line on stdin is the HostSpec as JSON; the child answers one JSON
-  line on stdout: `{"ready": true, "proxy_port", "api_ports", ...}` or `{"error"}`;
+- the first line on stdin is the HostSpec as JSON; the child warms its models
+  and HTTP path (harness.live.host_warmup), then answers one JSON line on
+  stdout: `{"ready": true, "proxy_port", "api_ports", ..., "warmup"}` (what it
+  warmed and how long that took) or `{"error"}`;
 - then one JSON request per line (`{"op": "sample" | "stats" | "kill" |
   "revive" | "slowdown" | "stop", "id": N, ...}`), one JSON answer per line,
   in order, carrying the request's id;
@@ -33,7 +35,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from targets.config import CacheMode, CostModel, Routing, TargetConfig
+from harness.live.host_warmup import warm_http, warm_models
+from targets.config import Batching, CacheMode, CostModel, Routing, TargetConfig
+
+WARM_REQUESTS_PER_SERVER = 4
+WARM_REQUESTS_MAX = 1024
+WARM_CONTENT = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,7 @@ class TargetHost:
         from targets.limits import EdgeLimits
         from targets.server import ApiMetrics, ApiServers, FrontDoor
         from targets.target import ServingTarget, live_computed_bound
-        from targets.torch_gpu import torch_gpus, warm_up
+        from targets.torch_gpu import torch_gpus
 
         spec = self.spec
         sys.setswitchinterval(spec.switch_interval_s)
@@ -93,7 +100,7 @@ class TargetHost:
         fixed = spec.pad_to_s is not None
         self.gpus = torch_gpus(cfg.fleet_gpus, spec.model, cost, spec.device, spec.pad_to_s if fixed else None,
                                spec.threads, spec.seed, pad_to_cost=not fixed and spec.effective_pad_s(cfg) is not None)
-        await warm_up(self.gpus)
+        warmed = await warm_models(self.gpus, cfg.batch_size)
         self.target = ServingTarget(cfg, random.Random(spec.seed), executor_for=lambda i: self.gpus[i],
                                     computed_bound=live_computed_bound(cfg))
         for gpu, worker in zip(self.gpus, self.target.pool.workers):
@@ -116,9 +123,23 @@ class TargetHost:
                              limits=limits, expose=spec.expose)
         metrics.watch_proxy(self.proxy)
         self.proxy_port = await self.proxy.start()
+        warmed.update(await warm_http(self.proxy_port, self._warm_bodies(cfg), spec.token))
+        warmed["total_s"] = warmed["model_s"] + warmed["http_s"]
         return {"ready": True, "proxy_port": self.proxy_port, "api_ports": self.ports, "gpus": len(self.gpus),
                 "device": str(self.gpus[0].executor.device), "model": spec.model,
-                "pad_to_s": spec.effective_pad_s(cfg), "pid": os.getpid()}
+                "pad_to_s": spec.effective_pad_s(cfg), "pid": os.getpid(), "warmup": warmed}
+
+    def _warm_bodies(self, cfg: TargetConfig) -> list[bytes]:
+        """A handful of requests per API server; a full batch per server where only full
+        batches dispatch. Content ids far above the workloads' (no cache entry they could hit)."""
+        from harness.live.payloads import Payloads
+
+        per_server = cfg.batch_size if cfg.batching is Batching.FULL else WARM_REQUESTS_PER_SERVER
+        n = min(WARM_REQUESTS_MAX, per_server * cfg.api_servers)
+        payloads = Payloads(self.spec.model, seed=self.spec.seed)
+        tenant = self.spec.tenants[0] if self.spec.tenants else "warmup"
+        return [payloads.body(tenant, WARM_CONTENT + i, cfg.reference_length, f"warmup-host-{i}", None)
+                for i in range(n)]
 
     def sample(self) -> dict[str, Any]:
         pool = self.target.pool

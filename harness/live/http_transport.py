@@ -132,7 +132,8 @@ class _Conn(asyncio.Protocol):
         deadline_ms = None
         if a.deadline_s is not None:
             deadline_ms = max(1, int((a.deadline_s - time.monotonic()) * 1000))
-        body = owner.payloads.body(a.tenant, a.content, a.size, a.request_id, deadline_ms, a.variant)
+        rid = a.request_id if a.request_id is None or not owner.rid_prefix else owner.rid_prefix + a.request_id
+        body = owner.payloads.body(a.tenant, a.content, a.size, rid, deadline_ms, a.variant)
         if a.attempt_no == 0 and owner._sched is not None:
             owner.write_hist.record_value(max(1, int((time.monotonic() - owner._t0 - owner._sched[a.uid]) * 1e6)))
         self.transport.write(owner._head % (len(body), a.uid, a.attempt_no) + body)  # type: ignore[union-attr]
@@ -208,6 +209,9 @@ class HttpTransport:
         self.connection_errors = 0
         self.first_connection_error: str | None = None
         self.first_connect_failure: str | None = None
+        # Put before every request ID: a warm-up's IDs must not collide with the run's
+        # (a deduplicating server would answer the run's requests from the warm-up's).
+        self.rid_prefix = ""
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def open(self, connections: dict[str, int]) -> None:
@@ -218,6 +222,15 @@ class HttpTransport:
     def begin(self, t0: float, sched_s: list[float]) -> None:
         """Scheduled starts (loop seconds t0 + sched_s[uid]) that send lag is measured against."""
         self._t0, self._sched = t0, sched_s
+
+    def reset_stats(self) -> None:
+        """Start the send-lag, status and error figures afresh (after a warm-up); the
+        connections stay open and their counts keep counting."""
+        self.lag_hist.reset()
+        self.write_hist.reset()
+        self.late_10ms = self.waited = self.connect_failures = self.connection_errors = 0
+        self.status_counts, self.error_reasons = {}, {}
+        self.first_connection_error = self.first_connect_failure = None
 
     def close(self) -> None:
         for task in list(self._tasks):

@@ -6,14 +6,25 @@ with a prompt of exactly `prompt_tokens` token ids and `max_tokens` =
 `output_tokens`. Every SSE chunk's arrival is a token's time: TTFT and each
 ITL are measured from the request's *scheduled* start, so the figures are
 comparable with the sim's (`harness.engine.llm_metrics.run_figures` reads
-both). `sim_and_live(...)` serves the tiny decoder in this process on
+both). `serve_and_drive(...)` serves the tiny decoder in this process on
 127.0.0.1, drives it, and simulates the same schedule with a profiled cost.
+
+Every request is named (`X-Request-Id`: its index in the schedule), so the
+engine's own times for it can be set beside the client's: server, engine and
+driver share one event loop and so one clock, and the gaps between the two
+are the front end the sim's cost must include (`Served.front_in_s`,
+`Served.front_out_s`): the driver's send, the HTTP hop and the handler before
+the engine sees a request; the stream's queue, the SSE write and the client's
+read after a token is made.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
+from dataclasses import dataclass
+
 import aiohttp
 
 from harness.engine.llm_run import EngineTrace, simulate
@@ -21,7 +32,7 @@ from harness.engine.recorder import new_histogram
 from targets.llm import LlmEngineSpec, Sequence, create_scheduler
 from workloads.llm import LlmSchedule
 
-__all__ = ["drive", "serve_and_drive"]
+__all__ = ["Served", "drive", "serve_and_drive"]
 
 _US = 1_000_000
 
@@ -32,7 +43,7 @@ async def _one(http: aiohttp.ClientSession, url: str, model: str, seq: Sequence,
     body = {"model": model, "prompt": [65 + (seq.id + i) % 26 for i in range(seq.prompt_tokens)],
             "max_tokens": seq.output_tokens, "stream": True}
     try:
-        async with http.post(url, json=body) as resp:
+        async with http.post(url, json=body, headers={"X-Request-Id": str(seq.id)}) as resp:
             if resp.status != 200:
                 errors.append(f"HTTP {resp.status}: {(await resp.text())[:200]}")
                 return
@@ -73,20 +84,47 @@ async def drive(url: str, schedule: LlmSchedule, model: str) -> tuple[EngineTrac
                                                    schedule.duration_s)))
         await asyncio.gather(*tasks)
         end = loop.time() - t0
-    trace = EngineTrace(seqs, schedule.duration_s, end, new_histogram())
+    trace = EngineTrace(seqs, schedule.duration_s, end, new_histogram(), origin_s=t0)
     for gap in itl:
         trace.itl.record_value(max(1, round(gap * _US)))
     trace.tokens_in_window = in_window[0]
     return trace, errors
 
 
+@dataclass(frozen=True)
+class Served:
+    """One schedule served live beside its sim. `steps`: the live engine's step log (prefill tokens,
+    decode rows, context tokens, s). `front_in_s`: per request, scheduled start to the engine seeing
+    it; `front_out_s`: per first and last token of each request, the engine making it to the client
+    reading its chunk."""
+
+    sim: EngineTrace
+    live: EngineTrace
+    errors: list[str]
+    steps: list[tuple[int, int, int, float]]
+    front_in_s: list[float]
+    front_out_s: list[float]
+
+
+def _front_end(live: EngineTrace, seen: dict[str, Sequence]) -> tuple[list[float], list[float]]:
+    """The client's times of each request against the engine's (one clock: see the module doc)."""
+    into, out = [], []
+    for seq in live.seqs:
+        mine = seen.get(str(seq.id))
+        if mine is None or math.isnan(seq.finish_s):
+            continue
+        into.append(mine.arrival_s - (live.origin_s + seq.arrival_s))
+        out.append(live.origin_s + seq.first_token_s - mine.first_token_s)
+        out.append(live.origin_s + seq.finish_s - mine.finish_s)
+    return into, out
+
+
 async def serve_and_drive(spec: LlmEngineSpec, schedule: LlmSchedule, max_len: int = 512, seed: int = 0,
-                          threads: int | None = 1
-                          ) -> tuple[EngineTrace, EngineTrace, list[str], list[tuple[int, int, int, float]]]:
-    """(sim trace, live trace, live errors, the live engine's step log) of one schedule: the tiny
-    decoder served on 127.0.0.1 by `spec`'s scheduler, and `spec` simulated. torch runs on `threads`
-    intra-op threads (one by default: the tiny model gains nothing from more, which only contend
-    with the server and the driver for the cores; None leaves torch's setting)."""
+                          threads: int | None = 1) -> Served:
+    """One schedule served and simulated: the tiny decoder on 127.0.0.1 with `spec`'s scheduler, and
+    `spec` simulated. torch runs on `threads` intra-op threads (one by default: the tiny model gains
+    nothing from more, which only contend with the server and the driver for the cores; None leaves
+    torch's setting)."""
     import torch
     from aiohttp import web
 
@@ -106,4 +144,5 @@ async def serve_and_drive(spec: LlmEngineSpec, schedule: LlmSchedule, max_len: i
         live, errors = await drive(f"http://127.0.0.1:{port}/v1/completions", schedule, "tiny-llm")
     finally:
         await runner.cleanup()
-    return simulate(spec, schedule), live, errors, engine.step_log
+    front_in, front_out = _front_end(live, engine.seen)
+    return Served(simulate(spec, schedule), live, errors, engine.step_log, front_in, front_out)

@@ -28,10 +28,10 @@ def live_compare(policies: tuple[str, ...], engine: LlmEngineSpec, rate_rps: flo
     schedule = calibration_schedule(rate_rps, duration_s, seed)
     for policy in policies:
         spec = replace(engine, policy=LlmPolicy(policy))
-        sim, live, errors, _ = asyncio.run(serve_and_drive(spec, schedule))
-        if errors:
-            raise ValueError(f"{policy} live: {errors[0]} ({len(errors)} errors)")
-        for mix, trace in (("live", live), ("sim", sim)):
+        served = asyncio.run(serve_and_drive(spec, schedule))
+        if served.errors:
+            raise ValueError(f"{policy} live: {served.errors[0]} ({len(served.errors)} errors)")
+        for mix, trace in (("live", served.live), ("sim", served.sim)):
             runs.append(run_figures(trace, policy, mix, rate_rps, schedule.tenants, slo_ttft_s, slo_tpot_s))
     e = engine
     settings = LlmSettings(

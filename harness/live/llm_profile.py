@@ -6,13 +6,21 @@ steps the live engine logged (prefill tokens, decode rows, context tokens, wall
 seconds from schedule to complete: model time plus the engine's own thread
 hop). Fitting what the engine really did, rather than timing the model alone,
 is what lets a sim run with that cost predict the live engine's TPOT.
+
+TTFT needs one thing more: the front end. A request reaches the engine some
+milliseconds after its scheduled start (the driver's send, the HTTP hop, the
+handler), and a token reaches the client some time after the engine made it;
+on the tiny model these are as large as a prefill. The profile measures both
+per request (`Served.front_in_s`, `front_out_s`) and keeps their medians as
+the cost's front-end terms, which the sim adds to every request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -22,7 +30,8 @@ from targets.llm import LlmEngineSpec
 from targets.llm.cost import StepCost
 from workloads.llm import LengthDist, LlmWorkload, build_llm_schedule
 
-__all__ = ["CALIBRATION", "LIVE_ENGINE", "LlmProfile", "calibration_schedule", "load_cost", "profile_llm"]
+__all__ = ["CALIBRATION", "LIVE_ENGINE", "LlmProfile", "calibration_schedule", "load_cost", "profile_llm",
+           "speed_drift"]
 
 # The live engine's knobs: sized for the tiny decoder on a CPU (max_len 512).
 LIVE_ENGINE = LlmEngineSpec(kv_blocks=512, block_size=16, max_seqs=16, max_batched_tokens=512, chunk_tokens=128)
@@ -41,10 +50,12 @@ class LlmProfile:
     cost: StepCost
     threads: int
     torch: str
+    requests: int            # requests whose front end was measured
 
     def to_json(self, path: Path) -> Path:
         path.write_text(json.dumps({"kind": "llm-cost", "torch": self.torch, "threads": self.threads,
-                                    "cost": vars(self.cost), "steps": len(self.rows)}, indent=1))
+                                    "cost": vars(self.cost), "steps": len(self.rows), "requests": self.requests},
+                                   indent=1))
         return path
 
 
@@ -60,8 +71,25 @@ def profile_llm(rate_rps: float = CALIBRATION.rate_rps, duration_s: float = CALI
                 threads: int | None = None, seed: int = 7) -> LlmProfile:
     """Serve, drive and fit; ValueError when the live run failed. `threads`: torch intra-op threads
     of the served engine (default 1, as `serve_and_drive`)."""
-    _, _, errors, log = asyncio.run(serve_and_drive(LIVE_ENGINE, calibration_schedule(rate_rps, duration_s, seed),
-                                                    threads=threads or 1))
-    if errors:
-        raise ValueError(f"calibration run failed: {errors[0]} ({len(errors)} errors)")
-    return LlmProfile(log, StepCost.from_table(log), torch.get_num_threads(), torch.__version__)
+    served = asyncio.run(serve_and_drive(LIVE_ENGINE, calibration_schedule(rate_rps, duration_s, seed),
+                                         threads=threads or 1))
+    if served.errors:
+        raise ValueError(f"calibration run failed: {served.errors[0]} ({len(served.errors)} errors)")
+    if not served.front_in_s:
+        raise ValueError("calibration run finished no request: no front end to measure")
+    cost = replace(StepCost.from_table(served.steps), frontend_in_s=statistics.median(served.front_in_s),
+                   frontend_out_s=statistics.median(served.front_out_s))
+    return LlmProfile(served.steps, cost, torch.get_num_threads(), torch.__version__, len(served.front_in_s))
+
+
+def speed_drift(profile: LlmProfile, steps: list[tuple[int, int, int, float]]) -> float:
+    """How fast a live run's engine ran against `profile`: the median over `steps` (a `Served.steps`
+    log) of measured step time / the profiled cost's prediction, over the same median on the profile's
+    own steps (so a skewed step-time distribution cancels out); 1 when the machine kept its speed.
+    On a shared CPU the same step's wall time moves with other processes' load, and a sim calibrated
+    at another speed cannot predict the run: this says by how much that happened."""
+    def ratio(rows: list[tuple[int, int, int, float]]) -> float:
+        if not rows:
+            raise ValueError("no steps to compare")
+        return statistics.median(wall / profile.cost.time_s(p, d, c) for p, d, c, wall in rows)
+    return ratio(steps) / ratio(profile.rows)

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from harness.live.host import HostSpec
 from harness.live.payloads import Payloads
 from harness.live.run import LiveRun, Progress, Scaling, default_scale, scale_for_live, snap_scale
+from harness.live.warmup import DEFAULT_WARMUP_S
 from harness.results import CompareResult, RunResult
 from targets.config import TargetConfig
 from targets.limits import is_loopback
@@ -32,7 +33,8 @@ __all__ = ["LivePlan", "compare_live", "parse_url", "plan_live"]
 @dataclass(frozen=True)
 class LivePlan:
     """One live run, planned. `url` set: an external server (no host, no scaling
-    of a fleet: `spec` and `scaling` are None). Rates in requests/s."""
+    of a fleet: `spec` and `scaling` are None). Rates in requests/s; `warmup_s`:
+    seconds of warm-up traffic before the run's clock starts (0: a cold run)."""
 
     target: str
     config: TargetConfig
@@ -44,6 +46,7 @@ class LivePlan:
     spec: HostSpec | None = None
     scaling: Scaling | None = None
     url: tuple[str, int, str] | None = None
+    warmup_s: float = DEFAULT_WARMUP_S
 
     @property
     def pad_s(self) -> float | None:
@@ -52,7 +55,7 @@ class LivePlan:
 
     def runner(self, progress: Progress | None = None) -> LiveRun:
         return LiveRun(self.config, self.workload, self.seed, self.spec, scaling=self.scaling, url=self.url,
-                       payloads=self.payloads, progress=progress)
+                       payloads=self.payloads, progress=progress, warmup_s=self.warmup_s)
 
     def run(self, progress: Progress | None = None) -> RunResult:
         """Run it to the end (or Ctrl-C / SIGTERM: a partial result). RuntimeError if the host fails."""
@@ -75,32 +78,38 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
               duration_s: float | None = None, rate_rps: float | None = None, scale: float | None = None,
               model: str = "mlp", device: str = "auto", pad_to_s: float | None = None,
               template: str | None = None, allow_remote: bool = False,
-              scale_from: TargetConfig | None = None) -> LivePlan:
+              scale_from: TargetConfig | None = None, warmup_s: float | None = None) -> LivePlan:
     """Plan one live run. The scale is `scale`, else the one that makes the peak
     `rate_rps`, else `default_scale`; for a built target it is snapped (from
     `scale_from`, default the target itself) to a whole number of GPUs at the
-    design's per-GPU rate. Raises ConfigError / ValueError / OSError naming the problem."""
+    design's per-GPU rate. `warmup_s` None: DEFAULT_WARMUP_S. Raises ConfigError /
+    ValueError / OSError naming the problem."""
     overrides = overrides or {}
+    warmup_s = DEFAULT_WARMUP_S if warmup_s is None else warmup_s
+    if warmup_s < 0:
+        raise ValueError(f"--warmup must be >= 0 s, got {warmup_s:g}")
     wl = load_workload(workload).at_rate(None, duration_s)
     asked = scale or (wl.rate_factor(rate_rps) if rate_rps else default_scale(wl))
     payloads = Payloads(model, template, seed)
     if "://" in target:
         url = parse_url(target, allow_remote)
         cfg = resolve_target("naive", {**overrides, "name": target})
-        return LivePlan(target, cfg, wl.scaled(asked), seed, asked, asked, payloads, url=url)
+        return LivePlan(target, cfg, wl.scaled(asked), seed, asked, asked, payloads, url=url, warmup_s=warmup_s)
     design = resolve_target(target, overrides)
     eff = snap_scale(scale_from or design, asked)
     cfg, info = scale_for_live(design, eff)
     wl = wl.scaled(eff)
     spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
                     tenants=[t.name for t in wl.tenants], seed=seed)
-    return LivePlan(target, cfg, wl, seed, asked, eff, payloads, spec=spec, scaling=replace(info, requested=asked))
+    return LivePlan(target, cfg, wl, seed, asked, eff, payloads, spec=spec, scaling=replace(info, requested=asked),
+                    warmup_s=warmup_s)
 
 
 def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
                  duration_s: float | None = None, rate_rps: float | None = None, scale: float | None = None,
                  model: str = "mlp", device: str = "auto",
-                 run_one: Callable[[LivePlan], RunResult] | None = None) -> CompareResult:
+                 run_one: Callable[[LivePlan], RunResult] | None = None,
+                 warmup_s: float | None = None) -> CompareResult:
     """Each workload on A then B at one scale snapped from A; stops after a partial run.
 
     `run_one(plan)` runs a plan (default: `plan.run()`), so a caller can show
@@ -114,7 +123,7 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
     for w in workloads:
         for target, side in ((a, a), (b, label_b)):
             plan = plan_live(target, w, seed, overrides, duration_s, rate_rps, scale, model, device,
-                             scale_from=base)
+                             scale_from=base, warmup_s=warmup_s)
             res = run_one(plan)
             scenarios.setdefault(w, {})[side] = res.summary
             runs.setdefault(w, {})[side] = res

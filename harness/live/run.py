@@ -25,6 +25,14 @@ lag, its waits for connections, its CPU during the drive, and whether it
 reached the target). A target that refuses every connection before the drive
 starts raises `Unreachable` (no traffic is sent).
 
+Warm-up: before its clock starts, a run sends `warmup_s` seconds of traffic
+ramping to the workload's opening rate (harness.live.warmup), recorded by a recorder of its
+own and left out of the summary; the host's counters are taken as a baseline
+after it (harness.live.baseline). The `live` block keeps the warm-up's own
+figures (`warmup`), the cold-start p50 / p99 (`cold_start`: the warm-up's, or a
+cold run's first seconds) and `cold` (true with `warmup_s` 0: the summary
+then includes the fresh host's first seconds).
+
 Teardown is certain: Ctrl-C or SIGTERM ends the drive early, the host's
 figures are still collected, and the document is marked partial; the host
 process is always stopped (terminated, then killed) before `run` returns.
@@ -45,7 +53,9 @@ from harness.live.driver_loop import new_loop, quiet_gc
 from harness.live.http_transport import HttpTransport
 from harness.live.payloads import Payloads
 from harness.live.fd_limit import raise_fd_limit
+from harness.live.baseline import stats_since
 from harness.live.host import HostProcess, HostSpec
+from harness.live.warmup import DEFAULT_WARMUP_S, cold_start_figures, opening_rps, warmup_figures, warmup_workload
 from harness.live.validity import LIMITS, cpu_count, cpu_ticks, invalid_reasons, machine_busy
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document
@@ -119,7 +129,8 @@ class LiveRun:
 
     def __init__(self, config: TargetConfig, workload: WorkloadConfig, seed: int, spec: HostSpec | None,
                  scaling: Scaling | None = None, url: tuple[str, int, str] | None = None,
-                 payloads: Payloads | None = None, progress: Progress | None = None) -> None:
+                 payloads: Payloads | None = None, progress: Progress | None = None,
+                 warmup_s: float = DEFAULT_WARMUP_S) -> None:
         self.config = config
         self.workload = workload
         self.seed = seed
@@ -131,11 +142,16 @@ class LiveRun:
         rng = random.Random(seed)
         self.client_seed = rng.randrange(2**31)
         self.schedule = build_schedule(workload, seed)
+        self.warmup_load = warmup_workload(workload, warmup_s)
+        self.warmup: Recorder | None = None          # the warm-up's own recorder, once it ran
+        self.warmup_block: dict[str, Any] | None = None
         self.recorder = Recorder(self.schedule.sched_s, self.schedule.tenant, self.schedule.tenants,
                                  config.slo_s, workload.duration_s, workload.window_s)
         self.host: HostProcess | None = None
         self.transport: HttpTransport | None = None
-        self.host_stats: dict[str, Any] | None = None   # the host's `stats` answer, as sent
+        self.host_stats: dict[str, Any] | None = None   # the host's `stats`, counted from the run's start
+        self._proxy_base: dict[str, Any] = {}          # `stats` before the driver connected
+        self._base: dict[str, Any] | None = None        # `stats` just before the run's clock started
         self.snapshot: TargetSnapshot | None = None     # the target's, on the run's clock
         self.ready: dict[str, Any] = {}
         self.events: list[dict[str, Any]] = []
@@ -173,6 +189,7 @@ class LiveRun:
             if self.url is None:
                 self.host = HostProcess(self.spec)  # type: ignore[arg-type]
                 self.ready = await self.host.start()
+                self._proxy_base = await self.host.request("stats")
                 host, port, path = "127.0.0.1", self.ready["proxy_port"], "/predict"
             else:
                 host, port, path = self.url
@@ -181,7 +198,14 @@ class LiveRun:
             if tr.open_now == 0 and tr.connect_failures:
                 where = f"http://{host}:{port}{path}" if self.url else "the target host's proxy"
                 raise Unreachable(f"{tr.first_connection_error} (target {where}); no request was sent")
+            if self.warmup_load is not None:
+                await self._warm_up(tr)
+            if self.host is not None:
+                self._base = await self.host.request("stats")
+                at = await self.host.request("sample")
             t0 = loop.time() + 0.2
+            if self.host is not None:  # the GPU-busy baseline of the first window
+                self.recorder.sample(t0, at["queue_depth"], at["busy_gpu_s"], at["alive"])
             cpu0, ticks0 = time.process_time(), cpu_ticks()
             self.recorder.t0 = t0
             tr.begin(t0, self.schedule.sched_s.tolist())
@@ -206,9 +230,9 @@ class LiveRun:
             if self.host is not None:
                 try:
                     stats = await self.host.request("stats", timeout_s=5.0)
-                    if "error" not in stats:
-                        self.host_stats = stats
-                        self.snapshot = TargetSnapshot.from_dict(stats["snapshot"]).since(self.recorder.t0)
+                    if "error" not in stats and self._base is not None:
+                        self.host_stats = stats_since(self._base, stats, self._proxy_base)
+                        self.snapshot = TargetSnapshot.from_dict(self.host_stats["snapshot"]).since(self.recorder.t0)
                 except (RuntimeError, OSError, asyncio.TimeoutError, ValueError):
                     pass
             if self.transport is not None:
@@ -216,6 +240,29 @@ class LiveRun:
             if self.host is not None:
                 await self.host.stop()
             loop.remove_signal_handler(signal.SIGTERM)
+
+    async def _warm_up(self, tr: HttpTransport) -> None:
+        """Drive the warm-up workload to its last answer on its own recorder, with its own
+        request IDs and arrivals; then start the transport's figures afresh."""
+        loop = asyncio.get_running_loop()
+        wl = self.warmup_load
+        assert wl is not None
+        sched = build_schedule(wl, self.seed + 1)
+        rec = self.warmup = Recorder(sched.sched_s, sched.tenant, sched.tenants, self.config.slo_s,
+                                     wl.duration_s, wl.window_s)
+        t0 = rec.t0 = loop.time() + 0.2
+        tr.rid_prefix = "warmup-"
+        tr.begin(t0, sched.sched_s.tolist())
+        try:
+            with quiet_gc():
+                await Driver(sched, ClientPolicy.from_target(self.config), tr, rec,
+                             random.Random(self.client_seed + 1)).run(t0=t0)
+        finally:
+            tr.rid_prefix = ""
+            self.warmup_block = {**warmup_figures(rec, opening_rps(self.workload),
+                                                  max(0.0, loop.time() - t0 - wl.duration_s)),
+                                 "send_lag_p99_s": tr.stats()["send_lag_s"]["p99"]}
+            tr.reset_stats()
 
     async def _sampler(self, t0: float) -> None:
         loop = asyncio.get_running_loop()
@@ -273,7 +320,10 @@ class LiveRun:
             "machine_cpus": cpu_count(),
             "scale": asdict(self.scaling) if self.scaling else None,
             "external_url": None if self.url is None else f"http://{self.url[0]}:{self.url[1]}{self.url[2]}",
-            "host": {k: self.ready.get(k) for k in ("device", "model", "pad_to_s", "gpus", "api_ports")},
+            "host": {k: self.ready.get(k) for k in ("device", "model", "pad_to_s", "gpus", "api_ports", "warmup")},
+            "cold": self.warmup is None,
+            "warmup": self.warmup_block,
+            "cold_start": cold_start_figures(self.warmup, self.recorder),
         }
         if self.host_stats is not None and self.snapshot is not None:
             block["proxy"] = self.host_stats.get("proxy")

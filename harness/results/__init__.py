@@ -24,6 +24,7 @@ from harness.results.pool import PoolResult
 from harness.results.rank import RankResult
 from harness.results.review import ReviewResult
 from harness.results.run import RunResult, RunSummary
+from harness.results.sweep import SweepResult
 
 __all__ = ["RESULT_KINDS", "CompareResult", "Result", "RunResult", "RunSummary", "from_json", "load_result"]
 
@@ -38,6 +39,7 @@ RESULT_KINDS: dict[str, type[Result]] = {
     "llm": LlmResult,
     "alerts": AlertsResult,
     "canary": CanaryResult,
+    "sweep": SweepResult,
 }
 
 

@@ -6,7 +6,9 @@ TPOT SLO, and where the GPU's work went (KV cache use, preemptions, idle slots,
 padding). `LlmResult` holds every run of a compare sweep, each policy's
 throughput-vs-TPOT curve with its knee (`Curve`), and per mix the ratio of
 continuous to static throughput at the same SLO with the measured reasons
-(`CapacityRatio`). Every figure is decided in the library; `reports/llm.py`
+(`CapacityRatio`). The review's LLM answer is the same result with `flaws`:
+each LLM flaw of `targets.llm.flaws` measured with its knobs present and fixed
+(`LlmFlawCost`). Every figure is decided in the library; `reports/llm.py`
 only words it.
 """
 
@@ -18,8 +20,8 @@ from pydantic import Field
 
 from harness.results.base import Figures, Result
 
-__all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmResult", "LlmRun", "LlmSettings", "Pcts",
-           "TenantFigures"]
+__all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmFlawCost", "LlmResult", "LlmRun",
+           "LlmSettings", "Pcts", "TenantFigures"]
 
 
 class Pcts(Figures):
@@ -149,6 +151,28 @@ class CapacityRatio(Figures):
     b_preemptions: int | None = None
 
 
+class LlmFlawCost(Figures):
+    """One LLM flaw on one mix that exposes it, at `rate_rps`: its `symptom` (an `LlmRun` share that the
+    fix raises, or "itl_max_s", the longest stall of a running decode, that it cuts) with the flaw
+    present and fixed, beside goodput and TTFT p50 either way."""
+
+    id: str
+    doc_item: str
+    failure: str
+    fix: str
+    present: str            # the knobs, as `--set` words ("policy=llm-dynamic")
+    fixed: str
+    mix: str
+    rate_rps: float
+    symptom: str
+    symptom_present: float | None
+    symptom_fixed: float | None
+    goodput_present_rps: float
+    goodput_fixed_rps: float
+    ttft_p50_present_s: float | None
+    ttft_p50_fixed_s: float | None
+
+
 class LlmResult(Result):
     KIND = "llm"
 
@@ -157,6 +181,7 @@ class LlmResult(Result):
     runs: list[LlmRun] = Field(default_factory=list)
     curves: list[Curve] = Field(default_factory=list)
     ratios: list[CapacityRatio] = Field(default_factory=list)
+    flaws: list[LlmFlawCost] = Field(default_factory=list)
 
     def summary_json(self) -> dict[str, Any]:
         """What `--json` prints: settings, curves and ratios (runs without per-tenant blocks)."""

@@ -5,8 +5,9 @@ Every item carries the figures of its experiment, decided in the library
 design, where its fix gained most alone in the design under review, and whether
 either is measurable at all. `reports/review.py` turns them into words. The
 embedded `rank` is the ablation the items were read from; `capacity` and `pool`
-are the Part 2 and Part 3 results (None when skipped or when they failed: see
-`notes`).
+are the Part 2 and Part 3 results, `llm` the LLM follow-up's (static against
+continuous batching with the LLM flaws), each None when skipped or when it
+failed: see `notes`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pydantic import Field
 
 from harness.results.base import Figures, Result
 from harness.results.capacity import CapacityResult
+from harness.results.followups import AlertsAnswer, CanaryAnswer
+from harness.results.llm import LlmResult
 from harness.results.pool import PoolResult
 from harness.results.rank import RankResult, ShortRun, TailChange
 
@@ -100,6 +103,9 @@ class ReviewResult(Result):
     rank: RankResult
     capacity: CapacityResult | None = None
     pool: PoolResult | None = None
+    llm: LlmResult | None = None
+    alerts: AlertsAnswer | None = None   # the dashboards-and-alerts follow-up
+    canary: CanaryAnswer | None = None   # the canary follow-up
     # "items" in the file; `doc_items` in Python, where `items` would shadow Figures.items.
     doc_items: list[ReviewItem] = Field(alias="items")
     notes: list[str]

@@ -24,6 +24,16 @@ DEFAULT is a roofline estimate, not a measurement, for a 7B-parameter decoder
   (the formula of Kwon et al. 2023, vLLM/PagedAttention) read at ~2 TB/s.
 DEFAULT_KV_BLOCKS sizes the cache the same way: ~50 GiB left after weights and
 activations / 0.5 MiB per token / 16-token blocks ~ 6,000 blocks (~96k tokens).
+
+The front end is two per-request terms, not per-step ones: `frontend_in_s`,
+from a request's scheduled start to the engine's scheduler seeing it (the
+client's send, the HTTP hop, parsing, the event loop's turn), and
+`frontend_out_s`, from a token leaving the engine to its SSE chunk reaching the
+client. The sim delays each arrival by the first and every token by the second,
+so they add to TTFT and E2E but not to TPOT or ITL. DEFAULT prices the engine
+alone (both 0); `harness profile llm` measures them on the live server, where
+they are milliseconds per request on a loaded CPU, comparable to a tiny model's
+prefill (`harness.live.llm_profile`).
 """
 
 from __future__ import annotations
@@ -39,15 +49,19 @@ __all__ = ["DEFAULT", "DEFAULT_BLOCK_SIZE", "DEFAULT_KV_BLOCKS", "StepCost"]
 
 @dataclass(frozen=True)
 class StepCost:
-    """Affine step time (s) in prefill tokens, decode rows and context tokens; every coefficient >= 0."""
+    """Affine step time (s) in prefill tokens, decode rows and context tokens, and the per-request
+    front-end delays (s) of the module doc; every term >= 0."""
 
     base_s: float
     per_prefill_token_s: float
     per_decode_seq_s: float
     per_context_token_s: float
+    frontend_in_s: float = 0.0
+    frontend_out_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"):
+        for name in ("base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s", "frontend_in_s",
+                     "frontend_out_s"):
             v = getattr(self, name)
             if not (v >= 0 and np.isfinite(v)):
                 raise ValueError(f"StepCost.{name} must be a finite number >= 0, got {v}")
@@ -67,8 +81,8 @@ class StepCost:
 
     @classmethod
     def from_table(cls, rows: Iterable[Seq[float]]) -> "StepCost":
-        """Fit to measured rows (prefill_tokens, decode_seqs, context_tokens, time_s) by
-        non-negative least squares; ValueError when the rows cannot pin four coefficients."""
+        """Fit the four step coefficients to measured rows (prefill_tokens, decode_seqs, context_tokens,
+        time_s) by non-negative least squares (front end 0); ValueError when the rows cannot pin them."""
         data = np.asarray(list(rows), dtype=float)
         if data.ndim != 2 or data.shape[1] != 4:
             raise ValueError("cost table rows are (prefill_tokens, decode_seqs, context_tokens, time_s)")

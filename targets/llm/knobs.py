@@ -2,8 +2,9 @@
 
 Keys are `LlmEngineSpec`'s fields (batch_size, max_wait_s, kv_blocks, block_size,
 max_seqs, max_batched_tokens, chunked_prefill, chunk_tokens) and `StepCost`'s
-(base_s, per_prefill_token_s, per_decode_seq_s, per_context_token_s). A wrong
-key or a value of the wrong type is a ValueError naming the valid keys.
+(base_s, per_prefill_token_s, per_decode_seq_s, per_context_token_s, and the front
+end's frontend_in_s, frontend_out_s). A wrong key or a value of the wrong type is
+a ValueError naming the valid keys.
 """
 
 from __future__ import annotations

@@ -48,6 +48,10 @@ class LiveEngine:
         # (prefill tokens, decode rows, context tokens, wall s) per step, schedule to complete: the rows
         # `harness profile llm` fits the sim's step cost to (bounded: the first MAX_LOGGED_STEPS).
         self.step_log: list[tuple[int, int, int, float]] = []
+        # Request id -> its sequence, in the engine's clock (arrival: when the engine saw it; token times:
+        # when the engine made them), for requests that named an id; the same bound. `profile llm` sets
+        # them beside the client's times to measure the front end.
+        self.seen: dict[str, Sequence] = {}
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="llm-engine")
@@ -58,13 +62,16 @@ class LiveEngine:
             await asyncio.gather(self._task, return_exceptions=True)
         self._pool.shutdown(wait=True)
 
-    async def generate(self, prompt: list[int], max_tokens: int) -> AsyncIterator[int]:
+    async def generate(self, prompt: list[int], max_tokens: int, request_id: str | None = None
+                       ) -> AsyncIterator[int]:
         """Yield exactly `max_tokens` token ids as the engine makes them; ValueError if it can never fit."""
         now = asyncio.get_running_loop().time()
         live = _Live(Sequence(next(self._ids), now, len(prompt), max_tokens), list(prompt))
         if not self.scheduler.add(live.seq, now):
             raise ValueError(f"{len(prompt)} prompt + {max_tokens} output tokens can never fit this engine")
         self._live[live.seq.id] = live
+        if request_id is not None and len(self.seen) < MAX_LOGGED_STEPS:
+            self.seen[request_id] = live.seq
         self._wake.set()
         while (token := await live.out.get()) != _DONE:
             yield token

@@ -6,6 +6,11 @@ answer is server-sent events: one `data: {...}` chunk per token with
 then `data: [DONE]`. A malformed request gets a 4xx JSON error in OpenAI's
 shape (`targets.llm.openai_request`), never a 500. The only module of
 targets/llm that sees a web type.
+
+A client may name its request with an `X-Request-Id` header (as vLLM's server
+reads it): the answer's id is then `cmpl-<that id>` and the engine keeps the
+request's engine-side times under it (`LiveEngine.seen`), which is how
+`harness profile llm` measures the front end from the client's side.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from targets.llm.openai_request import BadCompletion, Completion, parse_completi
 __all__ = ["MAX_BODY_BYTES", "create_llm_app"]
 
 MAX_BODY_BYTES = 1 << 20
+MAX_REQUEST_ID_CHARS = 128
 _ENGINE = web.AppKey("engine", LiveEngine)
 
 
@@ -53,6 +59,14 @@ async def _read(request: web.Request, model: str, max_len: int) -> Completion:
     return parse_completion(body, model, max_len)
 
 
+def _request_id(request: web.Request) -> str | None:
+    rid = request.headers.get("X-Request-Id")
+    if rid is not None and not (0 < len(rid) <= MAX_REQUEST_ID_CHARS and rid.isascii() and rid.isprintable()):
+        raise BadCompletion(400, "invalid-request-id",
+                            f"X-Request-Id must be 1-{MAX_REQUEST_ID_CHARS} printable ASCII characters")
+    return rid
+
+
 def create_llm_app(engine: LiveEngine, model: str = "tiny-llm") -> web.Application:
     """The app; its engine loop starts and stops with it."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
@@ -60,14 +74,15 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm") -> web.Applicati
 
     async def completions(request: web.Request) -> web.StreamResponse:
         try:
+            named = _request_id(request)
             req = await _read(request, model, engine.model.max_len)
         except BadCompletion as exc:
             return _error(exc)
-        rid, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+        rid, created = f"cmpl-{named or uuid.uuid4().hex[:24]}", int(time.time())
         usage = {"prompt_tokens": len(req.prompt), "completion_tokens": req.max_tokens,
                  "total_tokens": len(req.prompt) + req.max_tokens}
         try:
-            tokens = engine.generate(req.prompt, req.max_tokens)
+            tokens = engine.generate(req.prompt, req.max_tokens, named)
             if not req.stream:
                 text = "".join([chr(t) async for t in tokens])
                 return web.json_response({

@@ -23,7 +23,8 @@ from harness.results import RunResult, load_result
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 
-QUICK = ["--device", "cpu", "-q", "--set", "client_timeout_s=0.5", "--set", "client_retries=1"]
+# Cold runs (--warmup 0): these tests time faults and signals from the start; warm-up has its own (test_warmup).
+QUICK = ["--device", "cpu", "-q", "--set", "client_timeout_s=0.5", "--set", "client_retries=1", "--warmup", "0"]
 
 
 def _harness(*args: str) -> subprocess.Popen:
@@ -246,7 +247,7 @@ def test_a_run_where_nothing_succeeded_exits_1_with_the_servers_reason(tmp_path:
         template.write_text('{"tenant": "{{tenant}}", "inputs": {{input}}}')
         out = tmp_path / "r.json"
         proc = _harness("run", f"http://127.0.0.1:{port}/predict", "--mode", "live", "--duration", "1",
-                        "--rate", "30", "--template", str(template), "-q", "--out", str(out))
+                        "--rate", "30", "--template", str(template), "-q", "--out", str(out), "--warmup", "0.5")
         _, errs = proc.communicate(timeout=60)
     finally:
         server.terminate()
@@ -257,5 +258,7 @@ def test_a_run_where_nothing_succeeded_exits_1_with_the_servers_reason(tmp_path:
     assert "INVALID" in text
     s = load_result(out).summary
     assert s.valid is False and s.invalid_reasons[0].startswith("nothing succeeded: HTTP 422")
+    # The warm-up's 422s are its own (live.warmup), not counted with the run's.
     assert s.live["http_status"] == {"422": s.requests.attempts} and s.requests.succeeded == 0
+    assert s.live["warmup"]["requests"] > 0 and s.live["warmup"]["succeeded"] == 0
     assert s.live["http_errors"]["422"] == "invalid input: field 'input' is missing"

@@ -43,6 +43,18 @@ def test_lone_requests_match_the_closed_forms(policy):
     assert run.goodput_rps == pytest.approx(2 / 200)
 
 
+def test_the_front_end_adds_to_ttft_and_e2e_but_not_to_tpot():
+    # In 3 ms and out 2 ms: TTFT = 3 + prefill + 2, E2E = TTFT + (n-1) steps, TPOT one step.
+    front = StepCost(**{**vars(COST), "frontend_in_s": 0.003, "frontend_out_s": 0.002})
+    sched = schedule([(0.0, 500, 11), (100.0, 500, 11)], duration=200)
+    run = run_figures(simulate(LlmEngineSpec(cost=front), sched), "c", "t", 0.01, sched.tenants, 1, 1)
+    prefill, step = COST.prefill_s(500), COST.decode_s(1, 0)
+    assert run.ttft_s.p50 == pytest.approx(0.003 + prefill + 0.002)
+    assert run.tpot_s.p50 == pytest.approx(step)
+    assert run.e2e_s.max == pytest.approx(0.005 + prefill + 10 * step)
+    assert run.queue_wait_s.max == pytest.approx(0.003)      # the scheduler saw it 3 ms late
+
+
 def test_static_figures_measure_the_slot_waste_of_a_known_mix():
     sched = schedule([(0.0, 2, 1), (0.0, 4, 2), (0.0, 6, 3), (0.0, 8, 10)])
     run = run_figures(simulate(LlmEngineSpec(policy=LlmPolicy.STATIC, batch_size=4, cost=COST), sched),
@@ -110,8 +122,10 @@ def test_100_rps_for_600_s_simulates_in_under_30_s():
     sched = build_llm_schedule(LlmWorkload(rate_rps=100, duration_s=600), 1)
     fast = StepCost(0.008 / 10, 0.09e-3 / 10, 0.09e-3 / 10, 0.25e-6 / 10)
     spec = LlmEngineSpec(cost=fast, kv_blocks=60_000, max_seqs=1024, max_batched_tokens=16_384)
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     run = run_figures(simulate(spec, sched), "llm-continuous", "lognormal", 100, sched.tenants, 2, 0.1)
-    cpu_s = time.process_time() - t0
+    cpu_s, wall_s = time.process_time() - t0, time.perf_counter() - w0
+    print(f"600 s at 100 req/s: {cpu_s:.1f} CPU s, {wall_s:.1f} wall s")
     assert run.finished == run.requests > 59_000
-    assert cpu_s < 30, f"{cpu_s:.1f} CPU s"
+    # CPU time is the bar a shared machine can hold; wall is printed (several times CPU under heavy load).
+    assert cpu_s < 30, f"{cpu_s:.1f} CPU s ({wall_s:.1f} wall s)"

@@ -12,6 +12,7 @@ from harness.analysis.review import review
 from harness.results.review import ReviewResult
 from reports.fmt import fmt_pct
 from reports.review import gain, measured, narrative, render
+from reports.review_followups import alerts_lines
 
 SMALL = {"full-batch-only": ["night"], "no-admission-control": ["night"], "blind-retries": ["night"]}
 
@@ -35,7 +36,8 @@ def test_items_hold_the_measured_figures(result):
 
 
 def test_narrative_quotes_measured_numbers(result):
-    text = "\n".join(narrative(result))
+    # The alerts follow-up quotes rule thresholds (14.4% ...): config, not figures of the rank.
+    text = "\n".join(line for line in narrative(result) if line not in alerts_lines(result.alerts))
     row = result.rank.flaw("full-batch-only").per_scenario["night"]
     # The goodput figures of both sides, as measured, appear in the narrative.
     for label in ("hardened", "hardened+full-batch-only", "naive", "naive-full-batch-only"):
@@ -109,3 +111,25 @@ def test_warns_per_flaw_whose_runs_could_not_show_it(result):
     console = Console(width=80, record=True, color_system=None)
     render(result, console)
     assert "warning" in console.export_text()
+
+
+def test_alerts_follow_up_reuses_the_ablation_runs(result):
+    # No run beyond the ablation's: the rules were evaluated on its runs of both designs.
+    a = result.alerts
+    assert a is not None and a.source == "the ablation's own runs of both designs"
+    days = {(d.design, d.scenario): d for d in a.days}
+    assert set(days) == {("hardened", "night"), ("naive", "night")}
+    naive, hardened = days[("naive", "night")], days[("hardened", "night")]
+    assert naive.goodput == result.rank.baselines["naive"]["night"].goodput_ratio
+    assert naive.bad and naive.first_rule is not None  # naive waits for full batches all night
+    assert not hardened.bad and not hardened.fired and a.false_alarms == []
+    assert a.metrics[0].signal == "error-ratio" and "naive/night" in a.metrics[0].detected
+    assert result.canary is None  # canary_seeds=0: not asked for
+    assert any(line.startswith("Dashboards and alerts") for line in narrative(result))
+
+
+def test_the_follow_ups_round_trip_through_the_file(result):
+    from harness.results import from_json
+
+    doc = result.to_json()
+    assert doc["alerts"]["days"] and from_json(doc).alerts == result.alerts

@@ -107,7 +107,7 @@ def test_review_embeds_part_2_and_part_3(files, tmp_path):
     parts = [("Part 2 (capacity)", lambda: plan_capacity(qps=200, batch_size=8, batch_time_s=0.5, workers=1,
                                                          budget=tiny)),
              ("Part 3 (pool)", lambda: run_pool_experiment(PoolConfig(duration_s=5.0)))]
-    result = review(rank=load_result(files["rank"]), parts=parts)
+    result = review(rank=load_result(files["rank"]), parts=parts, alerts=False)
     assert result.notes == [] and result.capacity.kind == "capacity" and result.pool.kind == "pool"
     doc = result.to_json()
     assert from_json(json.loads(json.dumps(doc))).to_json() == doc

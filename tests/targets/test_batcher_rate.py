@@ -111,7 +111,8 @@ def test_rate_policy_needs_its_table():
 
 # -- the batcher running it, on the virtual clock ------------------------------------------
 
-def _run(policy: BatchPolicy, arrivals: list[float], gpus: int) -> list[tuple[float, list[int]]]:
+def _run(policy: BatchPolicy, arrivals: list[float], gpus: int,
+         slowness: float | None = None) -> list[tuple[float, list[int]]]:
     """(start time, uids) of every batch, in start order."""
     log: list[tuple[float, list[int]]] = []
 
@@ -119,7 +120,8 @@ def _run(policy: BatchPolicy, arrivals: list[float], gpus: int) -> list[tuple[fl
         loop = asyncio.get_running_loop()
         done = lambda batch, out, secs: log.append((loop.time() - secs, [a.uid for a in batch]))
         pool = GpuPool(gpus, lambda i: ModeledExecutor(lambda b, L: BATCH_S), on_done=done)
-        batcher = Batcher(FifoQueue(), policy, pool, pull=True)
+        batcher = Batcher(FifoQueue(), policy, pool, pull=True,
+                          slowness=None if slowness is None else (lambda: slowness))
         for uid, t in enumerate(arrivals):
             loop.call_at(t, batcher.enqueue, att(uid))
         await asyncio.sleep(max(arrivals) + 10)
@@ -157,3 +159,12 @@ def test_the_first_request_goes_at_once_then_a_measured_peak_waits_for_full_batc
     # full batches: one fills at 3.2 ms, the next waits for the first GPU back.
     log = _run(rate_policy(32), [k * 1e-4 for k in range(65)], gpus=2)
     assert [(round(t, 6), len(b)) for t, b in log] == [(0.0, 1), (0.0032, 32), (0.1, 32)]
+
+
+def test_a_measured_slowdown_makes_partial_batches_dearer():
+    # 50/s on 8 GPUs at 100 ms: one request is worth a batch (50 * 0.1 / (8 * 0.9) = 0.7);
+    # with batches taking twice as long the fleet is worth 4 GPUs, and a batch needs 2
+    # (past the first 0.2 s, while the measured rate settles)
+    arrivals = [k * 0.02 for k in range(60)]
+    assert {len(b) for t, b in _run(rate_policy(8), arrivals, gpus=8) if t > 0.2} == {1}
+    assert {len(b) for t, b in _run(rate_policy(8), arrivals, gpus=8, slowness=2.0) if t > 0.2} == {2}

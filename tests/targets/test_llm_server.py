@@ -145,3 +145,16 @@ async def test_a_partial_batch_is_flushed_by_its_timer_with_no_new_arrival(model
             async with http.post(srv.make_url(URL), json={**OK, "max_tokens": 3}) as resp:
                 doc = await resp.json()
     assert doc["choices"][0]["text"] == bytes(model.generate(encode("hi"), 3)).decode()
+
+
+async def test_a_named_request_keeps_its_id_and_its_engine_times(model):
+    engine = LiveEngine(model, Continuous(kv_blocks=64, block_size=16, max_seqs=8, max_batched_tokens=256))
+    async with TestServer(create_llm_app(engine, "tiny-llm")) as srv:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(srv.make_url(URL), json=OK, headers={"X-Request-Id": "r-7"}) as resp:
+                doc = await resp.json()
+            async with http.post(srv.make_url(URL), json=OK, headers={"X-Request-Id": "x" * 129}) as bad:
+                err = await bad.json()
+    assert doc["id"] == "cmpl-r-7" and bad.status == 400 and err["error"]["code"] == "invalid-request-id"
+    seq = engine.seen["r-7"]
+    assert seq.arrival_s <= seq.first_token_s <= seq.finish_s and seq.generated == 2 and len(engine.seen) == 1

@@ -1,0 +1,125 @@
+"""`harness sweep`: the highest offered rate a target serves within its SLO, found by search.
+
+A sweep runs a target (sim, a live host, or a URL) under constant Poisson
+traffic at one rate per step (``sweep_steps``), each step stopped as soon as
+it has certainly failed, and lets ``sweep_search.RateSearch`` choose the next
+rate: gallop from the target's design peak, then bisect to ``rel_tol``. A step
+passes when at least ``min_ratio`` of its unique requests answer within the
+SLO (requests never answered count as late): the same verdict as
+`harness capacity`'s p99 <= SLO, so on sim targets the two agree, which
+``capacity_agreement`` checks by asking capacity's own search for the fleet it
+would buy at the swept rate.
+
+The result (``harness.results.sweep.SweepResult``) holds every step (the curve
+of goodput and p99 against offered rate), ``max_rate_within_slo`` (the knee) and
+``first_failing_rate``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from harness.analysis.capacity import QUICK
+from harness.analysis.sweep_search import RateSearch
+from harness.analysis.sweep_steps import StepRunner, live_step, sim_step
+from harness.results.sweep import CapacityAgreement, SweepResult, SweepStep
+from targets.config import TargetConfig
+from targets.spec import resolve_target
+
+__all__ = ["run_sweep", "capacity_agreement", "step_duration_s"]
+
+OnStep = Callable[[SweepStep], None]
+MAX_STEPS = 24
+
+
+def step_duration_s(rate_rps: float, duration_s: float | None, slo_s: float, rel_tol: float) -> float:
+    """Seconds a step runs: the given duration, else long enough to expose an overload of
+    ``rel_tol``: a queue growing by rel_tol x rate for t seconds adds rel_tol x t seconds of
+    wait, so after 2 x slo / rel_tol seconds it has added twice the SLO and the step fails
+    (a 2 s run at 8% over capacity still looks fine). Never shorter than capacity's quick
+    budget at this rate (2-5 s)."""
+    if duration_s is not None:
+        return duration_s
+    return max(QUICK.duration_s(rate_rps), 2 * slo_s / rel_tol)
+
+
+def search(run_step: StepRunner, start_rps: float, duration_s: float | None, slo_s: float, rel_tol: float,
+           on_step: OnStep | None = None, max_rps: float | None = None) -> list[SweepStep]:
+    """Every step the search ran, in order."""
+    rs = RateSearch(start_rps, rel_tol=rel_tol, max_rps=max_rps)
+    steps: list[SweepStep] = []
+    while (rate := rs.next_rate()) is not None and len(steps) < MAX_STEPS:
+        step = run_step(rate, step_duration_s(rate, duration_s, slo_s, rel_tol))
+        steps.append(step)
+        rs.update(rate, step.passed)
+        if on_step is not None:
+            on_step(step)
+    return steps
+
+
+def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | None = None, seed: int = 1,
+              start_rps: float | None = None, duration_s: float | None = None, rel_tol: float = 0.05,
+              min_ratio: float = 0.99, scale: float | None = None, model: str = "mlp", device: str = "auto",
+              pad_to_s: float | None = None, allow_remote: bool = False, check_capacity: bool = False,
+              on_step: OnStep | None = None, warmup_s: float | None = None) -> SweepResult:
+    """Sweep ``target`` (a spec, TOML file or http URL) in ``mode`` ("sim" or "live").
+
+    ``start_rps`` defaults to the target's peak (live: as scaled for this machine).
+    ``check_capacity`` (sim only) adds `harness capacity`'s fleet at the swept rate.
+    ``warmup_s`` (live only; None: harness.live.warmup's default): warm-up traffic at each
+    step's rate before the step's clock starts, left out of its figures.
+    Raises ValueError / ConfigError naming the problem.
+    """
+    started = time.perf_counter()
+    overrides = overrides or {}
+    notes: list[str] = []
+    if mode == "sim":
+        if warmup_s is not None:
+            raise ValueError("--warmup applies to --mode live only (this sweep is sim)")
+        if "://" in target:
+            raise ValueError(f"'{target}' is a URL: sweep it with --mode live")
+        cfg = resolve_target(target, overrides)
+        runner, start, kind = sim_step(cfg, seed, min_ratio), start_rps or cfg.peak_qps, "sim"
+    elif mode == "live":
+        from harness.live.plan import plan_live
+
+        plan = plan_live(target, "steady", seed, overrides, scale=scale, model=model, device=device,
+                         pad_to_s=pad_to_s, allow_remote=allow_remote, warmup_s=warmup_s)
+        cfg, kind = plan.config, "url" if plan.url else "live"
+        runner, start = live_step(plan, min_ratio), start_rps or plan.workload.peak_rps
+        if plan.url:
+            notes.append("a URL target: its SLO is the one given (--set slo_s=...), its client policy naive's")
+    else:
+        raise ValueError(f"unknown mode '{mode}': valid are sim, live")
+    steps = search(runner, start, duration_s, cfg.slo_s, rel_tol, on_step)
+    ok = [s.rate_rps for s in steps if s.passed]
+    bad = [s.rate_rps for s in steps if not s.passed and (not ok or s.rate_rps > max(ok))]
+    best = max(ok) if ok else None
+    agreement = capacity_agreement(cfg, best, seed) if check_capacity and kind == "sim" and best else None
+    edge = [s for s in steps if not s.passed and s.rate_rps == (min(bad) if bad else None)]
+    if edge and not edge[0].valid:
+        notes.append("the first failing rate's step was invalid: the knee is where the driver or the machine "
+                     "gave out, which may be below the target's own")
+    if kind != "sim" and any(not s.valid for s in steps):
+        notes.append("invalid steps (driver behind: send lag p99 over 5 ms, or unreachable) count as failures: "
+                     "a rate the driver could not offer on time was not shown sustainable")
+    return SweepResult(target=target, mode=kind, seed=seed, slo_s=cfg.slo_s, min_goodput_ratio=min_ratio,
+                       rel_tol=rel_tol, step_duration_s=step_duration_s(start, duration_s, cfg.slo_s, rel_tol),
+                       max_rate_within_slo=best, first_failing_rate=min(bad) if bad else None,
+                       steps=steps, capacity_check=agreement, notes=notes, wall_s=time.perf_counter() - started)
+
+
+def capacity_agreement(cfg: TargetConfig, qps: float, seed: int) -> CapacityAgreement:
+    """`harness capacity --quick`'s realtime fleet at ``qps`` with ``cfg``'s batch, cost and SLO.
+
+    Agreement: capacity buys within 10% of ``cfg``'s own fleet for the rate the sweep
+    found that fleet sustains (per-GPU throughput is near linear in the fleet, so 10% of
+    the fleet is 10% of the rate)."""
+    from harness.analysis.capacity import plan_capacity
+
+    cap = plan_capacity(qps, cfg.batch_size, cfg.batch_time_s, cfg.slo_s, "constant", seed=seed, quick=True,
+                        workers=1)
+    g, got = cfg.fleet_gpus, cap.realtime_gpus
+    return CapacityAgreement(qps=qps, target_gpus=g, capacity_gpus=got,
+                             agrees=got is not None and abs(got - g) <= 0.1 * g)

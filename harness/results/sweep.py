@@ -1,0 +1,88 @@
+"""The `sweep` result: the highest offered rate a target serves within its SLO, and the curve.
+
+Field names are the JSON keys `harness sweep --json` prints and gates read
+(`max_rate_within_slo >= 800`); `harness.analysis.sweep` says how each is measured.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from harness.results.base import Figures, Result
+
+__all__ = ["SweepResult", "SweepStep", "CapacityAgreement"]
+
+
+class SweepStep(Figures):
+    """One offered rate, run until its end or until it had certainly failed.
+
+    `p99_s` counts requests not answered OK as infinitely slow (None: over 1% were);
+    `p99_ok_s` ranks the OK answers only. `passed`: at least `min_goodput_ratio` of
+    the unique requests answered within the SLO, the step ran to its end, and (live)
+    the run was valid. `ran_s` < `duration_s` when it stopped early.
+    """
+
+    OMIT_IF_NONE = frozenset({"send_lag_p99_s"})
+
+    rate_rps: float
+    duration_s: float
+    ran_s: float
+    stopped_early: bool
+    unique: int
+    goodput_rps: float
+    goodput_ratio: float | None
+    p99_s: float | None
+    p99_ok_s: float | None
+    shed: int
+    timed_out: int
+    send_lag_p99_s: float | None = None
+    valid: bool = True
+    invalid_reasons: list[str] = Field(default_factory=list)
+    passed: bool
+    why: str
+    wall_s: float
+
+
+class CapacityAgreement(Figures):
+    """Sim targets: `harness capacity`'s verdict at the swept rate on the same fleet.
+
+    `capacity_gpus` is the smallest fleet capacity's search finds for `qps`
+    (= max_rate_within_slo) with the target's knobs; agreement means it is the
+    target's own fleet, i.e. the two searches put the knee at the same place.
+    """
+
+    qps: float
+    target_gpus: int
+    capacity_gpus: int | None
+    agrees: bool
+
+
+class SweepResult(Result):
+    """Offered rate against goodput and p99, searched for the highest rate within the SLO."""
+
+    OMIT_IF_NONE = frozenset({"capacity_check"})
+
+    kind: Literal["sweep"] = "sweep"
+    target: str
+    mode: Literal["sim", "live", "url"]
+    seed: int
+    slo_s: float
+    min_goodput_ratio: float
+    rel_tol: float
+    step_duration_s: float
+    max_rate_within_slo: float | None
+    first_failing_rate: float | None
+    steps: list[SweepStep]
+    capacity_check: CapacityAgreement | None = None
+    notes: list[str] = Field(default_factory=list)
+    wall_s: float
+
+    KIND = "sweep"
+
+    @property
+    def knee(self) -> SweepStep | None:
+        """The passing step at the highest rate (None: no rate passed)."""
+        ok = [s for s in self.steps if s.passed]
+        return max(ok, key=lambda s: s.rate_rps) if ok else None

@@ -1,0 +1,79 @@
+"""The sweep view: goodput and p99 against offered rate, with the knee marked.
+
+Reads only `harness.results.sweep.SweepResult`. Steps are listed in rate order
+(the curve), the knee (the highest rate within the SLO) marked in both the table
+and the chart; a step that stopped early says at what second.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from harness.results.sweep import SweepResult, SweepStep
+from reports.charts import layout
+from reports.fmt import fmt_ms, fmt_pct
+from reports.page import Section
+
+__all__ = ["render", "sections", "title", "step_row"]
+
+_HEAD = ("offered/s", "goodput/s", "in SLO", "p99", "p99 OK", "shed", "timeout", "lag p99", "ran s", "verdict")
+
+
+def title(result: SweepResult) -> str:
+    best = result.max_rate_within_slo
+    knee = "no rate met the SLO" if best is None else f"max {best:,.0f} req/s within the SLO"
+    return f"Sweep of {result.target} ({result.mode}): {knee}"
+
+
+def step_row(step: SweepStep, knee: SweepStep | None) -> tuple[str, ...]:
+    ran = f"{step.ran_s:.1f}" + ("" if not step.stopped_early else f"/{step.duration_s:g}")
+    verdict = ("KNEE " if step is knee else "") + ("pass" if step.passed else "fail")
+    return (f"{step.rate_rps:,.0f}", f"{step.goodput_rps:,.0f}", fmt_pct(step.goodput_ratio), fmt_ms(step.p99_s),
+            fmt_ms(step.p99_ok_s), f"{step.shed:,}", f"{step.timed_out:,}", "-" if step.send_lag_p99_s is None else fmt_ms(step.send_lag_p99_s), ran,
+            verdict)
+
+
+def render(result: SweepResult, console: Console) -> None:
+    console.print(f"[bold]{title(result)}[/]")
+    t = Table(box=box.SIMPLE_HEAD)
+    for col in _HEAD:
+        t.add_column(col, justify="right")
+    knee = result.knee
+    for s in sorted(result.steps, key=lambda s: s.rate_rps):
+        t.add_row(*step_row(s, knee), style="bold green" if s is knee else None)
+    console.print(t)
+    fail = result.first_failing_rate
+    console.print(f"SLO: {result.min_goodput_ratio:.0%} of requests within {result.slo_s * 1000:,.0f} ms; "
+                  f"search to {result.rel_tol:.0%}; {len(result.steps)} steps in {result.wall_s:,.0f} s"
+                  + (f"; first failing rate {fail:,.0f} req/s" if fail else ""), highlight=False)
+    for s in result.steps:
+        if s.passed is False and not s.valid:
+            console.print(f"  {s.rate_rps:,.0f} req/s invalid: {'; '.join(s.invalid_reasons)}", highlight=False)
+    cap = result.capacity_check
+    if cap is not None:
+        console.print(f"capacity at {cap.qps:,.0f} QPS buys {cap.capacity_gpus} GPUs; this target has "
+                      f"{cap.target_gpus}: {'agrees' if cap.agrees else 'DISAGREES'} (within 10%)", highlight=False)
+    for n in result.notes:
+        console.print(f"note: {n}", highlight=False)
+
+
+def _chart(result: SweepResult) -> go.Figure:
+    steps = sorted(result.steps, key=lambda s: s.rate_rps)
+    x = [s.rate_rps for s in steps]
+    fig = go.Figure()
+    fig.add_scatter(x=x, y=[s.goodput_rps for s in steps], name="goodput (req/s)", mode="lines+markers")
+    fig.add_scatter(x=x, y=[None if s.p99_ok_s is None else s.p99_ok_s * 1000 for s in steps],
+                    name="p99 of OK answers (ms)", mode="lines+markers", yaxis="y2")
+    if result.max_rate_within_slo is not None:
+        fig.add_vline(x=result.max_rate_within_slo, line_dash="dash", annotation_text="knee")
+    fig.update_layout(xaxis_title="offered (req/s)", yaxis_title="goodput (req/s)",
+                      yaxis2={"title": "p99 (ms)", "overlaying": "y", "side": "right"})
+    return layout(fig, "Goodput and p99 against offered load")
+
+
+def sections(result: SweepResult) -> list[Section]:
+    return [Section("Goodput and p99 against offered load", figure=_chart(result),
+                    note="the knee is the highest offered rate whose requests met the SLO")]

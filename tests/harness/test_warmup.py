@@ -1,0 +1,120 @@
+"""Live runs measure a warm server: the warm-up's traffic, its figures and the baseline.
+
+Pure parts (the warm-up workload, cold-start figures, counters since a baseline)
+run without a clock; one live test drives a real host for a second of warm-up and
+a second of traffic and checks that the warm-up stayed out of the run's figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.engine.recorder import Recorder
+from harness.live.baseline import snapshot_since, stats_since
+from harness.live.host_warmup import length_buckets
+from harness.live.warmup import cold_start_figures, opening_rps, warmup_figures, warmup_workload
+from targets.protocol import Status
+from targets.snapshot import CacheSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
+from workloads.loader import load_workload
+from workloads.model import WorkloadConfig
+
+RAMP = WorkloadConfig.model_validate({
+    "name": "ramp", "phases": [{"kind": "ramp", "duration_s": 10, "from_rps": 0, "to_rps": 100},
+                               {"kind": "constant", "duration_s": 5, "rate_rps": 300}],
+    "faults": [{"kind": "slowdown", "at_s": 1, "duration_s": 1}],
+    "tenants": [{"name": "a", "share": 0.5, "bursts": [{"start_s": 0, "end_s": 3, "factor": 4}]},
+                {"name": "b", "share": 0.5}]})
+
+
+def test_the_warm_up_is_the_opening_rate_with_the_same_tenants_and_no_disturbance() -> None:
+    steady = load_workload("steady").at_rate(200, 20)
+    wl = warmup_workload(steady, 5)
+    assert wl is not None and wl.duration_s == 5 and wl.peak_rps == opening_rps(steady) == 200
+    # Gentle on a cold server: a tenth of the rate at first, all of it from half way.
+    assert wl.rate(np.array([0.0, 2.5, 4.9])).tolist() == pytest.approx([20.0, 200.0, 200.0])
+    assert [t.name for t in wl.tenants] == [t.name for t in steady.tenants]
+    # A ramp from nothing warms at its first phase's peak; faults and bursts stay out.
+    ramp = warmup_workload(RAMP, 2)
+    assert ramp is not None and ramp.peak_rps == 100 and ramp.faults == ()
+    assert all(t.bursts == () for t in ramp.tenants) and ramp.tenants[0].share == 0.5
+    assert warmup_workload(steady, 0) is None  # --warmup 0: a cold run
+    with pytest.raises(ValueError, match=">= 0"):
+        warmup_workload(steady, -1)
+
+
+def _recorder(latencies: list[float | None], duration_s: float) -> Recorder:
+    """One request a second (0, 1, 2, ...); None: never answered OK."""
+    n = len(latencies)
+    rec = Recorder(np.arange(n, dtype=float), np.zeros(n, dtype=int), ("a",), 0.3, duration_s, 1.0)
+    for i, lat in enumerate(latencies):
+        if lat is not None:
+            rec.finish(i, Status.OK, i + lat, 1)
+        else:
+            rec.finish(i, Status.TIMEOUT, i + 1.0, 2)
+    return rec
+
+
+def test_cold_start_is_the_warm_ups_figures_or_a_cold_runs_first_seconds() -> None:
+    warm = _recorder([0.05, 0.01, None, 0.02], 4.0)
+    block = warmup_figures(warm, 80.0, drain_s=0.3)
+    assert block["requests"] == 4 and block["succeeded"] == 3 and block["rate_rps"] == 80.0
+    assert block["p50_s"] == pytest.approx(0.05) and block["p99_s"] is None  # the timeout is infinitely slow
+    assert block["p99_ok_s"] == pytest.approx(0.05) and block["drain_s"] == 0.3
+    run = _recorder([0.2, 0.1, 0.004, 0.003, 0.002], 5.0)
+    assert cold_start_figures(warm, run)["from"] == "warm-up"
+    cold = cold_start_figures(None, run, seconds=3.0)  # requests scheduled at 0, 1 and 2 s
+    assert cold["from"] == "run" and cold["requests"] == 3
+    assert cold["p50_s"] == pytest.approx(0.1) and cold["p99_s"] == pytest.approx(0.2)
+
+
+def _snap(received: int, batches: int, busy: float, hits: int, lookups: int, alive: int) -> TargetSnapshot:
+    return TargetSnapshot(pool=PoolSnapshot(gpus=3, alive=alive, batches=batches, items=4 * batches,
+                                            largest_batch=batches, busy_gpu_s=busy, last_done_s=busy),
+                          wasted=WastedSnapshot(padding_s=busy / 10), received=received,
+                          cache=CacheSnapshot(lookups=lookups, hits=hits, hit_rate=hits / lookups))
+
+
+def test_counters_count_from_the_baseline_and_states_are_the_ends() -> None:
+    before, after = _snap(100, 10, 1.0, 50, 100, 3), _snap(160, 25, 2.5, 53, 130, 2)
+    s = snapshot_since(before, after)
+    assert s.received == 60 and s.pool.batches == 15 and s.pool.items == 60
+    assert s.pool.busy_gpu_s == pytest.approx(1.5) and s.wasted.padding_s == pytest.approx(0.15)
+    assert s.pool.alive == 2 and s.pool.gpus == 3 and s.pool.largest_batch == 25 and s.pool.last_done_s == 2.5
+    assert s.cache.hits == 3 and s.cache.hit_rate == pytest.approx(0.1)  # 3 of 30, not 53 of 130
+    proxy = {"proxy": {"accepted": 4, "failed": 0, "per_api_server": [3, 1]}}
+    stats = stats_since({"snapshot": before.to_dict(), "executors": {"batches": 10, "compute_s": 1.0}},
+                        {"snapshot": after.to_dict(), "executors": {"batches": 25, "compute_s": 2.0},
+                         "proxy": {"accepted": 14, "failed": 1, "per_api_server": [8, 6]}}, proxy)
+    assert stats["executors"] == {"batches": 15, "compute_s": 1.0}
+    assert stats["proxy"] == {"accepted": 10, "failed": 1, "per_api_server": [5, 5]}
+
+
+def test_sequence_models_warm_at_each_power_of_two_up_to_their_longest_input() -> None:
+    assert length_buckets(128) == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert length_buckets(100) == [1, 2, 4, 8, 16, 32, 64, 100]
+    assert length_buckets(None) == []
+
+
+@pytest.mark.live
+def test_a_warm_live_run_leaves_its_warm_up_out_of_the_figures() -> None:
+    from harness.live.plan import plan_live
+
+    plan = plan_live("hardened", "steady", seed=3, duration_s=1.0, rate_rps=100.0, device="cpu", pad_to_s=0.0,
+                     warmup_s=1.0)
+    run = plan.runner()
+    res = run.run()
+    s, live = res.summary, res.summary.live
+    assert not s.partial and not live["cold"]
+    w = live["warmup"]
+    rate = plan.workload.peak_rps  # 100 req/s asked, snapped to one GPU's worth
+    assert w["seconds"] == 1.0 and w["rate_rps"] == pytest.approx(rate) and 0.5 * rate < w["requests"] < 1.5 * rate
+    assert live["cold_start"]["from"] == "warm-up" and live["cold_start"]["requests"] == w["requests"]
+    host = live["host"]["warmup"]
+    assert host["batch_sizes"] == plan.config.batch_size and host["http_status"].get("200", 0) >= 1
+    # The run's figures are its own: every request the target received was one of the run's attempts
+    # (without the baseline it would count the warm-up's and the host's too), and no run request
+    # was answered from the warm-up's under a reused request ID.
+    assert 0 < run.snapshot.received <= s.requests.attempts
+    assert live["sends_measured"] == s.requests.unique == len(run.schedule)
+    assert run.snapshot.dedupe.replayed == 0 and run.snapshot.dedupe.conflicts == 0
