@@ -89,8 +89,8 @@ def canary_lines(c: CanaryAnswer) -> list[str]:
             + f" requests served by the bad version; false rollbacks {_pct(p.false_rollback)} of {p.good_runs} "
             f"good canaries (95% bound {_pct(p.false_rollback_high)}).")
     if c.recommended:
-        lines.append(f"Recommended: {c.recommended}, the plan meeting the bar (>= 95% of bad canaries rolled back, "
-                     "<= 5% of good ones) with the smallest blast radius.")
+        lines.append(f"Recommended: {c.recommended}, the plan meeting the bar on these runs (>= 95% of bad "
+                     "canaries rolled back, <= 5% of good ones) with the smallest blast radius.")
     else:
         lines.append("Recommended: none of these plans met the bar (>= 95% of bad canaries rolled back, <= 5% of "
                      "good ones) on these seeds.")

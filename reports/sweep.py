@@ -32,7 +32,8 @@ def step_row(step: SweepStep, knee: SweepStep | None) -> tuple[str, ...]:
     ran = f"{step.ran_s:.1f}" + ("" if not step.stopped_early else f"/{step.duration_s:g}")
     verdict = ("KNEE " if step is knee else "") + ("pass" if step.passed else "fail")
     return (f"{step.rate_rps:,.0f}", f"{step.goodput_rps:,.0f}", fmt_pct(step.goodput_ratio), fmt_ms(step.p99_s),
-            fmt_ms(step.p99_ok_s), f"{step.shed:,}", f"{step.timed_out:,}", "-" if step.send_lag_p99_s is None else fmt_ms(step.send_lag_p99_s), ran,
+            fmt_ms(step.p99_ok_s), f"{step.shed:,}", f"{step.timed_out:,}",
+            "-" if step.send_lag_p99_s is None else fmt_ms(step.send_lag_p99_s), ran,
             verdict)
 
 

@@ -72,10 +72,9 @@ FLAWS: tuple[Flaw, ...] = (
         id="no-admission-control",
         doc_item="5",
         failure="unbounded queues: in a spike every request waits and times out; goodput collapses",
-        fix="bound the queue by predicted wait against the deadline; shed early with 503 + Retry-After, "
-            "and at the API server while its event loop lags (a front end out of CPU)",
-        present={"admission": False, "frontend_lag_limit_s": None},
-        fixed={"admission": True, "frontend_lag_limit_s": 0.1},
+        fix="bound the queue by predicted wait against the deadline; shed early with 503 + Retry-After",
+        present={"admission": False},
+        fixed={"admission": True},
         exposed_by=("spike", "slowdown", "gpu-outage"),
     ),
     Flaw(

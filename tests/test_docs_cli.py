@@ -32,8 +32,12 @@ def test_every_built_in_scenario_is_valid_under_the_schema_and_a_bad_key_is_not(
         jsonschema.validate(bad, schema)
 
 
-def test_workloads_name_explains_each_key_it_sets() -> None:
-    res = runner.invoke(app, ["workloads", "dominant-tenant"], env={"COLUMNS": "240"})
+def test_workloads_name_explains_each_key_it_sets(monkeypatch) -> None:
+    from harness.cli import common
+
+    # The CLI's console takes its width when first imported; a wide one keeps each meaning on one line.
+    monkeypatch.setattr(common.out, "width", 240)
+    res = runner.invoke(app, ["workloads", "dominant-tenant"])
     assert res.exit_code == 0, res.output
     assert "tenants[0].bursts[0].factor" in res.output
     assert "the tenant's rate is multiplied by this during the burst" in res.output

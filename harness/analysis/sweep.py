@@ -2,7 +2,8 @@
 
 A sweep runs a target (sim, a live host, or a URL) under constant Poisson
 traffic at one rate per step (``sweep_steps``), each step stopped as soon as
-it has certainly failed, and lets ``sweep_search.RateSearch`` choose the next
+it has certainly failed (the whole search at the first invalid live step),
+and lets ``sweep_search.RateSearch`` choose the next
 rate: gallop from the target's design peak, then bisect to ``rel_tol``. A step
 passes when at least ``min_ratio`` of its unique requests answer within the
 SLO (requests never answered count as late): the same verdict as
@@ -18,11 +19,12 @@ of goodput and p99 against offered rate), ``max_rate_within_slo`` (the knee) and
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, Callable
 
 from harness.analysis.capacity import QUICK
 from harness.analysis.sweep_search import RateSearch
-from harness.analysis.sweep_steps import StepRunner, live_step, sim_step
+from harness.analysis.sweep_steps import SWEEP_LIMITS, StepRunner, live_step, sim_step
 from harness.results.sweep import CapacityAgreement, SweepResult, SweepStep
 from targets.config import TargetConfig
 from targets.spec import resolve_target
@@ -55,6 +57,8 @@ def search(run_step: StepRunner, start_rps: float, duration_s: float | None, slo
         rs.update(rate, step.passed)
         if on_step is not None:
             on_step(step)
+        if not step.valid:
+            break  # the driver, not the target, gave out: no lower rate would say more about the target
     return steps
 
 
@@ -62,7 +66,8 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
               start_rps: float | None = None, duration_s: float | None = None, rel_tol: float = 0.05,
               min_ratio: float = 0.99, scale: float | None = None, model: str = "mlp", device: str = "auto",
               pad_to_s: float | None = None, allow_remote: bool = False, check_capacity: bool = False,
-              on_step: OnStep | None = None, warmup_s: float | None = None) -> SweepResult:
+              on_step: OnStep | None = None, warmup_s: float | None = None,
+              send_lag_limit_s: float = SWEEP_LIMITS.send_lag_p99_s) -> SweepResult:
     """Sweep ``target`` (a spec, TOML file or http URL) in ``mode`` ("sim" or "live").
 
     ``start_rps`` defaults to the target's peak (live: as scaled for this machine).
@@ -87,7 +92,8 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
         plan = plan_live(target, "steady", seed, overrides, scale=scale, model=model, device=device,
                          pad_to_s=pad_to_s, allow_remote=allow_remote, warmup_s=warmup_s)
         cfg, kind = plan.config, "url" if plan.url else "live"
-        runner, start = live_step(plan, min_ratio), start_rps or plan.workload.peak_rps
+        limits = replace(SWEEP_LIMITS, send_lag_p99_s=send_lag_limit_s)
+        runner, start = live_step(plan, min_ratio, limits=limits), start_rps or plan.workload.peak_rps
         if plan.url:
             notes.append("a URL target: its SLO is the one given (--set slo_s=...), its client policy naive's")
     else:
@@ -97,17 +103,17 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
     bad = [s.rate_rps for s in steps if not s.passed and (not ok or s.rate_rps > max(ok))]
     best = max(ok) if ok else None
     agreement = capacity_agreement(cfg, best, seed) if check_capacity and kind == "sim" and best else None
-    edge = [s for s in steps if not s.passed and s.rate_rps == (min(bad) if bad else None)]
-    if edge and not edge[0].valid:
-        notes.append("the first failing rate's step was invalid: the knee is where the driver or the machine "
-                     "gave out, which may be below the target's own")
-    if kind != "sim" and any(not s.valid for s in steps):
-        notes.append("invalid steps (driver behind: send lag p99 over 5 ms, or unreachable) count as failures: "
-                     "a rate the driver could not offer on time was not shown sustainable")
+    if steps and not steps[-1].valid:
+        last = steps[-1]
+        notes.append(f"stopped at {last.rate_rps:,.0f} req/s: the step was invalid ({last.invalid_reasons[0]}); "
+                     f"a rate the driver could not offer on time (send lag p99 over {send_lag_limit_s * 1000:g} ms) "
+                     "is not shown sustainable, and the knee, if any, is a lower bound set by the driver, "
+                     "not the target")
     return SweepResult(target=target, mode=kind, seed=seed, slo_s=cfg.slo_s, min_goodput_ratio=min_ratio,
                        rel_tol=rel_tol, step_duration_s=step_duration_s(start, duration_s, cfg.slo_s, rel_tol),
                        max_rate_within_slo=best, first_failing_rate=min(bad) if bad else None,
-                       steps=steps, capacity_check=agreement, notes=notes, wall_s=time.perf_counter() - started)
+                       steps=steps, capacity_check=agreement, send_lag_limit_s=send_lag_limit_s, notes=notes,
+                       wall_s=time.perf_counter() - started)
 
 
 def capacity_agreement(cfg: TargetConfig, qps: float, seed: int) -> CapacityAgreement:

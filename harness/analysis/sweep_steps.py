@@ -62,7 +62,7 @@ class _StoppingSimRun(SimRun):
 
 
 def step_of(res: RunResult, rate_rps: float, duration_s: float, stopped: bool, min_ratio: float,
-            wall_s: float, live: bool) -> SweepStep:
+            wall_s: float, live: bool, limits: Limits = SWEEP_LIMITS) -> SweepStep:
     """The sweep's figures of one run, and its verdict."""
     s = res.summary
     lag = ((s.live or {}).get("send_lag_s") or {}).get("p99") if live else None
@@ -70,7 +70,7 @@ def step_of(res: RunResult, rate_rps: float, duration_s: float, stopped: bool, m
     if live and s.live is not None:
         r = s.requests
         reasons = sorted(set(reasons) | set(invalid_reasons(s.live, r.attempts, r.succeeded, r.unique,
-                                                             SWEEP_LIMITS)))
+                                                             limits)))
     within = s.requests.within_slo / s.requests.unique if s.requests.unique else 0.0
     if stopped:
         passed, why = False, "stopped early: too many requests already certain to miss the SLO"
@@ -97,7 +97,7 @@ def sim_step(config: TargetConfig, seed: int, min_ratio: float, check_s: float =
     return run
 
 
-def live_step(plan: Any, min_ratio: float, check_s: float = 0.25) -> StepRunner:
+def live_step(plan: Any, min_ratio: float, check_s: float = 0.25, limits: Limits = SWEEP_LIMITS) -> StepRunner:
     """Runs one live step per call from ``plan`` (a harness.live.plan.LivePlan; its fleet and
     host stay as planned, its workload is replaced by the step's constant rate)."""
     from harness.live.run import LiveRun
@@ -131,5 +131,5 @@ def live_step(plan: Any, min_ratio: float, check_s: float = 0.25) -> StepRunner:
 
         runner._main = main  # type: ignore[method-assign]
         res = runner.run()
-        return step_of(res, rate_rps, duration_s, stopped, min_ratio, runner.wall_s, live=True)
+        return step_of(res, rate_rps, duration_s, stopped, min_ratio, runner.wall_s, live=True, limits=limits)
     return run

@@ -7,6 +7,7 @@ harness.live.profile) live here.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 from contextlib import contextmanager
 from pathlib import Path
@@ -204,6 +205,8 @@ def serve(
         except (OSError, ValueError, RuntimeError) as exc:
             await th.stop()
             fail(str(exc), code=1)
+        gc.collect()
+        gc.freeze()  # as a live run's host does: full collections never scan the models and the app
         pad = ready["pad_to_s"]
         servers = ", ".join(str(p) for p in ready["api_ports"])
         out.print(f"serving {target} at http://{host}:{ready['proxy_port']}/predict (and /healthz, /metrics)\n"

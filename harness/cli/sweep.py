@@ -32,6 +32,8 @@ def sweep(
                                     callback=bounded("--min-goodput", gt=0, le=1)),
     check: Optional[List[str]] = typer.Option(None, "--check", help='Gate check, e.g. "max_rate_within_slo >= 800".'),
     check_capacity: bool = typer.Option(False, "--check-capacity", help="sim: also ask `capacity` for the fleet."),
+    send_lag: float = typer.Option(0.005, "--send-lag-limit", help="live: a step whose send lag p99 exceeds this "
+                                   "(s) is invalid.", callback=bounded("--send-lag-limit", gt=0, unit=" s")),
     set_: Optional[List[str]] = SET,
     seed: int = SEED,
     scale: Optional[float] = LIVE_SCALE,
@@ -62,7 +64,8 @@ def sweep(
         result = run_sweep(target, mode, overrides=parse_overrides(set_ or []), seed=seed, start_rps=start,
                            duration_s=duration, rel_tol=rel_tol, min_ratio=min_ratio, scale=scale, model=model,
                            device=device, pad_to_s=pad_to_s, allow_remote=allow_remote,
-                           check_capacity=check_capacity, on_step=shown, warmup_s=warmup)
+                           check_capacity=check_capacity, on_step=shown, warmup_s=warmup,
+                           send_lag_limit_s=send_lag)
         outcomes = judge_sweep(result, list(check or []))
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))

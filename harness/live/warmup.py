@@ -60,7 +60,7 @@ def _figures(rec: Recorder, first_s: float) -> dict[str, float | int | None]:
     """p50 / p99 (s) of the requests scheduled in the recorder's first `first_s` seconds:
     of all (unanswered ones count as infinitely slow, as in the summary's `latency_s`)
     and of those answered OK (`_ok_s`, as `latency_ok_s`)."""
-    k = int(np.searchsorted(rec.sched, first_s, side="left"))
+    k = min(int(np.searchsorted(rec.sched, first_s, side="left")), rec.n_covered)  # a cut run: what it covered
     lat = rec.latency[:k]
     ok = lat[np.isfinite(lat)]
     return {"requests": k, "succeeded": len(ok), "p50_s": percentile_of(lat, 50), "p99_s": percentile_of(lat, 99),
@@ -79,5 +79,5 @@ def cold_start_figures(warmup: Recorder | None, run: Recorder, seconds: float = 
     with no warm-up (a cold run), the run's own first `seconds`."""
     if warmup is not None:
         return {"from": "warm-up", "seconds": warmup.duration_s, **_figures(warmup, warmup.duration_s)}
-    first = min(seconds, run.duration_s)
+    first = min(seconds, run.duration_s, run.covered_s)
     return {"from": "run", "seconds": first, **_figures(run, first)}

@@ -72,6 +72,7 @@ class SweepResult(Result):
     min_goodput_ratio: float
     rel_tol: float
     step_duration_s: float
+    send_lag_limit_s: float = 0.005  # live: a step whose send lag p99 exceeds this is invalid
     max_rate_within_slo: float | None
     first_failing_rate: float | None
     steps: list[SweepStep]

@@ -139,7 +139,7 @@ def test_ctrl_c_and_sigterm_leave_a_valid_partial_result_and_no_child(tmp_path: 
                 hosts[k] = kids
         time.sleep(0.1)
     assert len(hosts) == len(runs), "no target host started"
-    time.sleep(5.0)  # the host starts (about 2 s alone), then traffic flows
+    time.sleep(8.0)  # the host starts and warms every batch size (about 4 s alone), then traffic flows
     for k, proc in runs.items():
         proc.send_signal(sigs[k])
     for k, proc in runs.items():

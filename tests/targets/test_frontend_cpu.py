@@ -35,10 +35,14 @@ def test_sim_front_end_caps_the_fleet_and_sheds_early() -> None:
     from targets.spec import resolve_target
 
     # One API server at 2 ms a request carries 500 req/s at most; the GPUs could carry far more.
-    knobs = {"peak_qps": 400, "api_servers": 1, "frontend_cost_s": 0.002, "frontend_shed_cost_s": 0.0002}
+    knobs = {"peak_qps": 400, "api_servers": 1, "frontend_cost_s": 0.002, "frontend_shed_cost_s": 0.0002,
+             "frontend_lag_limit_s": 0.025}
     cfg = resolve_target("hardened", knobs)
     ok = run_sim(cfg, traffic(300, 2.0)).summary
     over = run_sim(cfg, traffic(1000, 2.0)).summary
+    unguarded = run_sim(resolve_target("hardened", {**knobs, "frontend_lag_limit_s": None}), traffic(1000, 2.0))
+    assert unguarded.summary.requests.shed == 0 and unguarded.summary.requests.timed_out > 0.3 * 2000
+    # admission never sees the front end's queue: without the guard, it queues into timeouts
     assert ok.goodput_ratio > 0.99 and ok.requests.shed == 0
     assert over.requests.shed > 0.3 * over.requests.unique          # twice its capacity: about half shed
     admitted = over.attempt_latency_ok_s.p99      # an admitted attempt, not its retries before it
