@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from harness.live.plan import LivePlan
 
 WARMUP = typer.Option(None, "--warmup", help="live: seconds of traffic at the workload's opening rate sent before "
-                      "the measured run and left out of its figures (default 5; 0: a cold run).",
+                      "the measured run and left out of its figures (default 10; 0: a cold run).",
                       callback=bounded("--warmup", ge=0, unit=" s"))
 
 
