@@ -1,4 +1,4 @@
-"""HdrHistogram queries in bulk: the same answers as the `hdrh` package, from numpy.
+"""HdrHistogram: the run's latency histograms, built and queried in bulk: the same answers as the `hdrh` package, from numpy.
 
 `hdrh` answers each percentile (and the mean) by walking every one of the histogram's
 ~20,000 count slots in Python, so a run's summary spent longer in those walks than a
@@ -8,8 +8,13 @@ sum and a search; `tests/harness/test_recorder.py` checks it against `hdrh` itse
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hdrh.histogram import HdrHistogram
+
+US = 1_000_000          # histograms count microseconds
+_MAX_US = 3_600 * US    # up to an hour
 
 
 def bit_length(values: np.ndarray) -> np.ndarray:
@@ -70,3 +75,49 @@ class HdrView:
         nz = np.nonzero(self.counts)[0]
         lowest, size = self._equivalents(self.value[nz])
         return float(int(np.sum(self.counts[nz] * (lowest + (size >> 1))))) / self.total
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(1, _MAX_US, 3)
+
+
+def percentiles(hist: HdrHistogram, failures: int = 0) -> dict[str, float | None]:
+    """mean, p50, p90, p99, p999, max in seconds over hist's values plus
+    `failures` infinite ones."""
+    ok = hist.get_total_count()
+    total = ok + failures
+    out: dict[str, float | None] = {}
+    if total == 0:
+        return {k: None for k in ("mean", "p50", "p90", "p99", "p999", "max")}
+    view = HdrView(hist)
+    out["mean"] = view.mean() / US if failures == 0 and ok else None
+    wanted = {}
+    for key, q in (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9)):
+        rank = math.ceil(q / 100 * total)
+        wanted[key] = None if rank > ok or ok == 0 else min(100.0, 100.0 * rank / ok)
+    values = view.values_at_percentiles([p for p in wanted.values() if p is not None])
+    for key, p in wanted.items():
+        out[key] = None if p is None else values[p] / US
+    out["max"] = hist.get_max_value() / US if failures == 0 and ok else None
+    return out
+
+
+def histogram_of(latency_s: np.ndarray) -> HdrHistogram:
+    """An HdrHistogram of `latency_s` (seconds), recorded in bulk: values are grouped by
+    the histogram's own bucket (its index computed as hdrh's `_counts_index_for` does,
+    vectorised), and one value per bucket is recorded with the bucket's count. Every
+    query then answers exactly as if each value had been recorded on its own (a bucket's
+    values are equivalent; min and max are tracked as their buckets' equivalents)."""
+    hist = new_histogram()
+    us = np.maximum(1, (np.asarray(latency_s, dtype=np.float64) * US).astype(np.int64))
+    if len(us) == 0:
+        return hist
+    bits = np.frexp((us | hist.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)  # bit length
+    bucket = bits - hist.unit_magnitude - (hist.sub_bucket_half_count_magnitude + 1)
+    sub = us >> (bucket + hist.unit_magnitude)
+    index = ((bucket + 1) << hist.sub_bucket_half_count_magnitude) + sub - hist.sub_bucket_half_count
+    _, first, count = np.unique(index, return_index=True, return_counts=True)
+    record = hist.record_value
+    for value, n in zip(us[first].tolist(), count.tolist()):
+        record(value, n)
+    return hist

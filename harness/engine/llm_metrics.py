@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.engine.llm_run import EngineTrace
-from harness.engine.recorder import percentile_of, percentiles
+from harness.engine.hdr import percentiles
+from harness.engine.recorder import percentile_of
 from harness.results.llm import LlmRun, Pcts, TenantFigures
 
 __all__ = ["run_figures"]

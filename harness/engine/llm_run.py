@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from hdrh.histogram import HdrHistogram
 
-from harness.engine.recorder import new_histogram
+from harness.engine.hdr import new_histogram
 from targets.llm import LlmEngineSpec, Sequence, create_scheduler
 from workloads.llm import LlmSchedule
 

@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from harness.engine.hdr import HdrView
+from harness.engine.hdr import US as _US
+from harness.engine.hdr import HdrView, histogram_of, percentiles
 from harness.results.run import Outcome, Outcomes
 from targets.protocol import OK, Status
 
-_US = 1_000_000
-_MAX_US = 3_600 * _US
 
 # Client outcome codes per request (what `finish` saw); PENDING: no final answer yet.
 OUTCOME_CODES = {Status.OK: 0, Status.TIMEOUT: 1, Status.TOO_MANY: 2, Status.UNAVAILABLE: 2, Status.ERROR: 3, Status.BAD_REQUEST: 3}
@@ -34,31 +33,6 @@ _STATUS_CODE = {st: int(st) for st in Status}
 OUTCOMES = tuple(Outcome)
 _IDX = {o: i for i, o in enumerate(OUTCOMES)}
 _WITHIN, _LATE = _IDX[Outcome.WITHIN_SLO], _IDX[Outcome.LATE]
-
-
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(1, _MAX_US, 3)
-
-
-def percentiles(hist: HdrHistogram, failures: int = 0) -> dict[str, float | None]:
-    """mean, p50, p90, p99, p999, max in seconds over hist's values plus
-    `failures` infinite ones."""
-    ok = hist.get_total_count()
-    total = ok + failures
-    out: dict[str, float | None] = {}
-    if total == 0:
-        return {k: None for k in ("mean", "p50", "p90", "p99", "p999", "max")}
-    view = HdrView(hist)
-    out["mean"] = view.mean() / _US if failures == 0 and ok else None
-    wanted = {}
-    for key, q in (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9)):
-        rank = math.ceil(q / 100 * total)
-        wanted[key] = None if rank > ok or ok == 0 else min(100.0, 100.0 * rank / ok)
-    values = view.values_at_percentiles([p for p in wanted.values() if p is not None])
-    for key, p in wanted.items():
-        out[key] = None if p is None else values[p] / _US
-    out["max"] = hist.get_max_value() / _US if failures == 0 and ok else None
-    return out
 
 
 class Recorder:
@@ -165,14 +139,14 @@ class Recorder:
         """End-to-end latency of the covered requests answered OK."""
         if self._hist_all is None:
             k = self.n_covered
-            self._hist_all = _histogram_of(self.latency[:k][self.outcome[:k] == 0])
+            self._hist_all = histogram_of(self.latency[:k][self.outcome[:k] == 0])
         return self._hist_all
 
     @property
     def hist_attempt(self) -> HdrHistogram:
         """Latency of every attempt answered OK (not cut by `cover`)."""
         _, latency, codes = self._attempt_arrays()
-        return _histogram_of(latency[codes == int(Status.OK)])
+        return histogram_of(latency[codes == int(Status.OK)])
 
     def attempt_windows(self) -> dict[str, np.ndarray]:
         """Attempts per window: sent, timed out and shed (by the window they were sent in),
@@ -373,27 +347,6 @@ class Recorder:
                 busy[j] = min(1.0, (b - prev_busy) / (span * max(alive_gpus, 1)))
             prev_t, prev_busy = t, b
         return depth, busy, alive
-
-
-def _histogram_of(latency_s: np.ndarray) -> HdrHistogram:
-    """An HdrHistogram of `latency_s` (seconds), recorded in bulk: values are grouped by
-    the histogram's own bucket (its index computed as hdrh's `_counts_index_for` does,
-    vectorised), and one value per bucket is recorded with the bucket's count. Every
-    query then answers exactly as if each value had been recorded on its own (a bucket's
-    values are equivalent; min and max are tracked as their buckets' equivalents)."""
-    hist = new_histogram()
-    us = np.maximum(1, (np.asarray(latency_s, dtype=np.float64) * _US).astype(np.int64))
-    if len(us) == 0:
-        return hist
-    bits = np.frexp((us | hist.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)  # bit length
-    bucket = bits - hist.unit_magnitude - (hist.sub_bucket_half_count_magnitude + 1)
-    sub = us >> (bucket + hist.unit_magnitude)
-    index = ((bucket + 1) << hist.sub_bucket_half_count_magnitude) + sub - hist.sub_bucket_half_count
-    _, first, count = np.unique(index, return_index=True, return_counts=True)
-    record = hist.record_value
-    for value, n in zip(us[first].tolist(), count.tolist()):
-        record(value, n)
-    return hist
 
 
 def classify(outcome: np.ndarray, latency_s: np.ndarray, slo_s: float) -> np.ndarray:

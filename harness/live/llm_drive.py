@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from harness.engine.llm_run import EngineTrace, simulate
-from harness.engine.recorder import new_histogram
+from harness.engine.hdr import new_histogram
 from targets.llm import LlmEngineSpec, Sequence, create_scheduler
 from workloads.llm import LlmSchedule
 

@@ -15,12 +15,10 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 def test_profile_writes_a_cost_that_reads_back(tmp_path):
     prof = profile_llm(rate_rps=4.0, duration_s=5.0, threads=1)
     assert len(prof.rows) > 20
-    # The fitted cost explains the measured steps: over all of them, predicted time matches measured
-    # time. (At 4 req/s most decode steps hold one sequence, so how the fit splits a step's time
-    # between its base and per-sequence terms is not pinned down; their total is.)
+    # The fitted cost explains each measured step, not only their total (a least-squares fit with a
+    # free base term matches the total by construction): the median step is predicted within 50%.
     c = prof.cost
-    measured = sum(row[3] for row in prof.rows)
-    predicted = sum(c.base_s + p * c.per_prefill_token_s + d * c.per_decode_seq_s + x * c.per_context_token_s
-                    for p, d, x, _ in prof.rows)
-    assert 0.8 < predicted / measured < 1.25, (predicted, measured, c)
+    errors = sorted(abs(c.base_s + p * c.per_prefill_token_s + d * c.per_decode_seq_s + x * c.per_context_token_s - t) / t
+                    for p, d, x, t in prof.rows)
+    assert errors[len(errors) // 2] < 0.5, (errors[len(errors) // 2], c)
     assert load_cost(prof.to_json(tmp_path / "cost.json")) == prof.cost

@@ -4,7 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.engine.recorder import OUTCOMES, Recorder, classify, new_histogram, percentiles
+from harness.engine.hdr import new_histogram, percentiles
+from harness.engine.recorder import OUTCOMES, Recorder, classify
 from harness.results.run import Outcome, Outcomes, outcome_at
 from targets.protocol import Status
 
@@ -146,7 +147,8 @@ def test_cover_summarises_only_the_requests_scheduled_before_the_cut():
 def test_bulk_histogram_answers_as_if_each_value_were_recorded(values, scale):
     """The recorder builds its histograms in bulk (one record per bucket); every query
     must answer exactly as per-value recording does."""
-    from harness.engine.recorder import _US, _histogram_of
+    from harness.engine.hdr import US as _US
+    from harness.engine.hdr import histogram_of as _histogram_of
 
     x = np.minimum(np.array(values) * scale, 3_600.0)
     bulk, one_by_one = _histogram_of(x), new_histogram()
@@ -164,7 +166,7 @@ def test_bulk_histogram_answers_as_if_each_value_were_recorded(values, scale):
 def test_bulk_queries_answer_as_hdrh_does(values, scale, qs):
     """HdrView (numpy) gives hdrh's own percentile, percentile-dict and mean answers."""
     from harness.engine.hdr import HdrView
-    from harness.engine.recorder import _histogram_of
+    from harness.engine.hdr import histogram_of as _histogram_of
 
     hist = _histogram_of(np.array(values) * scale)
     view = HdrView(hist)

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from harness.engine.recorder import Recorder, percentiles
+from harness.engine.hdr import percentiles
+from harness.engine.recorder import Recorder
 from harness.engine.sim import run_sim
 from harness.results import CompareResult, RunResult
 from reports.page import Section, doc_sections, page_html, write_html
