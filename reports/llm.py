@@ -2,7 +2,9 @@
 
 Reads only the typed result (``harness.results.llm.LlmResult``): the capacity
 ratios and their measured reasons first (the answer to "how does batching change
-for an LLM?"), then each policy's throughput-vs-TPOT curve with its knee, and
+for an LLM?"), then each policy's throughput-vs-TPOT curve with its knee (and,
+on a mix split among tenants, the worst TTFT p99 of the tenants other than the
+one asking for the most tokens), and
 the LLM flaws where the result carries them (the review's LLM part).
 `answer(result)` words the same figures as paragraphs for the review.
 """
@@ -22,7 +24,7 @@ from reports.fmt import fmt_ms, fmt_n, fmt_pct, fmt_s, fmt_x
 from reports.page import Section
 
 __all__ = ["answer", "curve_figure", "flaw_rows", "ratio_rows", "render", "render_answer", "run_rows", "sections",
-           "title"]
+           "symptom_words", "title"]
 
 RATIO_HEADERS = ("mix", "A tok/s @SLO", "B tok/s @SLO", "B/A", "A tok/s @TPOT", "B tok/s @TPOT", "B/A @TPOT",
                  "A idle slots", "A padding", "A wait p50", "B wait p50", "rows/step A", "useful rows A", "rows/step B",
@@ -60,12 +62,14 @@ def _slo_line(result: LlmResult) -> str:
 
 def _curve_table(curve: Curve) -> Table:
     table = Table(title=f"{curve.policy} on {curve.mix}", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    for col in ("req/s", "out tok/s", "TPOT p50 ms", "TPOT p90 ms", "TTFT p90", "SLO", ""):
+    tenants = any(p.small_tenants_ttft_p99_s is not None for p in curve.points)  # a mix split among tenants
+    for col in ("req/s", "out tok/s", "TPOT p50 ms", "TPOT p90 ms", "TTFT p90", *(("others'\nTTFT p99",) if tenants
+                                                                                   else ()), "SLO", ""):
         table.add_column(col, justify="right", no_wrap=True)
     for i, p in enumerate(curve.points):
         table.add_row(f"{p.rate_rps:g}", fmt_n(p.output_tok_s), fmt_ms(p.tpot_p50_s), fmt_ms(p.tpot_p90_s),
-                      fmt_s(p.ttft_p90_s), "[green]yes[/]" if p.meets_slo else "[red]no[/]",
-                      "knee" if i == curve.knee else "")
+                      fmt_s(p.ttft_p90_s), *((fmt_s(p.small_tenants_ttft_p99_s, "-"),) if tenants else ()),
+                      "[green]yes[/]" if p.meets_slo else "[red]no[/]", "knee" if i == curve.knee else "")
     return table
 
 
@@ -80,9 +84,13 @@ def run_rows(result: LlmResult) -> list[tuple[str, ...]]:
             for r in result.runs]
 
 
-def _symptom(f: LlmFlawCost) -> str:
+def symptom_words(f: LlmFlawCost) -> str:
+    """The flaw's symptom present -> fixed, in words with its unit."""
     if f.symptom == "itl_max_s":
         return f"longest decode stall {fmt_ms(f.symptom_present)} -> {fmt_ms(f.symptom_fixed)} ms"
+    if f.symptom == "small_tenants_ttft_p99_s":
+        return (f"other tenants' worst TTFT p99 {fmt_s(f.symptom_present, '-')} -> "
+                f"{fmt_s(f.symptom_fixed, '-')}")
     name = "SLO attainment" if f.symptom == "slo_attainment" else f.symptom
     return f"{name} {fmt_pct(f.symptom_present, 0)} -> {fmt_pct(f.symptom_fixed, 0)}"
 
@@ -93,7 +101,7 @@ FLAW_HEADERS = ("flaw", "mix", "symptom", "goodput req/s", "TTFT p50", "present 
 def flaw_rows(result: LlmResult) -> list[tuple[str, ...]]:
     """One row per (flaw, exposing mix): its symptom, goodput and TTFT with the flaw present and fixed,
     and the knobs (last: the terminal table leaves them to the words)."""
-    return [(f.id, f.mix, _symptom(f), f"{fmt_n(f.goodput_present_rps)} -> {fmt_n(f.goodput_fixed_rps)}",
+    return [(f.id, f.mix, symptom_words(f), f"{fmt_n(f.goodput_present_rps)} -> {fmt_n(f.goodput_fixed_rps)}",
              f"{fmt_s(f.ttft_p50_present_s)} -> {fmt_s(f.ttft_p50_fixed_s)}", f"{f.present} -> {f.fixed}")
             for f in result.flaws]
 
@@ -130,8 +138,8 @@ def answer(result: LlmResult) -> list[str]:
     if result.flaws:
         lines.append("The doc's flaws applied to an LLM, each put in and fixed on the same arrivals: " + "; ".join(
             f"{f.id} ({_item(f.doc_item)}) on {f.mix} at {f.rate_rps:g} req/s, {f.present} -> {f.fixed}: "
-            f"{_symptom(f)}, goodput {fmt_n(f.goodput_present_rps)} -> {fmt_n(f.goodput_fixed_rps)} req/s, TTFT p50 "
-            f"{fmt_s(f.ttft_p50_present_s)} -> {fmt_s(f.ttft_p50_fixed_s)}" for f in result.flaws) + ".")
+            f"{symptom_words(f)}, goodput {fmt_n(f.goodput_present_rps)} -> {fmt_n(f.goodput_fixed_rps)} req/s, "
+            f"TTFT p50 {fmt_s(f.ttft_p50_present_s)} -> {fmt_s(f.ttft_p50_fixed_s)}" for f in result.flaws) + ".")
     return lines
 
 

@@ -3,7 +3,8 @@
 Terminal: the ranking table, the top three with their numbers and a one-line
 measured reason each, a warning per flaw whose runs were too short to show it,
 interactions, and how the runs were shortened; over several seeds, a table of each
-flaw's cost intervals and how stable its place is. HTML: the verdict, the ranking
+flaw's cost intervals and how stable its place is; the LLM flaws' section
+(`reports/llm_rank.py`) where the result has one. HTML: the verdict, the ranking
 and heatmap charts (reports/rank_charts.py) and the tables. Reads only the typed
 result (`harness.results.rank.RankResult`).
 """
@@ -20,6 +21,7 @@ from rich.table import Table
 from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawRank, FlawSeeds,
                                   RankResult, ShortRun, TailChange)
 from harness.results.stats import Interval
+from reports import llm_rank
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
 from reports.rank_charts import cost_tail, heatmap_figure, p99_at, ranking_figure
@@ -233,6 +235,10 @@ def render(result: RankResult, console: Console) -> None:
     console.print()
     if short:
         console.print(f"Runs shortened (harness/analysis/shorten.py): {'; '.join(short)}.", highlight=False)
+    if result.llm is not None:
+        console.print()
+        llm_rank.render(result.llm, console)
+        console.print()
     wall = f", {result.wall_s:.0f} s wall" if result.wall_s else ""
     seeds = f"seeds {', '.join(map(str, result.seeds))}" if result.seeds else f"seed {result.seed}"
     console.print(f"{result.runs} runs, {seeds}, SLO {fmt_s(result.slo_s)}{wall}. "
@@ -280,6 +286,7 @@ def sections(result: RankResult) -> list[Section]:
         Section("the ranking in numbers", html=ranking_table(result)),
         *([Section("over the seeds: cost intervals and stable places", html=stability_table(result))]
           if result.seeds else []),
+        *([llm_rank.section(result.llm)] if result.llm is not None else []),
     ]
 
 

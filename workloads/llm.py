@@ -2,7 +2,8 @@
 
 A workload is arrivals (Poisson, or gamma renewal gaps whose squared
 coefficient of variation `burstiness` > 1 makes bursts), tenants (shares of the
-requests), and two length distributions: prompt tokens and output tokens.
+requests), and two length distributions: prompt tokens and output tokens, the
+same for every tenant unless `tenant_lengths` gives a tenant its own.
 Lengths are fixed, lognormal (given by its mean, so `mean_tokens` is the mean
 drawn), or a mixture of lognormals. `build_llm_schedule(workload, seed)` draws
 the requests, deterministic for (workload, seed); a trace file can stand in for
@@ -11,6 +12,12 @@ the draws (`workloads.llm_trace`).
 The "sharegpt-like" mixture matches the means the vLLM paper reports for the
 ShareGPT conversations (Kwon et al. 2023, section 6.1: about 161 prompt and 338
 output tokens) with a long tail; it is a shape, not the data set.
+
+Named mixes (`LENGTH_MIXES`) are one tenant's lengths, except where
+`TENANT_SPLITS` splits a mix among tenants: "dominant-tenant" is three chat
+tenants sending 90% of the requests and a "bulk" tenant sending 10%, each of
+thousands of tokens, so bulk holds most of the tokens (and of the KV cache)
+with few requests. `mix_workload(name, rate, duration)` builds either kind.
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ from enum import Enum
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["LENGTH_MIXES", "Arrival", "LengthDist", "LlmSchedule", "LlmWorkload", "Lognormal", "build_llm_schedule",
-           "length_mix"]
+__all__ = ["LENGTH_MIXES", "TENANT_SPLITS", "Arrival", "LengthDist", "LlmSchedule", "LlmWorkload", "Lognormal",
+           "TenantLengths", "build_llm_schedule", "length_mix", "mix_workload"]
 
 
 class Arrival(str, Enum):
@@ -72,8 +79,17 @@ class LengthDist(BaseModel):
         return np.clip(np.rint(drawn), 1, self.max_tokens).astype(np.int64)
 
 
+class TenantLengths(BaseModel):
+    """One tenant's own prompt and output lengths."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    prompt: LengthDist
+    output: LengthDist
+
+
 class LlmWorkload(BaseModel):
-    """Requests/s over `duration_s`, split among `tenants` by share, with prompt and output lengths."""
+    """Requests/s over `duration_s`, split among `tenants` by share, with prompt and output lengths
+    (`tenant_lengths`: a tenant's own, in place of `prompt` and `output`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str = "llm"
@@ -84,11 +100,16 @@ class LlmWorkload(BaseModel):
     tenants: dict[str, float] = Field(default_factory=lambda: {"default": 1.0})
     prompt: LengthDist = LengthDist.of_lognormal(500)
     output: LengthDist = LengthDist.of_lognormal(200)
+    tenant_lengths: dict[str, TenantLengths] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _shares(self) -> "LlmWorkload":
         if not self.tenants or any(not s > 0 for s in self.tenants.values()):
             raise ValueError("tenants need at least one positive share")
+        unknown = set(self.tenant_lengths) - set(self.tenants)
+        if unknown:
+            raise ValueError(f"tenant_lengths names tenant(s) {', '.join(sorted(unknown))} not in tenants "
+                             f"({', '.join(self.tenants)})")
         if self.rate_rps * self.duration_s > 20_000_000:
             raise ValueError("workload would schedule over 20,000,000 requests; lower the rate or duration")
         return self
@@ -132,7 +153,14 @@ def build_llm_schedule(w: LlmWorkload, seed: int) -> LlmSchedule:
     names = tuple(w.tenants)
     shares = np.array([w.tenants[t] for t in names], dtype=float)
     tenant = rng.choice(len(names), size=n, p=shares / shares.sum())
-    return LlmSchedule(w.name, w.duration_s, names, arrival, w.prompt.draw(rng, n), w.output.draw(rng, n), tenant)
+    prompt, output = w.prompt.draw(rng, n), w.output.draw(rng, n)
+    for k, name in enumerate(names):  # drawn after the shared lengths: a workload without them is unchanged
+        own = w.tenant_lengths.get(name)
+        if own is not None:
+            mine = tenant == k
+            prompt[mine] = own.prompt.draw(rng, int(mine.sum()))
+            output[mine] = own.output.draw(rng, int(mine.sum()))
+    return LlmSchedule(w.name, w.duration_s, names, arrival, prompt, output, tenant)
 
 
 def _mix(*parts: tuple[float, float, float], max_tokens: int = 4096) -> LengthDist:
@@ -149,6 +177,15 @@ LENGTH_MIXES: dict[str, tuple[LengthDist, LengthDist]] = {
     "long-prompts": (_mix((0.9, 200, 0.5), (0.1, 3000, 0.2)), LengthDist.of_lognormal(150, 0.5)),
     # ... and long generations that outgrow the KV cache (preemption).
     "long-outputs": (LengthDist.of_lognormal(200, 0.5), LengthDist.of_lognormal(1200, 0.4)),
+    # A dominant tenant by tokens: these are the chat tenants' lengths; TENANT_SPLITS adds "bulk".
+    "dominant-tenant": (LengthDist.of_lognormal(300, 0.6), LengthDist.of_lognormal(150, 0.5)),
+}
+
+# Mixes split among tenants: (request shares, the tenants with lengths of their own).
+TENANT_SPLITS: dict[str, tuple[dict[str, float], dict[str, TenantLengths]]] = {
+    "dominant-tenant": ({"chat-a": 0.3, "chat-b": 0.3, "chat-c": 0.3, "bulk": 0.1},
+                        {"bulk": TenantLengths(prompt=LengthDist.of_lognormal(3000, 0.2),
+                                               output=LengthDist.of_lognormal(1500, 0.2))}),
 }
 
 
@@ -158,3 +195,12 @@ def length_mix(name: str) -> tuple[LengthDist, LengthDist]:
         return LENGTH_MIXES[name]
     except KeyError:
         raise ValueError(f"unknown length mix '{name}': valid are {', '.join(LENGTH_MIXES)}") from None
+
+
+def mix_workload(name: str, rate_rps: float, duration_s: float) -> LlmWorkload:
+    """The workload of a named mix at `rate_rps` for `duration_s`, split among its tenants where
+    `TENANT_SPLITS` says so; ValueError listing the names."""
+    prompt, output = length_mix(name)
+    shares, own = TENANT_SPLITS.get(name, ({"default": 1.0}, {}))
+    return LlmWorkload(name=name, rate_rps=rate_rps, duration_s=duration_s, prompt=prompt, output=output,
+                       tenants=shares, tenant_lengths=own)

@@ -63,6 +63,10 @@ cannot move a flaw. Interaction probes run on the first seed only.
 
 Interactions: see `harness.analysis.interactions`; the shared measures are in
 `harness.analysis.scoring`, the jobs in `harness.analysis.variants`.
+
+LLM flaws (`ablate(..., llm=True)`, as `rank` and `review` call it): the LLM
+catalogue measured and ranked on its own (`harness.analysis.llm_rank`, about a
+CPU-second), the result's `llm` section.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ from typing import Any, Callable
 
 from harness.analysis.exposure import scenario_needs, short_run
 from harness.analysis.interactions import find_interactions
+from harness.analysis.llm_rank import llm_rank
 from harness.analysis.scoring import (amplification, goodput, inf, lost_share, p99, p99_outcome, severity, steps,
                                       tail, tail_increase, unserved)
 from harness.analysis.shorten import REQUEST_BUDGET, plan_for_json
@@ -250,13 +255,14 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
            workers: int | None = None, plan: dict[str, dict[str, Any]] | None = None,
            on_done: OnDone | None = None, interactions: bool = True, suite: str | list[str] = "",
            on_planned: OnPlanned | None = None, suite_name: str | None = None,
-           seeds: list[int] | None = None) -> RankResult:
+           seeds: list[int] | None = None, llm: bool = False) -> RankResult:
     """Runs the ablation for `{flaw id: [scenarios]}` and returns the rank result.
 
     `good` and `flawed` are target specs or design TOML paths. On the gain
     side only flaws present in `flawed` are fixed; for the others the gain is
     0 by construction (noted in the flaw's `gain.note`). `seeds` (default: `seed`
-    alone) runs every job once per seed (see the module doc).
+    alone) runs every job once per seed (see the module doc). `llm` adds the LLM
+    flaws' section (first seed).
     """
     started = time.perf_counter()
     seeds = seeds or [seed]
@@ -313,6 +319,7 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         flaws_in_flawed=sorted(present),
         probe_runs=probe_runs if found else None, interactions=found.plans if found else None,
         wall_s=time.perf_counter() - started, suite_name=suite_name, seeds=seeds if len(seeds) > 1 else None,
+        llm=llm_rank(seed) if llm else None,
     )
 
 
@@ -343,13 +350,13 @@ def rank(suite: str | list[str] = "bad-day", seed: int = 1, workers: int | None 
          interactions: bool = True, on_planned: OnPlanned | None = None,
          seeds: list[int] | None = None) -> RankResult:
     """The rank result: every flaw (or `flaws`) measured on every scenario of the suite
-    (under each of `seeds`, default `seed` alone)."""
+    (under each of `seeds`, default `seed` alone), and the LLM flaws' section."""
     names = list(suite) if isinstance(suite, list) else load_suite(suite)
     ids = flaws or [f.id for f in FLAWS]
     plan = exposing_plan({fid: list(names) for fid in ids}, good, duration_scale, request_budget)
     return ablate({fid: list(names) for fid in ids}, good, flawed, seed, workers, plan, on_done, interactions,
                   suite=names, on_planned=on_planned, suite_name=suite if isinstance(suite, str) else "custom",
-                  seeds=seeds)
+                  seeds=seeds, llm=True)
 
 
 def ablation_job_count(flaw_scenarios: dict[str, list[str]], flawed: str = "naive") -> int:

@@ -28,7 +28,7 @@ from harness.engine.llm_metrics import run_figures
 from harness.engine.llm_run import simulate
 from harness.results.llm import (CapacityRatio, Curve, CurvePoint, EngineSettings, LlmResult, LlmRun, LlmSettings)
 from targets.llm import LlmEngineSpec, LlmPolicy
-from workloads.llm import LlmSchedule, LlmWorkload, build_llm_schedule, length_mix
+from workloads.llm import LlmSchedule, build_llm_schedule, length_mix, mix_workload
 from workloads.llm_trace import read_trace
 
 __all__ = ["DEFAULT_RATES", "LlmSweep", "capacity", "knee_index", "run_sweep"]
@@ -68,9 +68,7 @@ def _schedule(mix: str, rate: float, sweep: LlmSweep) -> LlmSchedule:
     if _is_trace(mix):
         trace = read_trace(mix)
         return read_trace(mix, speedup=rate / (len(trace) / trace.duration_s))
-    prompt, output = length_mix(mix)
-    return build_llm_schedule(
-        LlmWorkload(name=mix, rate_rps=rate, duration_s=sweep.duration_s, prompt=prompt, output=output), sweep.seed)
+    return build_llm_schedule(mix_workload(mix, rate, sweep.duration_s), sweep.seed)
 
 
 def knee_index(x: list[float], y: list[float | None]) -> int | None:
@@ -134,6 +132,10 @@ def _settings(sweep: LlmSweep) -> LlmSettings:
     engine = EngineSettings(batch_size=e.batch_size, max_wait_s=e.max_wait_s, kv_blocks=e.kv_blocks,
                             block_size=e.block_size, max_seqs=e.max_seqs, max_batched_tokens=e.max_batched_tokens,
                             chunked_prefill=e.chunked_prefill, chunk_tokens=e.chunk_tokens,
+                            tenant_rps=e.tenant_rps, tenant_burst_requests=e.tenant_burst_requests,
+                            tenant_tok_s=e.tenant_tok_s, tenant_burst_tokens=e.tenant_burst_tokens,
+                            over_limit=e.limits().over_limit.value, max_delay_s=e.max_delay_s,
+                            tenant_priority=dict(e.tenant_priority),
                             cost={k: float(v) for k, v in vars(e.cost).items()})
     return LlmSettings(policies=list(sweep.policies), mixes=list(sweep.mixes), rates_rps=list(sweep.rates_rps),
                        duration_s=sweep.duration_s, seed=sweep.seed, slo_ttft_s=sweep.slo_ttft_s,
@@ -158,7 +160,8 @@ def run_sweep(sweep: LlmSweep, on_run: Callable[[str], None] | None = None) -> L
                      for p in sweep.policies}
         for policy, rs in by_policy.items():
             points = [CurvePoint(rate_rps=r.rate_rps, output_tok_s=r.output_tok_s, tpot_p50_s=r.tpot_s.p50,
-                                 tpot_p90_s=r.tpot_s.p90, ttft_p90_s=r.ttft_s.p90, meets_slo=_meets(r, sweep))
+                                 tpot_p90_s=r.tpot_s.p90, ttft_p90_s=r.ttft_s.p90, meets_slo=_meets(r, sweep),
+                                 small_tenants_ttft_p99_s=r.small_tenants_ttft_p99_s)
                       for r in rs]
             curves.append(Curve(policy=policy, mix=mix, points=points,
                                 knee=knee_index([p.output_tok_s for p in points], [p.tpot_p50_s for p in points])))

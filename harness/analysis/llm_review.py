@@ -8,7 +8,10 @@ capacities sit on a coarser grid), which gives each mix's throughput ratio at
 equal TPOT SLO and the reasons measured at static's best point (idle slots,
 padding, head-of-line queue wait, useful decode rows per step). Then every flaw
 of the LLM catalogue (`targets.llm.flaws`) with its knobs present and fixed on
-each mix that exposes it, at `FLAW_RATE_RPS`, on the same arrivals both ways.
+each mix that exposes it, at the flaw's own rate or `FLAW_RATE_RPS`, on the
+same arrivals both ways (`flaw_costs`; `harness rank` runs the same and ranks
+them, `harness.analysis.llm_rank`). The review cites the rank's costs
+(`llm_answer(flaws=...)`) rather than measuring them twice.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from harness.results.llm import LlmFlawCost, LlmResult, LlmRun
 from targets.llm import LlmEngineSpec, LlmPolicy
 from targets.llm.flaws import LLM_FLAWS, LlmFlaw
 from targets.llm.knobs import engine_with
-from workloads.llm import LlmWorkload, build_llm_schedule, length_mix
+from workloads.llm import build_llm_schedule, mix_workload
 
 __all__ = ["FLAW_RATE_RPS", "REVIEW_DURATION_S", "flaw_costs", "llm_answer"]
 
@@ -40,14 +43,8 @@ def _words(knobs: dict[str, object]) -> str:
     return ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in knobs.items())
 
 
-def _symptom(run: LlmRun, name: str) -> float | None:
-    return run.itl_s.max if name == "itl_max_s" else getattr(run, name)
-
-
 def _flaw_cost(flaw: LlmFlaw, mix: str, sweep: LlmSweep, rate_rps: float, duration_s: float) -> LlmFlawCost:
-    prompt, output = length_mix(mix)
-    sched = build_llm_schedule(LlmWorkload(name=mix, rate_rps=rate_rps, duration_s=duration_s, prompt=prompt,
-                                           output=output), sweep.seed)
+    sched = build_llm_schedule(mix_workload(mix, rate_rps, duration_s), sweep.seed)
 
     def measure(knobs: dict[str, object]) -> LlmRun:
         trace = simulate(_spec(sweep.engine, knobs), sched, sweep.drain_s)
@@ -58,19 +55,23 @@ def _flaw_cost(flaw: LlmFlaw, mix: str, sweep: LlmSweep, rate_rps: float, durati
     return LlmFlawCost(
         id=flaw.id, doc_item=flaw.doc_item, failure=flaw.failure, fix=flaw.fix, present=_words(flaw.present),
         fixed=_words(flaw.fixed), mix=mix, rate_rps=rate_rps, symptom=flaw.symptom,
-        symptom_present=_symptom(bad, flaw.symptom), symptom_fixed=_symptom(good, flaw.symptom),
+        symptom_present=bad.figure(flaw.symptom), symptom_fixed=good.figure(flaw.symptom),
         goodput_present_rps=bad.goodput_rps, goodput_fixed_rps=good.goodput_rps,
         ttft_p50_present_s=bad.ttft_s.p50, ttft_p50_fixed_s=good.ttft_s.p50)
 
 
 def flaw_costs(sweep: LlmSweep, rate_rps: float = FLAW_RATE_RPS,
                duration_s: float = FLAW_DURATION_S) -> list[LlmFlawCost]:
-    """Every LLM flaw on every mix that exposes it, on `sweep`'s engine, seed and SLO."""
-    return [_flaw_cost(flaw, mix, sweep, rate_rps, duration_s) for flaw in LLM_FLAWS for mix in flaw.exposed_by]
+    """Every LLM flaw on every mix that exposes it, on `sweep`'s engine, seed and SLO, at the flaw's own
+    rate (else `rate_rps`)."""
+    return [_flaw_cost(flaw, mix, sweep, flaw.rate_rps or rate_rps, duration_s)
+            for flaw in LLM_FLAWS for mix in flaw.exposed_by]
 
 
-def llm_answer(seed: int = 1, duration_s: float = REVIEW_DURATION_S) -> LlmResult:
-    """Static against continuous batching over the sweep's rates on two mixes, then the LLM flaws."""
+def llm_answer(seed: int = 1, duration_s: float = REVIEW_DURATION_S,
+               flaws: list[LlmFlawCost] | None = None) -> LlmResult:
+    """Static against continuous batching over the sweep's rates on two mixes, then the LLM flaws:
+    `flaws` as given (the rank's, cited), or measured here when None."""
     sweep = LlmSweep(policies=(LlmPolicy.STATIC.value, LlmPolicy.CONTINUOUS.value), duration_s=duration_s,
                      seed=seed)
-    return run_sweep(sweep).model_copy(update={"flaws": flaw_costs(sweep)})
+    return run_sweep(sweep).model_copy(update={"flaws": flaw_costs(sweep) if flaws is None else flaws})

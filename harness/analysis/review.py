@@ -6,8 +6,9 @@ back alone into `hardened` (its cost) and fixed alone in the design under
 review (its gain; `naive`, the doc's design, unless a user design is given).
 It then ranks the flaws, and adds the Part 2 (capacity) and Part 3 (shared
 pool) answers the caller asks for, and the LLM follow-up's
-(`harness.analysis.llm_review`: static against continuous batching, and the
-LLM flaws, in a few seconds of simulation).
+(`harness.analysis.llm_review`: static against continuous batching, in a few
+seconds of simulation, citing the LLM flaws' costs from the rank's LLM
+section, `harness.analysis.llm_rank`).
 
 Two follow-ups are answered with measurements too: dashboards and alerts (the
 generated alert rules evaluated on the ablation's own runs of hardened and the
@@ -32,12 +33,14 @@ import time
 from typing import Any, Callable, Sequence
 
 from harness.analysis.ablation import ablate, ablation_job_count, exposing_plan
+from harness.analysis.llm_rank import llm_rank
 from harness.analysis.review_alerts import RunTap, alerts_answer, baseline_runs
 from harness.analysis.review_canary import canary_answer, run_canary_answer
 from harness.analysis.variants import OnDone, OnPlanned, knobs_of
 from harness.results.base import Result
 from harness.results.canary import CanaryResult
 from harness.results.followups import AlertsAnswer, CanaryAnswer
+from harness.results.llm import LlmResult
 from harness.results.rank import FlawRank, RankResult, ScenarioCost, TailChange, measurable
 from harness.results.review import Effect, LostShift, ReviewItem, ReviewResult, TailShift
 from targets.flaws import FLAWS
@@ -139,11 +142,12 @@ def pool_part() -> Part:
 
 
 def llm_part(seed: int) -> Part:
-    """The follow-up "an LLM generating tokens one at a time: how does batching change?" (short sim runs)."""
+    """The follow-up "an LLM generating tokens one at a time: how does batching change?" (short sim runs;
+    `review` adds the LLM flaws' costs from its rank's LLM section)."""
     def build() -> Any:
         from harness.analysis.llm_review import llm_answer
 
-        return llm_answer(seed)
+        return llm_answer(seed, flaws=[])
     return "LLM follow-up", build
 
 
@@ -194,13 +198,18 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
             good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
             on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
         rank = ablate(scen, "hardened", flawed, seed, workers, plan, on_done, suite="bad-day", on_planned=on_planned,
-                      seeds=seeds)
+                      seeds=seeds, llm=True)
+    elif rank.llm is None:  # a rank saved before it had an LLM section
+        rank = rank.model_copy(update={"llm": llm_rank(first_seed)})
     alerts_part = _alerts(rank, tap, factor, first_seed, workers, notes) if alerts else None
     embedded: dict[str, Result] = {}
     for name, build in parts:
         part = _part(name, build, notes)
         if part is not None:
             embedded[part.kind] = part
+    llm = embedded.get("llm")
+    if isinstance(llm, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
+        embedded["llm"] = llm.model_copy(update={"flaws": [c for f in rank.llm.flaws for c in f.costs]})
     canary_part = _canary(canary, canary_seeds, first_seed, workers, notes)
     return ReviewResult(
         design=flawed, seed=seed, quick=quick, rank=rank, capacity=embedded.get("capacity"),

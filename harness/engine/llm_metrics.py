@@ -9,6 +9,9 @@ project's helpers (`percentile_of`, rank ceil(q n); `percentiles` for HDR).
 A request meets the SLO when it finished with TTFT <= slo_ttft_s and TPOT <=
 slo_tpot_s; goodput counts those per second of arrivals. Token rates count
 tokens emitted while requests were still arriving (the first `duration_s`).
+Per tenant the same, with the tokens it asked for and its requests shed by its
+rate limit; `small_tenants_ttft_p99_s` is the worst TTFT p99 among the tenants
+other than the one that asked for the most tokens.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ def run_figures(trace: EngineTrace, policy: str, mix: str, rate_rps: float, tena
     out = np.array([s.output_tokens for s in seqs])
     tenant = np.array([s.tenant for s in seqs], dtype=np.int64)
     rejected = np.array([s.rejected for s in seqs], dtype=bool)
+    shed = np.array([s.shed for s in seqs], dtype=bool)
+    asked = np.array([s.prompt_tokens + s.output_tokens for s in seqs], dtype=np.int64)
     done = ~np.isnan(last)
     ttft = first - arrival
     multi = done & (out > 1)
@@ -59,11 +64,12 @@ def run_figures(trace: EngineTrace, policy: str, mix: str, rate_rps: float, tena
             requests=int(mine.sum()), finished=int((done & mine).sum()),
             ttft_s=_pcts(ttft[done & mine]), tpot_s=_pcts(tpot[multi & mine]),
             output_tok_s=float(out[done & mine & (last <= duration)].sum()) / duration,
-            goodput_rps=float((good & mine).sum()) / duration)
+            goodput_rps=float((good & mine).sum()) / duration, tokens_requested=int(asked[mine].sum()),
+            shed=int((shed & mine).sum()))
     held = trace.kv_blocks * trace.end_s if trace.kv_blocks else 0
     return LlmRun(
         policy=policy, mix=mix, rate_rps=rate_rps, duration_s=duration, requests=len(seqs),
-        finished=int(done.sum()), rejected=int(rejected.sum()), unfinished=int((~done & ~rejected).sum()),
+        finished=int(done.sum()), rejected=int(rejected.sum()), unfinished=int((~done & ~rejected & ~shed).sum()),
         ttft_s=_pcts(ttft[done]), tpot_s=_pcts(tpot[multi]), e2e_s=_pcts((last - arrival)[done]),
         itl_s=Pcts(mean=hdr["mean"], p50=hdr["p50"], p90=hdr["p90"], p99=hdr["p99"], max=hdr["max"]),
         queue_wait_s=_pcts((sched - arrival)[~np.isnan(sched)]),
@@ -73,8 +79,17 @@ def run_figures(trace: EngineTrace, policy: str, mix: str, rate_rps: float, tena
         busy_share=min(1.0, trace.busy_s / trace.end_s) if trace.end_s > 0 else 0.0,
         steps=trace.steps, mean_decode_rows=_share(trace.decode_rows, trace.steps),
         kv_utilization=_share(trace.kv_block_s, held) if held else None,
-        preemptions=trace.preemptions,
+        preemptions=trace.preemptions, shed=int(shed.sum()),
         idle_slot_share=(1 - trace.slot_tokens_used / trace.slot_tokens_total) if trace.slot_tokens_total else None,
         padding_share=_share(trace.padding_tokens, trace.prefill_tokens) if trace.slot_tokens_total else None,
-        per_tenant=per_tenant,
+        small_tenants_ttft_p99_s=_small_tenants_ttft_p99(per_tenant), per_tenant=per_tenant,
     )
+
+
+def _small_tenants_ttft_p99(per_tenant: dict[str, TenantFigures]) -> float | None:
+    """The worst TTFT p99 of the tenants other than the one that asked for the most tokens."""
+    if len(per_tenant) < 2:
+        return None
+    dominant = max(per_tenant, key=lambda t: per_tenant[t].tokens_requested)
+    p99s = [f.ttft_s.p99 for t, f in per_tenant.items() if t != dominant and f.ttft_s.p99 is not None]
+    return max(p99s) if p99s else None

@@ -59,7 +59,8 @@ class EngineTrace:
 
 def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0) -> EngineTrace:
     """Serve `schedule` with the scheduler `spec` names; deterministic (no randomness in the loop)."""
-    sched = create_scheduler(spec)
+    sched = create_scheduler(spec, schedule.tenants)
+    core = getattr(sched, "inner", sched)  # behind tenant limits: the scheduler that holds the cache
     cost = spec.cost
     front_in, front_out = cost.frontend_in_s, cost.frontend_out_s
     arrival = (schedule.arrival_s + front_in).tolist()
@@ -67,7 +68,7 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
                                  schedule.tenant.tolist())
     seqs = [Sequence(i, arrival[i], prompts[i], outputs[i], tenants[i]) for i in range(len(arrival))]
     duration, stop = schedule.duration_s, schedule.duration_s + drain_s
-    kv = getattr(sched, "kv", None)
+    kv = getattr(core, "kv", None)
     trace = EngineTrace(seqs, duration, stop, new_histogram(), kv_blocks=kv.total if kv else None)
     record = trace.itl.record_value
     n, i, t = len(seqs), 0, 0.0
@@ -98,9 +99,9 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
         for gap, count in out.gaps.items():
             record(max(1, round(gap * _US)), count)
     trace.end_s = min(t, stop)
-    trace.preemptions = getattr(sched, "preemptions", 0)
+    trace.preemptions = getattr(core, "preemptions", 0)
     for name in ("slot_tokens_total", "slot_tokens_used", "padding_tokens"):
-        setattr(trace, name, getattr(sched, name, 0))
+        setattr(trace, name, getattr(core, name, 0))
     if front_in or front_out:
         _to_client_view(seqs, schedule.arrival_s.tolist(), front_out)
     return trace

@@ -35,12 +35,17 @@ class Pcts(Figures):
 
 
 class TenantFigures(Figures):
+    """One tenant's requests: `tokens_requested` is prompt + output tokens asked for, `shed` those its
+    rate limit refused."""
+
     requests: int
     finished: int
     ttft_s: Pcts
     tpot_s: Pcts
     output_tok_s: float
     goodput_rps: float
+    tokens_requested: int = 0
+    shed: int = 0
 
 
 class LlmRun(Figures):
@@ -49,7 +54,11 @@ class LlmRun(Figures):
     Shares: `idle_slot_share` of the batch slot-tokens held whose sequence had
     already ended; `padding_share` of prefill tokens computed that were padding;
     `kv_utilization` the time-mean share of KV blocks held (paged policies);
-    `queue_wait_s` arrival to first scheduled work (head-of-line waiting).
+    `queue_wait_s` arrival to first scheduled work (head-of-line waiting, and any
+    wait for a tenant's rate limit); `shed` requests its tenant limits refused.
+    `small_tenants_ttft_p99_s`: the worst TTFT p99 of any tenant but the one that
+    asked for the most tokens (the others' view of a dominant tenant; None with
+    one tenant, or when none of the others finished a request).
     """
 
     policy: str
@@ -74,9 +83,15 @@ class LlmRun(Figures):
     mean_decode_rows: float | None = None
     kv_utilization: float | None = None
     preemptions: int = 0
+    shed: int = 0
     idle_slot_share: float | None = None
     padding_share: float | None = None
+    small_tenants_ttft_p99_s: float | None = None
     per_tenant: dict[str, TenantFigures] = Field(default_factory=dict)
+
+    def figure(self, name: str) -> float | None:
+        """A flaw's symptom by name: a field of this run, or "itl_max_s" (the longest inter-token gap)."""
+        return self.itl_s.max if name == "itl_max_s" else getattr(self, name)
 
 
 class EngineSettings(Figures):
@@ -90,6 +105,13 @@ class EngineSettings(Figures):
     max_batched_tokens: int
     chunked_prefill: bool
     chunk_tokens: int
+    tenant_rps: float = 0.0
+    tenant_burst_requests: float = 10.0
+    tenant_tok_s: float = 0.0
+    tenant_burst_tokens: float = 20_000.0
+    over_limit: str = "shed"
+    max_delay_s: float = 10.0
+    tenant_priority: dict[str, int] = Field(default_factory=dict)
     cost: dict[str, float]
 
 
@@ -112,6 +134,7 @@ class CurvePoint(Figures):
     tpot_p90_s: float | None
     ttft_p90_s: float | None
     meets_slo: bool
+    small_tenants_ttft_p99_s: float | None = None   # LlmRun's: None on a mix of one tenant
 
 
 class Curve(Figures):

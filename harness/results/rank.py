@@ -12,6 +12,11 @@ failed or never resolved, requests lost in flight inside the target (then
 retried), extra attempts (amplification). Those are measured too
 (`unserved_increase`, `lost_increase`, `amplification_increase`) and count in
 `measurable` and in the score.
+
+`llm` is the rank's LLM section (`harness.results.llm_rank.LlmRank`): the LLM
+flaws, each present and fixed on the mixes that expose it, ranked apart from
+the request-level flaws (their knobs are an LLM engine's, their figures tokens'),
+absent from rank documents written before it existed.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Literal
 from pydantic import Field
 
 from harness.results.base import Figures, Result
+from harness.results.llm_rank import LlmRank
 from harness.results.run import RunSummary
 from harness.results.stats import Interval
 
@@ -236,7 +242,7 @@ class RankResult(Result):
     """
 
     KIND = "rank"
-    OMIT_IF_NONE = frozenset({"probe_runs", "interactions", "suite_name", "seeds"})
+    OMIT_IF_NONE = frozenset({"probe_runs", "interactions", "suite_name", "seeds", "llm"})
 
     kind: Literal["rank"] = "rank"
     seed: int
@@ -259,6 +265,7 @@ class RankResult(Result):
     wall_s: float
     suite_name: str | None = None
     seeds: list[int] | None = None
+    llm: LlmRank | None = None
 
     def flaw(self, fid: str) -> FlawRank:
         """The entry of one flaw (KeyError when it was not measured)."""

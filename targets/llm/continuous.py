@@ -10,7 +10,16 @@ Per step, in arrival order (the oldest sequence has priority):
   by recompute (its blocks freed, it goes back to the head of the queue and
   later re-prefills prompt + tokens so far), as vLLM's default preemption does;
 - then waiting sequences are admitted while `max_seqs`, the step's
-  `max_batched_tokens` and free blocks allow (admission never preempts).
+  `max_batched_tokens` and free blocks allow (admission never preempts, but
+  for priority classes, below).
+
+Priority classes (`priority_of`: tenant index -> class, lower first; others 0)
+reorder all of that by class first, arrival second, as vLLM's priority
+scheduling does: the waiting queue is FIFO per class (`Waiting`), the running
+list is kept sorted by class (so better classes get the step's budget first
+and the newest sequence of the worst class is preempted first), and a waiting
+sequence of a better class than the worst running one preempts running ones
+of worse classes when blocks or `max_seqs` would keep it out.
 With `chunked_prefill` a prompt is split into chunks of at most `chunk_tokens`
 that share steps with decodes (Sarathi-Serve, vLLM v1). Without it a prompt is
 prefilled whole, in a prefill-only step that pauses every decode (vLLM v0):
@@ -24,17 +33,23 @@ cache has, or, unchunked, a prompt over `max_batched_tokens`) is rejected at
 
 from __future__ import annotations
 
-from collections import deque
+import bisect
 
 from targets.llm.kv_cache import BlockBudget, blocks_for
 from targets.llm.sequence import Sequence, Step, StepOutcome
+from targets.llm.waiting import Waiting
 
 __all__ = ["Continuous"]
 
 
+def _priority(seq: Sequence) -> int:
+    return seq.priority
+
+
 class Continuous:
     def __init__(self, kv_blocks: int, block_size: int = 16, max_seqs: int = 256, max_batched_tokens: int = 8192,
-                 chunked_prefill: bool = True, chunk_tokens: int = 512) -> None:
+                 chunked_prefill: bool = True, chunk_tokens: int = 512,
+                 priority_of: dict[int, int] | None = None) -> None:
         if max_seqs < 1 or max_batched_tokens < 1 or chunk_tokens < 1:
             raise ValueError("max_seqs, max_batched_tokens and chunk_tokens must be >= 1")
         if max_batched_tokens < max_seqs:
@@ -45,7 +60,8 @@ class Continuous:
         self.max_batched_tokens = max_batched_tokens
         self.chunked_prefill = chunked_prefill
         self.chunk_tokens = chunk_tokens
-        self.waiting: deque[Sequence] = deque()
+        self.priority_of = {t: c for t, c in (priority_of or {}).items() if c != 0}
+        self.waiting = Waiting()
         self.run_list: list[Sequence] = []
         self.preemptions = 0
 
@@ -59,6 +75,8 @@ class Continuous:
             seq.rejected = True
             return False
         seq.prefill_left = seq.prompt_tokens
+        if self.priority_of:
+            seq.priority = self.priority_of.get(seq.tenant, 0)
         self.waiting.append(seq)
         return True
 
@@ -74,6 +92,8 @@ class Continuous:
     def schedule(self, now: float) -> Step | None:
         step = Step()
         budget = self.max_batched_tokens
+        if self.priority_of and self.waiting and self.run_list:
+            self._preempt_for_priority()
         if not self.chunked_prefill and self._head_fits(budget):
             budget = self._admit(step, budget, now)  # prefill-only step: decodes wait
         else:
@@ -149,12 +169,12 @@ class Continuous:
     def _head_fits(self, budget: int) -> bool:
         if not self.waiting or len(self.run_list) >= self.max_seqs:
             return False
-        head = self.waiting[0]
+        head = self.waiting.head()
         return head.prefill_left <= budget and self.kv.extra_for(head, head.prefill_left) <= self.kv.free
 
     def _admit(self, step: Step, budget: int, now: float) -> int:
         while self.waiting and budget > 0 and len(self.run_list) < self.max_seqs:
-            seq = self.waiting[0]
+            seq = self.waiting.head()
             n = min(seq.prefill_left, budget)
             if self.chunked_prefill:
                 n = min(n, self.chunk_tokens)
@@ -163,12 +183,24 @@ class Continuous:
             if not self.kv.grow(seq, n):
                 break
             self.waiting.popleft()
-            self.run_list.append(seq)
+            if self.priority_of:
+                bisect.insort_right(self.run_list, seq, key=_priority)  # after its class: FIFO within it
+            else:
+                self.run_list.append(seq)
             if seq.scheduled_s != seq.scheduled_s:  # NaN: first admission
                 seq.scheduled_s = now
             self._add_work(step, seq, n)
             budget -= n
         return budget
+
+    def _preempt_for_priority(self) -> None:
+        """Make room for the waiting head by preempting running sequences of worse classes (the
+        newest of the worst first) while blocks for its first chunk or `max_seqs` keep it out."""
+        head = self.waiting.head()
+        first = min(head.prefill_left, self.chunk_tokens if self.chunked_prefill else head.prefill_left)
+        while (self.run_list and self.run_list[-1].priority > head.priority
+               and (len(self.run_list) >= self.max_seqs or self.kv.extra_for(head, first) > self.kv.free)):
+            self._preempt(self.run_list.pop())
 
     @staticmethod
     def _add_work(step: Step, seq: Sequence, n: int) -> None:

@@ -2,9 +2,13 @@
 
 A separate catalogue from `targets.flaws` (whose knobs are the request-level
 target's): here a flaw's `present` and `fixed` are `LlmEngineSpec` settings
-(the policy and `targets.llm.knobs` keys), and `exposed_by` names the length
-mixes (`workloads.llm.LENGTH_MIXES`) that show it. `rank` and `review` do not
-read this catalogue yet; `harness compare` measures each pair.
+(the policy and `targets.llm.knobs` keys), `exposed_by` names the length
+mixes (`workloads.llm.LENGTH_MIXES`) that show it, `rate_rps` the offered rate
+to show it at (None: the caller's default), and `symptom` the `LlmRun` figure
+its fix moves. `harness rank` measures every flaw present and fixed on each
+mix that exposes it and ranks them by that figure (its LLM section,
+`harness.analysis.llm_rank`); `harness review` cites those costs in its LLM
+answer.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LLM_FLAWS", "LlmFlaw"]
+__all__ = ["LLM_FLAWS", "LOWER_IS_BETTER", "LlmFlaw"]
+
+# Symptoms a fix lowers (seconds); every other symptom is a share a fix raises.
+LOWER_IS_BETTER = frozenset({"itl_max_s", "small_tenants_ttft_p99_s"})
 
 
 @dataclass(frozen=True)
@@ -24,7 +31,12 @@ class LlmFlaw:
     present: dict[str, Any]
     fixed: dict[str, Any]
     exposed_by: tuple[str, ...]
-    symptom: str = "slo_attainment"   # the LlmRun figure the fix improves: a share up, or "itl_max_s" down
+    symptom: str = "slo_attainment"   # the LlmRun figure the fix improves: a share up, or one of LOWER_IS_BETTER down
+    rate_rps: float | None = None     # where the flaw shows (None: the caller's default rate)
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.symptom in LOWER_IS_BETTER
 
 
 LLM_FLAWS: tuple[LlmFlaw, ...] = (
@@ -56,5 +68,18 @@ LLM_FLAWS: tuple[LlmFlaw, ...] = (
         fixed={"policy": "llm-continuous", "chunked_prefill": True},
         exposed_by=("long-prompts",),
         symptom="itl_max_s",
+    ),
+    LlmFlaw(
+        id="request-count-limits",
+        doc_item="5",
+        failure="per-client limits counted in requests (or none): a tenant sending a few requests of thousands"
+                " of tokens passes them, fills the KV cache and the step budget, and the other tenants' first"
+                " tokens wait behind it",
+        fix="a token bucket per tenant on prompt + max output tokens, shedding (or delaying) what is over it",
+        present={"policy": "llm-continuous", "tenant_rps": 2.0},
+        fixed={"policy": "llm-continuous", "tenant_tok_s": 1500.0, "tenant_burst_tokens": 10_000.0},
+        exposed_by=("dominant-tenant",),
+        symptom="small_tenants_ttft_p99_s",
+        rate_rps=7.0,   # at 4 req/s the engine copes either way; at 7 bulk's tokens fill the KV cache
     ),
 )

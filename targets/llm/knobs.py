@@ -1,7 +1,10 @@
 """`--set KEY=VALUE` for an LLM engine: its scheduler knobs and its cost coefficients, checked by name.
 
 Keys are `LlmEngineSpec`'s fields (batch_size, max_wait_s, kv_blocks, block_size,
-max_seqs, max_batched_tokens, chunked_prefill, chunk_tokens) and `StepCost`'s
+max_seqs, max_batched_tokens, chunked_prefill, chunk_tokens; the tenant limits
+tenant_rps, tenant_burst_requests, tenant_tok_s, tenant_burst_tokens,
+over_limit (shed or delay), max_delay_s; tenant_priority as `name:class,...`
+text, e.g. `bulk:1`, or (name, class) pairs) and `StepCost`'s
 (base_s, per_prefill_token_s, per_decode_seq_s, per_context_token_s, and the front
 end's frontend_in_s, frontend_out_s). A wrong key or a value of the wrong type is
 a ValueError naming the valid keys.
@@ -23,7 +26,30 @@ COST_KNOBS = tuple(f.name for f in fields(StepCost))
 _TYPES = {"int": int, "float": float, "bool": bool, "float | None": float}
 
 
+_PAIRS = "tuple[tuple[str, int], ...]"
+
+
+def _pairs(key: str, raw: Any) -> tuple[tuple[str, int], ...]:
+    """`name:class,name:class` (or pairs, or a {name: class} mapping) as (name, class) pairs."""
+    if isinstance(raw, str):
+        raw = [part.rsplit(":", 1) for part in raw.split(",") if part.strip()]
+    items = raw.items() if isinstance(raw, dict) else raw
+    try:
+        pairs = tuple((str(name).strip(), int(cls)) for name, cls in items)
+    except (TypeError, ValueError):
+        raise ValueError(f"--set {key}: expected name:class,... (class an integer), got {raw!r}") from None
+    if any(not name for name, _ in pairs):
+        raise ValueError(f"--set {key}: a tenant name is empty in {raw!r}")
+    return pairs
+
+
 def _typed(key: str, raw: Any, kind: str) -> Any:
+    if kind == _PAIRS:
+        return _pairs(key, raw)
+    if kind == "str":
+        if not isinstance(raw, str):
+            raise ValueError(f"--set {key}: expected text, got {raw!r}")
+        return raw
     value = json.loads(raw) if isinstance(raw, str) else raw
     want = _TYPES.get(kind, float)
     if want is float and isinstance(value, int) and not isinstance(value, bool):
@@ -47,4 +73,6 @@ def engine_with(base: LlmEngineSpec, knobs: dict[str, Any]) -> LlmEngineSpec:
                                  f"{', '.join([*ENGINE_KNOBS, *COST_KNOBS])})")
         except json.JSONDecodeError:
             raise ValueError(f"--set {key}: {raw!r} is not a number or true/false") from None
-    return replace(base, cost=replace(base.cost, **cost), **engine)
+    spec = replace(base, cost=replace(base.cost, **cost), **engine)
+    spec.limits()  # ValueError on a bad tenant limit (over_limit's words, a negative rate)
+    return spec

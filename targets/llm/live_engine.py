@@ -8,21 +8,46 @@ in a worker thread (torch must not block the event loop serving HTTP), calls
 preempted sequence's cache is dropped and rebuilt from its prompt and the
 tokens it already streamed, as the scheduler's recompute preemption assumes.
 The clock is the event loop's: wall time live.
+
+Tenants: a request names its tenant (the server reads OpenAI's `user` field;
+`DEFAULT_TENANT` when none), and the engine gives each name the index
+`Sequence.tenant` that the scheduler's limits and priority classes key on.
+`for_spec` builds the scheduler with the names it must know up front (those
+`tenant_priority` gives a class, and a workload's); any other name gets the next
+index on first sight, class 0. A name is a client's word, not an identity: a
+client can take a fresh name for a fresh bucket, so at most `MAX_TENANTS` names
+get their own index and later ones share one, which bounds the engine's memory
+and makes a flood of new names share one limit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import count
 from typing import AsyncIterator
 
-from targets.llm import LlmScheduler
+from targets.llm import LlmEngineSpec, LlmScheduler, create_scheduler
 from targets.llm.decoder import Cache, TinyDecoder
 from targets.llm.sequence import Sequence, Step
+from targets.llm.tenants import TenantAdmission
 
-__all__ = ["LiveEngine"]
+__all__ = ["DEFAULT_TENANT", "MAX_TENANTS", "LiveEngine", "RateLimited"]
+
+DEFAULT_TENANT = "default"   # as a workload's single tenant is named
+MAX_TENANTS = 4096
+
+
+class RateLimited(ValueError):
+    """The request's tenant is over its limits (`targets.llm.tenants`): it was shed. `retry_after_s`:
+    how long until the same request would pass (inf: never, it is larger than the tenant's burst)."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
 
 _DONE = -1
 MAX_LOGGED_STEPS = 100_000
@@ -37,8 +62,10 @@ class _Live:
 
 
 class LiveEngine:
-    def __init__(self, model: TinyDecoder, scheduler: LlmScheduler) -> None:
+    def __init__(self, model: TinyDecoder, scheduler: LlmScheduler, tenants: tuple[str, ...] = ()) -> None:
+        """`tenants`: names in the index order `scheduler` was built with (`create_scheduler`'s)."""
         self.model, self.scheduler = model, scheduler
+        self.tenants: dict[str, int] = {name: i for i, name in enumerate(tenants)}
         self._live: dict[int, _Live] = {}
         self._ids = count()
         self._wake = asyncio.Event()
@@ -53,6 +80,22 @@ class LiveEngine:
         # them beside the client's times to measure the front end.
         self.seen: dict[str, Sequence] = {}
 
+    @classmethod
+    def for_spec(cls, model: TinyDecoder, spec: LlmEngineSpec, tenants: tuple[str, ...] = ()) -> LiveEngine:
+        """An engine with `spec`'s scheduler, knowing `tenants` (e.g. a workload's, so indices match
+        its sim) and every tenant `spec.tenant_priority` names, in that order."""
+        names = tuple(dict.fromkeys([*tenants, *(name for name, _ in spec.tenant_priority)]))
+        return cls(model, create_scheduler(spec, names), names)
+
+    def tenant_index(self, name: str) -> int:
+        """`name`'s index, given on first sight; past MAX_TENANTS names, the one shared overflow index."""
+        index = self.tenants.get(name)
+        if index is None:
+            if len(self.tenants) >= MAX_TENANTS:
+                return MAX_TENANTS
+            index = self.tenants[name] = len(self.tenants)
+        return index
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="llm-engine")
 
@@ -62,12 +105,16 @@ class LiveEngine:
             await asyncio.gather(self._task, return_exceptions=True)
         self._pool.shutdown(wait=True)
 
-    async def generate(self, prompt: list[int], max_tokens: int, request_id: str | None = None
-                       ) -> AsyncIterator[int]:
-        """Yield exactly `max_tokens` token ids as the engine makes them; ValueError if it can never fit."""
+    async def generate(self, prompt: list[int], max_tokens: int, request_id: str | None = None,
+                       tenant: str = DEFAULT_TENANT) -> AsyncIterator[int]:
+        """Yield exactly `max_tokens` token ids as the engine makes them, for `tenant`; ValueError if it
+        can never fit, RateLimited if its tenant's limits shed it."""
         now = asyncio.get_running_loop().time()
-        live = _Live(Sequence(next(self._ids), now, len(prompt), max_tokens), list(prompt))
-        if not self.scheduler.add(live.seq, now):
+        seq = Sequence(next(self._ids), now, len(prompt), max_tokens, self.tenant_index(tenant))
+        live = _Live(seq, list(prompt))
+        if not self.scheduler.add(seq, now):
+            if seq.shed:
+                raise self._shed(seq, tenant, now)
             raise ValueError(f"{len(prompt)} prompt + {max_tokens} output tokens can never fit this engine")
         self._live[live.seq.id] = live
         if request_id is not None and len(self.seen) < MAX_LOGGED_STEPS:
@@ -75,6 +122,15 @@ class LiveEngine:
         self._wake.set()
         while (token := await live.out.get()) != _DONE:
             yield token
+
+    def _shed(self, seq: Sequence, tenant: str, now: float) -> RateLimited:
+        # Only tenant limits shed (`Sequence.shed`), so the scheduler is a TenantAdmission.
+        retry = self.scheduler.retry_at(seq, now) if isinstance(self.scheduler, TenantAdmission) else math.inf
+        asked = f"{seq.prompt_tokens} prompt + {seq.output_tokens} output tokens"
+        if retry == math.inf:
+            return RateLimited(f"tenant '{tenant}': {asked} are more than its limit's burst: it can never pass", retry)
+        return RateLimited(f"tenant '{tenant}' is over its rate limit ({asked}): try again in {retry - now:.2f} s",
+                           retry - now)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

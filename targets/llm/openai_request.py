@@ -5,9 +5,14 @@
 so every malformed request is a 4xx with a reason and never reaches the engine.
 Accepted: `model` (must name this server's model), `prompt` (text, or a list of
 token ids 0..255), `max_tokens` (>= 1, default 16), `stream`, and the sampling
-fields common clients send (`temperature`, `top_p`, `seed`, `user`, `stop`,
+fields common clients send (`temperature`, `top_p`, `seed`, `stop`,
 `stream_options`, `n` = 1, `echo` = false, `logprobs` = null, penalties): decoding
 is greedy, so those are checked but change nothing. Any other field is refused.
+
+`user` is kept (`Completion.user`): it names the tenant whose limits and
+priority class the request takes (`tenant_name` checks it, and the server's
+`X-Tenant` header the same way): 1 to `MAX_TENANT_CHARS` printable characters,
+not blank, so a name can go into logs, results and headers as it is.
 """
 
 from __future__ import annotations
@@ -17,21 +22,22 @@ from typing import Any
 
 from targets.llm.decoder import VOCAB, encode
 
-__all__ = ["BadCompletion", "Completion", "parse_completion"]
+__all__ = ["MAX_TENANT_CHARS", "BadCompletion", "Completion", "parse_completion", "tenant_name"]
 
 _ACCEPTED = {"model", "prompt", "max_tokens", "stream", "temperature", "top_p", "n", "echo", "logprobs", "seed",
              "user", "stop", "stream_options", "presence_penalty", "frequency_penalty"}
+MAX_TENANT_CHARS = 64
 
 
 class BadCompletion(ValueError):
-    def __init__(self, status: int, code: str, message: str, param: str | None = None) -> None:
+    def __init__(self, status: int, code: str, message: str, param: str | None = None,
+                 kind: str = "invalid_request_error") -> None:
         super().__init__(message)
-        self.status, self.code, self.param = status, code, param
+        self.status, self.code, self.param, self.kind = status, code, param, kind
 
     def body(self) -> dict[str, Any]:
         """The OpenAI error shape."""
-        return {"error": {"message": str(self), "type": "invalid_request_error", "param": self.param,
-                          "code": self.code}}
+        return {"error": {"message": str(self), "type": self.kind, "param": self.param, "code": self.code}}
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class Completion:
     max_tokens: int
     stream: bool
     include_usage: bool
+    user: str | None = None    # the tenant it names; None: not named in the body
 
 
 def _bad(code: str, message: str, param: str | None = None, status: int = 400) -> BadCompletion:
@@ -70,6 +77,20 @@ def _prompt(value: Any) -> list[int]:
             raise _bad("invalid-token", f"token ids must be in 0..{VOCAB - 1}", "prompt")
         return list(value)
     raise _bad("invalid-type", "'prompt' must be a string or a list of token ids", "prompt")
+
+
+def tenant_name(value: Any, source: str) -> str | None:
+    """The tenant `value` names, as sent in `source` (the `user` field, or a header); None when absent.
+    BadCompletion (400) unless it is 1 to MAX_TENANT_CHARS printable characters, not blank."""
+    if value is None:
+        return None
+    param = "user" if source == "user" else None
+    if not isinstance(value, str):
+        raise _bad("invalid-type", f"'{source}' must be a string", param)
+    if not (0 < len(value) <= MAX_TENANT_CHARS and value.isprintable() and value.strip()):
+        raise _bad("invalid-tenant", f"'{source}' must be 1-{MAX_TENANT_CHARS} printable characters, not blank",
+                   param)
+    return value
 
 
 def parse_completion(body: Any, model: str, max_len: int) -> Completion:
@@ -114,10 +135,9 @@ def parse_completion(body: Any, model: str, max_len: int) -> Completion:
         raise _bad("unsupported", "logprobs are not served", "logprobs")
     if "seed" in body and (isinstance(body["seed"], bool) or not isinstance(body["seed"], (int, type(None)))):
         raise _bad("invalid-type", "'seed' must be an integer", "seed")
-    if "user" in body and not isinstance(body["user"], (str, type(None))):
-        raise _bad("invalid-type", "'user' must be a string", "user")
+    user = tenant_name(body.get("user"), "user")
     stop = body.get("stop")
     if stop is not None and not (isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(s, str)
                                                                                           for s in stop))):
         raise _bad("invalid-type", "'stop' must be a string or a list of strings", "stop")
-    return Completion(model, prompt, max_tokens, stream, bool((options or {}).get("include_usage", True)))
+    return Completion(model, prompt, max_tokens, stream, bool((options or {}).get("include_usage", True)), user)

@@ -32,6 +32,7 @@ class Sequence:
     prompt_tokens: int
     output_tokens: int
     tenant: int = 0
+    priority: int = 0        # its tenant's class: lower is admitted first and preempted last (continuous)
     computed: int = 0        # tokens whose keys and values are in the KV cache
     generated: int = 0       # output tokens emitted so far
     prefill_left: int = 0    # tokens to prefill before the next token can be sampled
@@ -42,6 +43,7 @@ class Sequence:
     finish_s: float = _NEVER
     preemptions: int = 0
     rejected: bool = False   # refused at admission: it can never fit this engine
+    shed: bool = False       # refused at admission: its tenant was over its rate limit
 
     @property
     def done(self) -> bool:

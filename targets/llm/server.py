@@ -11,19 +11,27 @@ A client may name its request with an `X-Request-Id` header (as vLLM's server
 reads it): the answer's id is then `cmpl-<that id>` and the engine keeps the
 request's engine-side times under it (`LiveEngine.seen`), which is how
 `harness profile llm` measures the front end from the client's side.
+
+A request's tenant, whose limits and priority class it takes, is OpenAI's `user`
+field, else an `X-Tenant` header, else `DEFAULT_TENANT`; a malformed name in
+either is a 400. A request its tenant's limits shed is a 429 in OpenAI's shape
+with `Retry-After` (whole seconds, rounded up) and `retry-after-ms` (which
+OpenAI's own clients read) saying when its bucket will have refilled for it;
+none when it never will (it is larger than the burst).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from typing import Any
 
 from aiohttp import web
 
-from targets.llm.live_engine import LiveEngine
-from targets.llm.openai_request import BadCompletion, Completion, parse_completion
+from targets.llm.live_engine import DEFAULT_TENANT, LiveEngine, RateLimited
+from targets.llm.openai_request import BadCompletion, Completion, parse_completion, tenant_name
 
 __all__ = ["MAX_BODY_BYTES", "create_llm_app"]
 
@@ -34,6 +42,15 @@ _ENGINE = web.AppKey("engine", LiveEngine)
 
 def _error(exc: BadCompletion) -> web.Response:
     return web.json_response(exc.body(), status=exc.status)
+
+
+def _rate_limited(exc: RateLimited) -> web.Response:
+    headers = {}
+    if exc.retry_after_s < math.inf:
+        headers = {"Retry-After": str(math.ceil(exc.retry_after_s)),
+                   "retry-after-ms": str(math.ceil(exc.retry_after_s * 1000))}
+    body = BadCompletion(429, "rate_limit_exceeded", str(exc), kind="rate_limit_error").body()
+    return web.json_response(body, status=429, headers=headers)
 
 
 def _chunk(rid: str, created: int, model: str, text: str, finish: str | None,
@@ -67,6 +84,12 @@ def _request_id(request: web.Request) -> str | None:
     return rid
 
 
+def _tenant(request: web.Request, req: Completion) -> str:
+    """The `user` field, else the X-Tenant header (checked even when the field wins), else the default."""
+    header = tenant_name(request.headers.get("X-Tenant"), "X-Tenant")
+    return req.user or header or DEFAULT_TENANT
+
+
 def create_llm_app(engine: LiveEngine, model: str = "tiny-llm") -> web.Application:
     """The app; its engine loop starts and stops with it."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
@@ -76,13 +99,14 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm") -> web.Applicati
         try:
             named = _request_id(request)
             req = await _read(request, model, engine.model.max_len)
+            tenant = _tenant(request, req)
         except BadCompletion as exc:
             return _error(exc)
         rid, created = f"cmpl-{named or uuid.uuid4().hex[:24]}", int(time.time())
         usage = {"prompt_tokens": len(req.prompt), "completion_tokens": req.max_tokens,
                  "total_tokens": len(req.prompt) + req.max_tokens}
         try:
-            tokens = engine.generate(req.prompt, req.max_tokens, named)
+            tokens = engine.generate(req.prompt, req.max_tokens, named, tenant)
             if not req.stream:
                 text = "".join([chr(t) async for t in tokens])
                 return web.json_response({
@@ -90,6 +114,8 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm") -> web.Applicati
                     "choices": [{"index": 0, "text": text, "finish_reason": "length", "logprobs": None}],
                     "usage": usage})
             first = await anext(tokens)
+        except RateLimited as exc:
+            return _rate_limited(exc)
         except ValueError as exc:  # it can never fit the engine's KV cache
             return _error(BadCompletion(400, "context-length-exceeded", str(exc), "max_tokens"))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})

@@ -34,8 +34,9 @@ def test_continuous_beats_static_at_equal_tpot_on_two_mixes_for_the_measured_rea
 
 def test_every_llm_flaw_is_measured_on_each_mix_that_exposes_it_and_its_fix_helps(result):
     assert [(f.id, f.mix) for f in result.flaws] == [(f.id, m) for f in LLM_FLAWS for m in f.exposed_by]
+    lower = {f.id: f.lower_is_better for f in LLM_FLAWS}
     for f in result.flaws:
-        if f.symptom == "itl_max_s":
+        if lower[f.id]:
             assert f.symptom_fixed < f.symptom_present
         else:
             assert f.symptom_fixed > f.symptom_present
@@ -51,6 +52,7 @@ def test_the_words_quote_the_figures(result):
 def test_the_review_embeds_the_llm_part_and_words_it():
     d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, workers=1, parts=[llm_part(1)])
     assert d.llm is not None and d.llm.ratios and d.llm.flaws and not d.notes
+    assert d.rank.llm is not None and d.llm.flaws == [c for f in d.rank.llm.flaws for c in f.costs]  # cited
     assert ReviewResult.from_json(d.to_json()).llm == d.llm
     assert set(answer(d.llm)) <= set(narrative(d))
     console = Console(width=80, record=True, color_system=None)

@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
+from targets.llm import LlmEngineSpec
 from targets.llm.continuous import Continuous
 from targets.llm.decoder import TinyDecoder, encode
 from targets.llm.live_engine import LiveEngine
+from targets.llm.openai_request import MAX_TENANT_CHARS
 from targets.llm.server import MAX_BODY_BYTES, create_llm_app
 
 pytestmark = pytest.mark.live
 URL = "/v1/completions"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """torch on one intra-op thread, as the live runs serve it: on a shared 2-core machine its default
+    threads spin against the server's and other processes', and a decode step takes 30x longer."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +70,6 @@ async def test_streaming_client_gets_one_chunk_per_token_then_done(server, model
 
 
 async def test_concurrent_requests_batch_and_each_gets_its_own_greedy_answer(server, model):
-    import asyncio
-
     prompts = ["a" * 70, "hello", "x" * 40, "the quick brown fox"]  # 70 > chunk: chunked prefill
     async with aiohttp.ClientSession() as http:
         async def one(p: str) -> str:
@@ -80,12 +93,13 @@ async def test_token_id_prompt(server, model):
 
 OK = {"model": "tiny-llm", "prompt": "hi", "max_tokens": 2}
 MALFORMED = [
-    ("not json", b"{nope", "application/json", 400, "invalid-json"),
-    ("not utf-8", b"\xff\xfe", "application/json", 400, "invalid-json"),
-    ("empty body", b"", "application/json", 400, "invalid-json"),
+    ("not json", b"{nope", None, 400, "invalid-json"),
+    ("not utf-8", b"\xff\xfe", None, 400, "invalid-json"),
+    ("empty body", b"", None, 400, "invalid-json"),
     ("array body", [OK], None, 400, "not-an-object"),
     ("string body", "hi", None, 400, "not-an-object"),
-    ("form content type", b"prompt=hi", "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
+    ("form content type", b"prompt=hi", {"Content-Type": "application/x-www-form-urlencoded"}, 415,
+     "unsupported-media-type"),
     ("unknown field", {**OK, "best_of": 2}, None, 400, "unknown-field"),
     ("missing model", {"prompt": "hi"}, None, 400, "missing-field"),
     ("model not a string", {**OK, "model": 7}, None, 400, "invalid-type"),
@@ -114,15 +128,22 @@ MALFORMED = [
     ("logprobs", {**OK, "logprobs": 3}, None, 400, "unsupported"),
     ("stop a number", {**OK, "stop": 3}, None, 400, "invalid-type"),
     ("seed a string", {**OK, "seed": "s"}, None, 400, "invalid-type"),
+    ("user a number", {**OK, "user": 7}, None, 400, "invalid-type"),
+    ("user empty", {**OK, "user": ""}, None, 400, "invalid-tenant"),
+    ("user too long", {**OK, "user": "u" * (MAX_TENANT_CHARS + 1)}, None, 400, "invalid-tenant"),
+    ("user with a newline", {**OK, "user": "a\nb"}, None, 400, "invalid-tenant"),
+    ("X-Tenant too long", OK, {"X-Tenant": "t" * (MAX_TENANT_CHARS + 1)}, 400, "invalid-tenant"),
+    ("X-Tenant blank", OK, {"X-Tenant": " "}, 400, "invalid-tenant"),
+    ("X-Tenant bad even when user wins", {**OK, "user": "acme"}, {"X-Tenant": "\t"}, 400, "invalid-tenant"),
 ]
 
 
-@pytest.mark.parametrize("name, body, ctype, status, code", MALFORMED, ids=[m[0] for m in MALFORMED])
-async def test_malformed_requests_get_a_4xx_with_a_reason(server, name, body, ctype, status, code):
+@pytest.mark.parametrize("name, body, headers, status, code", MALFORMED, ids=[m[0] for m in MALFORMED])
+async def test_malformed_requests_get_a_4xx_with_a_reason(server, name, body, headers, status, code):
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     async with aiohttp.ClientSession() as http:
         async with http.post(server.make_url(URL), data=data,
-                             headers={"Content-Type": ctype or "application/json"}) as resp:
+                             headers={"Content-Type": "application/json", **(headers or {})}) as resp:
             doc = await resp.json()
     assert resp.status == status and doc["error"]["code"] == code and doc["error"]["message"]
 
@@ -158,3 +179,94 @@ async def test_a_named_request_keeps_its_id_and_its_engine_times(model):
     assert doc["id"] == "cmpl-r-7" and bad.status == 400 and err["error"]["code"] == "invalid-request-id"
     seq = engine.seen["r-7"]
     assert seq.arrival_s <= seq.first_token_s <= seq.finish_s and seq.generated == 2 and len(engine.seen) == 1
+
+
+async def test_a_request_over_the_rate_limit_gets_a_429(model):
+    from targets.llm.tenants import TenantAdmission, TenantLimits
+
+    # One request a minute with a burst of one: the first is served, the second refused, not queued.
+    limited = TenantAdmission(Continuous(kv_blocks=64, block_size=16, max_seqs=8, max_batched_tokens=256),
+                              TenantLimits(requests_per_s=1 / 60, burst_requests=1))
+    async with TestServer(create_llm_app(LiveEngine(model, limited), "tiny-llm")) as srv:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+            async with http.post(srv.make_url(URL), json=OK) as first:
+                assert first.status == 200
+            async with http.post(srv.make_url(URL), json=OK) as second:
+                err = await second.json()
+    assert second.status == 429 and err["error"]["code"] == "rate_limit_exceeded" and limited.shed == 1
+    # The bucket refills one request a minute: the same request passes again in (just under) 60 s.
+    assert second.headers["Retry-After"] == "60" and 59_000 < int(second.headers["retry-after-ms"]) <= 60_000
+    assert err["error"]["type"] == "rate_limit_error" and "'default'" in err["error"]["message"]
+
+
+def _tokens(prompt: str, max_tokens: int) -> dict:
+    return {"model": "tiny-llm", "prompt": prompt, "max_tokens": max_tokens}
+
+
+async def test_each_tenant_has_its_own_token_bucket_named_by_user_or_x_tenant(model):
+    # 10 tokens/s, burst 100, per tenant. "big" asks 90 (80 + 10) twice: the second is shed, and would pass
+    # once 80 more tokens have refilled (8 s, less the time between the two requests). Named "big" by
+    # `user` and "small" by X-Tenant, 50 tokens are shed too: the field wins. "small" then asks 3 x 30
+    # through the header: 90 of its own 100, all served, though "big"'s bucket is nearly empty. A request
+    # over the burst never passes (no Retry-After).
+    engine = LiveEngine.for_spec(model, LlmEngineSpec(kv_blocks=64, block_size=16, max_seqs=8, max_batched_tokens=256,
+                                                      tenant_tok_s=10, tenant_burst_tokens=100))
+    statuses: dict[str, list[int]] = {}
+
+    async def send(http: aiohttp.ClientSession, label: str, body: dict, headers: dict | None = None):
+        async with http.post(srv.make_url(URL), json=body, headers=headers or {}) as resp:
+            statuses.setdefault(label, []).append(resp.status)
+            return resp, await resp.json()
+
+    async with TestServer(create_llm_app(engine, "tiny-llm")) as srv:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+            await send(http, "big", {**_tokens("b" * 80, 10), "user": "big"})
+            shed, err = await send(http, "big", {**_tokens("b" * 80, 10), "user": "big"})
+            await send(http, "field wins", {**_tokens("s" * 40, 10), "user": "big"}, {"X-Tenant": "small"})
+            for _ in range(3):
+                await send(http, "small", _tokens("s" * 20, 10), {"X-Tenant": "small"})
+            await send(http, "unnamed", _tokens("d" * 20, 10))
+            never, never_err = await send(http, "over burst", {**_tokens("h" * 100, 10), "user": "huge"})
+    assert statuses == {"big": [200, 429], "small": [200, 200, 200], "field wins": [429], "unnamed": [200],
+                        "over burst": [429]}
+    assert shed.headers["Retry-After"] == "8" and 7000 < int(shed.headers["retry-after-ms"]) <= 8000
+    assert err["error"]["code"] == "rate_limit_exceeded" and "'big'" in err["error"]["message"]
+    assert "Retry-After" not in never.headers and "never" in never_err["error"]["message"]
+    assert set(engine.tenants) == {"big", "small", "default", "huge"}
+
+
+@pytest.mark.parametrize("priority", [True, False])
+async def test_a_better_class_overtakes_a_running_worse_one_live(model, priority):
+    # One sequence at a time. "bulk" streams 80 tokens; once its first has come, "vip" asks for 2. With
+    # bulk in a worse class, vip preempts it and finishes first; bulk then recomputes and still gets its
+    # exact greedy answer. Without classes, vip waits for all of bulk.
+    classes = (("bulk", 1),) if priority else ()
+    engine = LiveEngine.for_spec(model, LlmEngineSpec(kv_blocks=64, block_size=16, max_seqs=1,
+                                                      max_batched_tokens=256, tenant_priority=classes))
+    done: list[str] = []
+    async with TestServer(create_llm_app(engine, "tiny-llm")) as srv:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+            started = asyncio.Event()
+
+            async def bulk() -> str:
+                body = {**_tokens("long one", 80), "stream": True, "user": "bulk"}
+                async with http.post(srv.make_url(URL), json=body) as resp:
+                    text = ""
+                    async for raw in resp.content:
+                        line = raw.decode().strip()
+                        if line.startswith("data: {"):
+                            text += json.loads(line[6:])["choices"][0]["text"]
+                            started.set()
+                done.append("bulk")
+                return text
+
+            async def vip() -> None:
+                await started.wait()
+                async with http.post(srv.make_url(URL), json={**_tokens("hi", 2), "user": "vip"}) as resp:
+                    assert resp.status == 200
+                done.append("vip")
+
+            text, _ = await asyncio.gather(bulk(), vip())
+    assert done == (["vip", "bulk"] if priority else ["bulk", "vip"])
+    assert text == bytes(model.generate(encode("long one"), 80)).decode()
+    assert (engine.scheduler.preemptions > 0) == priority  # type: ignore[attr-defined]

@@ -108,3 +108,19 @@ def test_bad_traces_name_the_line(tmp_path, body, match):
     path.write_text(body)
     with pytest.raises(ValueError, match=match):
         read_trace(path)
+
+
+def test_a_tenant_may_have_lengths_of_its_own_and_the_others_keep_theirs():
+    from workloads.llm import TENANT_SPLITS, TenantLengths, mix_workload
+
+    w = mix_workload("dominant-tenant", 20.0, 60)
+    s = build_llm_schedule(w, 3)
+    bulk = s.tenant == s.tenants.index("bulk")
+    own = TENANT_SPLITS["dominant-tenant"][1]["bulk"]
+    assert abs(s.prompt_tokens[bulk].mean() / own.prompt.lognormal[0].mean_tokens - 1) < 0.1
+    assert abs(s.prompt_tokens[~bulk].mean() / w.prompt.lognormal[0].mean_tokens - 1) < 0.1
+    plain = build_llm_schedule(w.model_copy(update={"tenant_lengths": {}}), 3)
+    assert (plain.prompt_tokens[~bulk] == s.prompt_tokens[~bulk]).all()   # the shared draws are unchanged
+    with pytest.raises(ValueError, match="not in tenants"):
+        LlmWorkload(tenants={"a": 1.0}, tenant_lengths={"b": TenantLengths(prompt=LengthDist.fixed(5),
+                                                                            output=LengthDist.fixed(5))})

@@ -1,0 +1,19 @@
+"""The contract every LLM scheduler keeps (documented in `targets.llm`), on its own so that a
+scheduler that wraps another (`targets.llm.tenants`) can name it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from targets.llm.sequence import Sequence, Step, StepOutcome
+
+__all__ = ["LlmScheduler"]
+
+
+class LlmScheduler(Protocol):
+    def add(self, seq: Sequence, now: float) -> bool: ...
+    def schedule(self, now: float) -> Step | None: ...
+    def complete(self, step: Step, now: float) -> StepOutcome: ...
+    def wake_at(self) -> float | None: ...
+    def pending(self) -> int: ...
+    def running(self) -> int: ...
