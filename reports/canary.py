@@ -22,7 +22,8 @@ _HEAD = ("plan", "canary day", "should", "P(rollback)", "P(promote)", "median de
 
 
 def title(result: CanaryResult) -> str:
-    return f"Canary rollouts on {result.target}: {len(result.plans)} plan(s), {result.seeds} seed(s) a day"
+    live = " (live: served torch models)" if result.mode == "live" else ""
+    return f"Canary rollouts on {result.target}{live}: {len(result.plans)} plan(s), {result.seeds} seed(s) a day"
 
 
 def _checks(cell: CanaryCell) -> str:
@@ -48,14 +49,28 @@ def _false_rollbacks(result: CanaryResult) -> dict[str, float]:
     return {p: sum(v) / len(v) for p, v in out.items()}
 
 
+# The terminal's columns: one table per plan, so the plan's name is its title and 80 columns hold the rest.
+_CONSOLE_HEAD = ("canary day", "rolled\nback", "pro-\nmoted", "decided", "exposed", "wrong\nversion")
+
+
 def render(result: CanaryResult, console: Console) -> None:
     console.print(f"[bold]{title(result)}[/]")
-    t = Table(box=box.SIMPLE_HEAD)
-    for col in _HEAD:
-        t.add_column(col)
-    for c in result.cells:
-        t.add_row(*cell_row(c))
-    console.print(t)
+    for plan in result.plans:
+        t = Table(box=box.SIMPLE_HEAD, title=f"plan {plan}", title_justify="left", pad_edge=False)
+        for col in _CONSOLE_HEAD:
+            t.add_column(col, no_wrap=True, justify="left" if col == "canary day" else "right")
+        failed = []
+        for c in result.cells:
+            if c.plan == plan:
+                row = cell_row(c)
+                t.add_row(row[1], *row[3:-1])
+                failed += [f"{c.day}: {row[-1]}"] if row[-1] != "-" else []
+        console.print(t)
+        if failed:
+            console.print("  checks that failed (runs): " + "; ".join(failed), highlight=False)
+    console.print("The good days' canaries should be promoted, every other one rolled back. decided, exposed: medians over"
+                  " seeds of the time to decision and of the requests the canary answered first; wrong version: answers from the other version's cached output.",
+                  highlight=False)
     for plan, share in _false_rollbacks(result).items():
         console.print(f"{plan}: false-rollback rate {share:.1%} (good canaries rolled back)", highlight=False)
 

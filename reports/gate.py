@@ -34,7 +34,9 @@ def _source(result: GateResult) -> str:
     """Where the judged figures came from: sim runs, or the saved runs given."""
     if result.results:
         modes = sorted({s.mode for sides in result.summaries.values() for s in sides.values()})
-        return f"{'/'.join(modes)} runs from {', '.join(result.results)}"
+        kinds = [f"{'/'.join(modes)} runs"] if modes else []
+        kinds += ["canary rollouts"] if result.canary else []
+        return f"{' and '.join(kinds) or 'results'} from {', '.join(result.results)}"
     if result.seeds:
         return f"sim mode, seeds {', '.join(map(str, result.seeds))} (95% intervals)"
     return f"sim mode, seed {result.seed}"

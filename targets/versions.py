@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import zlib
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["BASELINE", "CanaryRouting", "CanarySplit", "ModelVersion", "VersionedOutput", "answer_label", "fails",
-           "LABELS"]
+           "LABELS", "tagged", "version_of"]
 
 LABELS = 10  # output classes of the modeled classifier
 
@@ -59,19 +60,22 @@ class CanarySplit:
     """Routes a share `weight` of requests (or of tenants) to the canary.
 
     Hash routing raises the weight by extending the canary's hash range, so a
-    request that went to the canary at 5% still goes there at 25%."""
+    request that went to the canary at 5% still goes there at 25%. `salt` picks
+    the rollout's hash (a deployment salts by rollout; the sim by seed), so two
+    seeds send different requests and tenants to the canary."""
 
-    def __init__(self, canary: ModelVersion, routing: CanaryRouting, weight: float = 0.0) -> None:
+    def __init__(self, canary: ModelVersion, routing: CanaryRouting, weight: float = 0.0, salt: int = 0) -> None:
         self.canary = canary
         self.routing = routing
         self.weight = weight
+        self.salt = salt
 
     def to_canary(self, request_key: int, tenant: str) -> bool:
         if self.weight <= 0.0:
             return False
         if self.routing is CanaryRouting.STICKY_TENANT:
-            return zlib.crc32(tenant.encode()) / 2.0 ** 32 < self.weight
-        return _unit(request_key, 1) < self.weight
+            return _unit(zlib.crc32(tenant.encode()), 2 + 2 * self.salt) < self.weight
+        return _unit(request_key, 1 + 2 * self.salt) < self.weight
 
 
 class VersionedOutput(tuple):
@@ -89,6 +93,25 @@ class VersionedOutput(tuple):
     @property
     def version(self) -> str:
         return self[1]
+
+
+def tagged(output: Any, version: ModelVersion, content: int) -> Any:
+    """A version's answer, saying which version computed it: a real model's answer
+    (live: a dict from targets.models) gets a `version` field; a modeled one (None)
+    becomes a `VersionedOutput` of the version's modeled label."""
+    if isinstance(output, dict):
+        return {**output, "version": version.name}
+    return VersionedOutput(answer_label(content, version), version.name)
+
+
+def version_of(output: Any) -> str | None:
+    """The version an answer says computed it, or None when it does not say."""
+    if isinstance(output, VersionedOutput):
+        return output.version
+    if isinstance(output, dict):
+        name = output.get("version")
+        return name if isinstance(name, str) else None
+    return None
 
 
 def answer_label(content: int, version: ModelVersion) -> int:

@@ -3,7 +3,9 @@
 A plan is a workload-like input (`harness canary PLAN.toml`): the traffic it
 runs under (`rate_rps`, a steady design-peak shape scaled to it), the canary's
 share at each step, how requests are split (by request hash, or sticky by
-tenant), and the thresholds each step's analysis holds the canary to.
+tenant), and the thresholds each step's analysis holds the canary to. A suite lists plans
+on canary days as scenarios (`[[canary]]`, workloads/suite.py), and a gate
+file checks one plan on one day (`[[canary]]`, harness/gate/file.py).
 """
 
 from __future__ import annotations

@@ -6,11 +6,12 @@ from pathlib import Path
 
 from workloads.config_files import ConfigError, read_toml, validate
 from workloads.model import WorkloadConfig
+from workloads.suite import Suite
 
 # ConfigError, read_toml and validate live in workloads.config_files; re-exported here for
 # the callers that import them from the loader.
-__all__ = ["ConfigError", "load_suite", "load_workload", "read_toml", "resolve_scenario_path",
-           "scenario_names", "suite_durations", "suite_names", "validate"]
+__all__ = ["ConfigError", "load_suite", "load_suite_config", "load_workload", "read_toml",
+           "resolve_scenario_path", "scenario_names", "suite_durations", "suite_names", "validate"]
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 SUITE_DIR = Path(__file__).parent / "suites"
@@ -45,37 +46,43 @@ def suite_names() -> list[str]:
     return sorted(p.stem for p in SUITE_DIR.glob("*.toml"))
 
 
-def load_suite(name_or_path: str) -> list[str]:
-    """Scenario names of a suite (`bad-day`) or of a suite TOML file."""
+def _suite_path(name_or_path: str) -> Path:
     path = Path(name_or_path)
-    if not (path.suffix == ".toml" or path.exists()):
-        path = SUITE_DIR / f"{name_or_path}.toml"
-        if not path.exists():
-            raise ConfigError(f"unknown suite '{name_or_path}': valid names are {', '.join(suite_names())}")
+    if path.suffix == ".toml" or path.exists():
+        return path
+    path = SUITE_DIR / f"{name_or_path}.toml"
+    if not path.exists():
+        raise ConfigError(f"unknown suite '{name_or_path}': valid names are {', '.join(suite_names())}")
+    return path
+
+
+def load_suite_config(name_or_path: str) -> Suite:
+    """A whole suite (`bad-day`, or a suite TOML path): its scenarios, durations and canary rollouts."""
+    path = _suite_path(name_or_path)
     data = read_toml(path)
-    scenarios = data.get("scenarios")
-    if not isinstance(scenarios, list) or not all(isinstance(s, str) for s in scenarios) or not scenarios:
-        raise ConfigError(f"{path}: key 'scenarios': must be a non-empty list of workload names")
-    for s in scenarios:
-        resolve_scenario_path(s)
-    suite_durations(name_or_path)
-    return scenarios
+    data.setdefault("name", path.stem)
+    suite = validate(Suite, data, str(path))
+    for i, s in enumerate(suite.scenarios):
+        try:
+            resolve_scenario_path(s)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: key 'scenarios[{i}]': {exc}") from None
+    return suite
+
+
+def load_suite(name_or_path: str) -> list[str]:
+    """The workload scenario names of a suite: what `compare`, `rank` and `alerts` run.
+
+    A suite's canary rollouts are not workloads and are left to `harness canary
+    --suite`; a suite with only rollouts is refused here, saying so.
+    """
+    suite = load_suite_config(name_or_path)
+    if not suite.scenarios:
+        raise ConfigError(f"suite '{suite.name}' holds canary rollouts, no workload scenarios: "
+                          f"run it with `harness canary --suite {name_or_path}`")
+    return list(suite.scenarios)
 
 
 def suite_durations(name_or_path: str) -> dict[str, float]:
     """Per-scenario run lengths a suite asks for (its `[durations]` table)."""
-    path = Path(name_or_path)
-    if not (path.suffix == ".toml" or path.exists()):
-        path = SUITE_DIR / f"{name_or_path}.toml"
-    data = read_toml(path)
-    table = data.get("durations", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: key 'durations': must be a table of scenario = seconds")
-    out: dict[str, float] = {}
-    for key, value in table.items():
-        if key not in data.get("scenarios", []):
-            raise ConfigError(f"{path}: key 'durations.{key}': not one of the suite's scenarios")
-        if not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError(f"{path}: key 'durations.{key}': must be a positive number of seconds")
-        out[key] = float(value)
-    return out
+    return dict(load_suite_config(name_or_path).durations)

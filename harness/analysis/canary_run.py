@@ -33,7 +33,7 @@ from workloads.arrivals import build_schedule
 from workloads.canary_plan import CanaryPlan
 from workloads.model import WorkloadConfig
 
-__all__ = ["Rollout", "canary_gpus"]
+__all__ = ["Rollout", "StepMachine", "canary_gpus"]
 
 
 def canary_gpus(plan: CanaryPlan, config: TargetConfig) -> int:
@@ -41,6 +41,37 @@ def canary_gpus(plan: CanaryPlan, config: TargetConfig) -> int:
     if plan.canary_gpus is not None:
         return plan.canary_gpus
     return math.ceil(max(s.weight for s in plan.steps) * config.fleet_gpus) + 1
+
+
+@dataclass
+class StepMachine:
+    """A plan's steps as a pure state machine, shared by the sim and live rollouts: after
+    each step's verdict, `after` says whether the rollout runs a step (the same one,
+    held, or the next; read `weight` and `duration_s`) or has decided."""
+
+    plan: CanaryPlan
+    step: int = 0
+    holds: int = 0
+
+    @property
+    def weight(self) -> float:
+        return self.plan.steps[self.step].weight
+
+    @property
+    def duration_s(self) -> float:
+        return self.plan.steps[self.step].duration_s
+
+    def after(self, action: Action) -> Action | None:
+        """None: run the current step (held, or the next one); else the rollout's decision
+        (PROMOTE past the last step; ROLLBACK; HOLD once the step's holds are spent)."""
+        if action is Action.HOLD and self.holds < self.plan.max_holds:
+            self.holds += 1
+            return None
+        if action is Action.PROMOTE and self.step < len(self.plan.steps) - 1:
+            self.step += 1
+            self.holds = 0
+            return None
+        return action
 
 
 class _NullSink:
@@ -111,45 +142,38 @@ class Rollout:
         rng = random.Random(self.seed)
         schedule = build_schedule(self.workload, self.seed)
         target = ServingTarget(self.config, random.Random(rng.randrange(2**31)))
-        split = target.attach_canary(self.version, CanaryRouting(self.plan.routing), canary_gpus(self.plan, self.config))
+        split = target.attach_canary(self.version, CanaryRouting(self.plan.routing), canary_gpus(self.plan, self.config),
+                                     salt=self.seed)
         samples = _Samples()
         transport = _RecordingTransport(InProcessTransport(target), target.canary, samples, loop)
         driver = Driver(schedule, ClientPolicy.from_target(self.config), transport, _NullSink(),
                         random.Random(rng.randrange(2**31)))
         decided: asyncio.Future[CanaryRun] = loop.create_future()
         th = Thresholds(**self.plan.analysis.model_dump())
-        state = {"step": 0, "holds": 0}
+        steps = StepMachine(self.plan)
 
         def end_step() -> None:
-            step = self.plan.steps[state["step"]]
             verdict = judge(samples.step[1], samples.step[0], th)
             samples.reset()
-            action = verdict.action
-            if action is Action.HOLD and state["holds"] < self.plan.max_holds:
-                state["holds"] += 1
-                loop.call_later(step.duration_s, end_step)
+            decision = steps.after(verdict.action)
+            if decision is None:
+                split.weight = steps.weight
+                loop.call_later(steps.duration_s, end_step)
                 return
-            last = state["step"] == len(self.plan.steps) - 1
-            if action is Action.PROMOTE and not last:
-                state["step"] += 1
-                state["holds"] = 0
-                nxt = self.plan.steps[state["step"]]
-                split.weight = nxt.weight
-                loop.call_later(nxt.duration_s, end_step)
-                return
-            split.weight = 0.0 if action is not Action.PROMOTE else split.weight
+            if decision is not Action.PROMOTE:
+                split.weight = 0.0
             decided.set_result(CanaryRun(
-                seed=self.seed, decision=action.value, decided_at_s=loop.time(), step=state["step"],
+                seed=self.seed, decision=decision.value, decided_at_s=loop.time(), step=steps.step,
                 failed=list(verdict.failed), canary_requests=samples.canary_requests,
                 wrong_version=target.canary.stats.wrong_version))
 
-        split.weight = self.plan.steps[0].weight
-        loop.call_at(self.plan.steps[0].duration_s, end_step)
+        split.weight = steps.weight
+        loop.call_at(steps.duration_s, end_step)
         traffic = asyncio.ensure_future(driver.run(t0=0.0))
         await asyncio.wait([traffic, decided], return_when=asyncio.FIRST_COMPLETED)
         traffic.cancel()
         if not decided.done():  # the traffic ran out before the plan decided
-            return CanaryRun(seed=self.seed, decision=Action.HOLD.value, decided_at_s=None, step=state["step"],
+            return CanaryRun(seed=self.seed, decision=Action.HOLD.value, decided_at_s=None, step=steps.step,
                              failed=[], canary_requests=samples.canary_requests,
                              wrong_version=target.canary.stats.wrong_version)
         return decided.result()

@@ -1,7 +1,10 @@
-"""`harness canary`: a rollout plan on every canary bad day over many seeds, in sim.
+"""`harness canary`: a rollout plan on every canary bad day over many seeds, in sim or live.
 
-Parses options, calls ``harness.analysis.canary_days.run_canary``, writes the
-result and renders it with ``reports.canary``; no arithmetic lives here.
+Parses options, calls ``harness.analysis.canary_days.run_canary`` (``run_rollouts``
+for a suite's ``[[canary]]`` rollouts, ``--suite``), writes the
+result and renders it with ``reports.canary``; no arithmetic lives here. ``--mode live``
+calls ``harness.analysis.canary_live.run_canary_live`` instead: each rollout on a
+served target with two torch models.
 """
 
 from __future__ import annotations
@@ -12,13 +15,18 @@ from typing import List, Optional
 import typer
 
 from harness.results import io as results
-from harness.cli.common import HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, fail, publish
+from harness.cli.common import (DEVICE, HTML, JOBS, JSON, MODE, MODEL, OUT, QUIET, SEED, bounded, err, fail,
+                                publish)
 
 
 def canary(
-    plans: List[str] = typer.Argument(..., help="Plan TOML files or built-in names (careful, fast)."),
+    plans: Optional[List[str]] = typer.Argument(None, help="Plan TOML files or built-in names (careful, fast); "
+                                                           "omit with --suite."),
+    suite: Optional[str] = typer.Option(None, "--suite", help="Run a suite's canary rollouts (its canary tables, e.g. the canary suite) "
+                                                              "instead of PLANS on every day."),
     target: str = typer.Option("hardened", "--target", "-t", help="Target spec; sized to the plan's rate."),
-    seeds: int = typer.Option(20, "--seeds", help="Seeds per plan and day.", callback=bounded("--seeds", ge=1)),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="Seeds per plan and day (default 20; live: 1).",
+                                        callback=bounded("--seeds", ge=1)),
     day: Optional[List[str]] = typer.Option(None, "--day", help="Only these canary days (repeatable)."),
     jobs: Optional[int] = JOBS,
     seed: int = SEED,
@@ -26,19 +34,53 @@ def canary(
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
     html: Optional[Path] = HTML,
+    mode: str = MODE,
+    rate: Optional[float] = typer.Option(None, "--rate", help="live: the rollout's traffic, requests/s (default "
+                                         "200; the plan's rate is a sim figure).",
+                                         callback=bounded("--rate", gt=0, le=5000)),
+    model: str = MODEL,
+    device: str = DEVICE,
 ) -> None:
     """Canary rollout plans on the canary bad days: P(rollback), time to decision, blast radius."""
-    from harness.analysis.canary_days import CANARY_DAYS, run_canary
+    from harness.analysis.canary_days import CANARY_DAYS, run_canary, run_rollouts
+    from workloads.loader import ConfigError, load_suite_config
 
     unknown = [d for d in day or [] if d not in CANARY_DAYS]
     if unknown:
         fail(f"unknown canary day(s) {', '.join(unknown)} (known: {', '.join(CANARY_DAYS)})")
+    if bool(plans) == bool(suite):
+        fail("give PLANS or --suite SUITE (a suite names its own plans)")
+    pairs = None
+    if suite:
+        try:
+            pairs = [(p, d) for p, d in load_suite_config(suite).rollouts if not day or d in day]
+        except ConfigError as exc:
+            fail(str(exc))
+        if not pairs:
+            fail(f"suite '{suite}' has no canary rollouts{' on those days' if day else ''} "
+                 "(its scenarios run with `harness compare --suite`)")
     tick = None
     if not (quiet or as_json):
         def tick(done: int, total: int) -> None:
             err.print(f"  {done}/{total} rollouts", style="dim", highlight=False)
+    if mode == "live":
+        if suite:
+            fail("--suite runs in sim only; give PLANS with --mode live")
+        from harness.analysis.canary_live import DEFAULT_RATE_RPS, run_canary_live
+
+        try:
+            result = run_canary_live(plans or [], target, seeds or 1, seed, day or None, rate or DEFAULT_RATE_RPS,
+                                     model, device, on_done=tick)
+        except (ValueError, RuntimeError) as exc:
+            fail(str(exc))
+        publish(result, out_path or results.default_path("canary", "live-" + "-".join(result.plans)), html, as_json)
+        return
+    if rate is not None:
+        fail("--rate applies to --mode live only (a sim rollout runs at its plan's rate_rps)")
+    seeds = seeds or 20
     try:
-        result = run_canary(plans, target, seeds, seed, day or None, workers=jobs, on_done=tick)
+        result = (run_rollouts(pairs, target, seeds, seed, workers=jobs, on_done=tick) if pairs else
+                  run_canary(plans or [], target, seeds, seed, day or None, workers=jobs, on_done=tick))
     except ValueError as exc:
         fail(str(exc))
-    publish(result, out_path or results.default_path("canary", "-".join(result.plans)), html, as_json)
+    publish(result, out_path or results.default_path("canary", suite or "-".join(result.plans)), html, as_json)

@@ -14,7 +14,7 @@ from harness.cli.common import HTML, existing_file, fail, out
 from targets.config import TargetConfig
 from targets.flaws import FLAWS
 from targets.spec import base_names
-from workloads.loader import (ConfigError, load_suite, load_workload, read_toml, resolve_scenario_path,
+from workloads.loader import (ConfigError, load_suite_config, load_workload, read_toml, resolve_scenario_path,
                               scenario_names, suite_names)
 
 
@@ -65,7 +65,7 @@ def workloads(
                   f"{', '.join(wl.exposes) or '-'}: {wl.description}")
     out.print(t)
     for s in suite_names():
-        out.print(f"suite {s}: {', '.join(load_suite(s))}")
+        out.print(f"suite {s}: {load_suite_config(s).contents()}")
     out.print("one workload, keys explained: harness workloads NAME; every key: docs/workloads.md", style="dim")
 
 

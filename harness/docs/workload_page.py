@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from harness.docs.fields import REQUIRED, FieldDoc, field_docs, is_array, meaning, nested_models, unit_of
 from harness.docs.markdown import banner, block, code, table, toml
 from workloads.answers import FIGURES, TENANT_FIGURES
-from workloads.loader import SCENARIO_DIR, load_suite, load_workload, read_toml, scenario_names, suite_names
+from workloads.loader import SCENARIO_DIR, load_suite_config, load_workload, read_toml, scenario_names, suite_names
 from workloads.model import WorkloadConfig
 
 SCHEMA_FILE = "workload.schema.json"
@@ -284,7 +284,9 @@ def page() -> str:
                      wl.description))
     out.append(table(("name", "length (s)", "peak (requests/s)", "exposes", "description"), rows))
     out.append("\n## Suites\n\n")
-    out.append(table(("suite", "scenarios"), [(code(s), ", ".join(load_suite(s))) for s in suite_names()]))
+    out.append("Workload scenarios run by `harness compare`/`rank`/`alerts --suite`; canary rollouts "
+               "(`[[canary]]`, format in `workloads/suite.py`) by `harness canary --suite`.\n\n")
+    out.append(table(("suite", "runs"), [(code(s), load_suite_config(s).contents()) for s in suite_names()]))
     return "\n".join(out)
 
 

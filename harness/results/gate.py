@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.results.base import Figures, Result
+from harness.results.canary import CanaryResult
 from harness.results.run import RunSummary, SeedSet
 from harness.results.stats import Difference, Interval
 
@@ -62,7 +63,7 @@ class GateResult(Result):
     """
 
     KIND = "gate"
-    OMIT_IF_NONE = frozenset({"seeds", "over_seeds"})
+    OMIT_IF_NONE = frozenset({"seeds", "over_seeds", "canary"})
 
     kind: Literal["gate"] = "gate"
     gate_file: str
@@ -79,6 +80,8 @@ class GateResult(Result):
     # seed's summary per scenario and target.
     seeds: list[int] | None = None
     over_seeds: dict[str, dict[str, SeedSet]] | None = None
+    # The canary rollouts the [[canary]] checks read (one result per target and seed count).
+    canary: list[CanaryResult] | None = None
 
     @property
     def verdict(self) -> Literal["pass", "fail", "cannot judge"]:
@@ -99,4 +102,4 @@ class GateResult(Result):
 
     def summary_json(self) -> dict[str, Any]:
         """What `gate --json` prints: the document without the run summaries."""
-        return {k: v for k, v in self.to_json().items() if k not in ("summaries", "over_seeds")}
+        return {k: v for k, v in self.to_json().items() if k not in ("summaries", "over_seeds", "canary")}

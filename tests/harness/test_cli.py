@@ -92,3 +92,21 @@ def test_result_files_load_round_trip_and_render_again(tmp_path, kind):
     expected = int(re.search(r'data-expected="(\d+)"', html).group(1))
     assert expected == sum(s.figure is not None for s in doc_sections(result)) >= charts  # over time, CDF, tenants
     assert html.count('class="plot"') == expected
+
+
+def test_no_help_text_is_eaten_by_rich_markup():
+    """`--help` renders option help and docstrings as Rich markup: a `[[canary]]` or `[bold]`-like
+    bracket in them vanishes from the screen. Every help text must render as written."""
+    import typer
+    from rich.text import Text
+
+    from harness.cli import app
+    from harness.docs.cli_page import commands, params
+
+    eaten = []
+    for full, cmd in commands(typer.main.get_command(app)):
+        texts = [cmd.help or ""] + [getattr(p, "help", None) or "" for p in params(cmd)]
+        for text in texts:
+            if Text.from_markup(text).plain != text:
+                eaten.append(f"{full}: {text[:80]}")
+    assert not eaten, "help text Rich would swallow (escape its brackets):\n" + "\n".join(eaten)

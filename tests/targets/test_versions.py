@@ -12,7 +12,8 @@ from targets.cache import ResponseCache
 from targets.config import CacheMode, TargetConfig
 from targets.protocol import Attempt, Status
 from targets.target import ServingTarget
-from targets.versions import BASELINE, CanaryRouting, CanarySplit, ModelVersion, answer_label, fails
+from targets.versions import (BASELINE, CanaryRouting, CanarySplit, ModelVersion, VersionedOutput, answer_label, fails,
+                             tagged, version_of)
 
 
 def _attempt(uid: int, content: int = 7, tenant: str = "t0") -> Attempt:
@@ -81,3 +82,26 @@ def test_exact_payload_cache_answers_a_canary_request_with_the_baselines_output_
     fixed, answers = _wrong_version_hits("normalized")
     assert fixed == 0 and [out.version for _, _, out in answers] == ["v1", "v2"]
     assert all(status is Status.OK for _, status, _ in answers)
+
+
+def test_a_real_models_answer_is_tagged_with_its_version_and_a_modeled_one_is_modeled() -> None:
+    torch_answer = {"label": 3, "score": 0.9, "logits": [0.0] * 10}
+    live = tagged(torch_answer, ModelVersion(name="v2"), content=7)
+    assert live == {**torch_answer, "version": "v2"} and "version" not in torch_answer
+    assert version_of(live) == "v2"
+    modeled = tagged(None, BASELINE, content=7)
+    assert modeled == VersionedOutput(answer_label(7, BASELINE), "v1") and version_of(modeled) == "v1"
+    assert version_of({"label": 3}) is None and version_of(None) is None
+
+
+def test_a_cached_live_answer_of_the_other_version_is_counted() -> None:
+    async def main() -> int:
+        cfg = TargetConfig(batching="dynamic", max_wait_s=0.001, cache="exact", gpus=1, api_servers=1)
+        target = ServingTarget(cfg, random.Random(1))
+        split = target.attach_canary(ModelVersion(name="v2"), CanaryRouting.HASH, gpus=1)
+        split.weight = 0.5
+        canary = next(k for k in range(100) if split.to_canary(k, "t0"))
+        target.canary.check_cached(_attempt(canary), {"label": 1, "version": "v1"})
+        target.canary.check_cached(_attempt(canary), {"label": 1, "version": "v2"})
+        return target.canary.stats.wrong_version
+    assert run_virtual(main()) == 1
