@@ -100,9 +100,25 @@ class TargetConfig(BaseModel):
     admission_target: float = Field(0.9, gt=0, le=1, description="admit if predicted latency <= this x budget")
     frontend_lag_limit_s: float | None = Field(None, gt=0, description="live API servers shed (503) while their "
                                                "event loop lags more than this; None: never")
-    frontend_cost_s: float = Field(0.0, ge=0, description="sim: CPU seconds an API server spends per request "
-                                   "(0: free); live servers pay their real CPU")
+    frontend_age_share: float | None = Field(None, gt=0, le=1, description="API servers shed (503) a request "
+                                             "older than this share of slo_s when its handler starts (live: since "
+                                             "its first byte reached the proxy; sim: its wait for the modeled CPU); "
+                                             "None: never")
+    frontend_proxy_share: float | None = Field(None, ge=0, le=1, description="the live L4 proxy answers a new "
+                                               "request 503 itself, before any API server sees it, while three "
+                                               "requests it relayed have waited this share of slo_s in the front end "
+                                               "(their time at the GPUs aside) "
+                                               "(0: refuses every request, to profile a refusal; sim: a request whose "
+                                               "wait for the modeled CPU is over it is refused at "
+                                               "frontend_proxy_shed_cost_s); None: never")
+    frontend_cost_s: float = Field(0.0, ge=0, description="sim: seconds of an API server's CPU a request takes "
+                                   "(as `harness profile frontend` measures a live loop: CPU plus the wait for a "
+                                   "core; 0: free); live servers pay their real CPU")
     frontend_shed_cost_s: float = Field(0.0, ge=0, description="sim: CPU seconds an API server spends refusing one")
+    frontend_proxy_shed_cost_s: float = Field(0.0, ge=0, description="sim: seconds of the front end's CPU the L4 "
+                                              "proxy spends refusing one (frontend_proxy_share)")
+    frontend_cores: int | None = Field(None, ge=1, le=1000, description="sim: CPUs the API servers share (a live "
+                                       "host runs them all on one event loop: 1); None: one CPU each")
     tenant_limits: bool = False
     tenant_limit_share: float = Field(0.7, gt=0, le=1, description="a tenant's cap, share of peak_qps")
     tenant_burst_s: float = Field(0.2, gt=0, description="token bucket depth, seconds of the cap")

@@ -16,6 +16,25 @@ the header timeout is answered 408 and closed, idle connections are closed.
 The backend connection is opened only when the client sends its first byte,
 so an idle client costs one descriptor, not three. `stats` counts all of it.
 
+It stamps each request's arrival: the loop time of its first byte (the first
+chunk after the previous answer began), which `request_started_s` gives to the
+API servers behind it by the address they see the request come from, so a
+handler knows how long the request has waited in this process
+(targets.server_overload.AgeGuard).
+
+With a `guard` (targets.server_overload.ProxyGuard) it refuses overload before
+aiohttp sees it: it keeps the requests relayed and not yet answered (from the
+head's last byte to the answer's first), in arrival order, less their time at
+the GPUs (the API server says when a request goes there and comes back,
+`at_gpu`; it re-enters timed from its return), and while the guard's quorum of
+them have waited over its limit it answers each new request itself with a
+canned 503 + Retry-After (targets.edge_refusal) and relays nothing. The
+connection stays open when the request's end is readable from its first chunk (the rest of its
+body is skipped as it arrives); else the answer says `Connection: close`. A
+new connection refused on its first request never dials a backend. Clients
+that pipeline (send a request before the previous answer has fully arrived;
+none of the common HTTP clients do) could see the 503 inside a long answer.
+
 Run alone: ``python -m targets.l4proxy --listen 127.0.0.1:8000 --backend
 127.0.0.1:9001 --backend 127.0.0.1:9002`` (Ctrl-C stops it).
 """
@@ -29,10 +48,13 @@ import logging
 import resource
 import signal
 import sys
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from targets.conn_table import Admit, ConnTable, Expiry
+from targets.conn_table import Admit, ConnTable, Expiry, Phase
+from targets.edge_refusal import refusal, request_end
 from targets.limits import EdgeLimits, LogBudget, check_exposure
+from targets.server_overload import ProxyGuard
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +73,7 @@ class ProxyStats:
     header_timeouts: int = 0             # 408: the head did not arrive in time
     idle_timeouts: int = 0
     dropped: int = 0                     # the client reset the connection
+    refused_overload: int = 0            # answered 503 by the guard, not relayed
 
 
 def _canned(status: str, kind: str, reason: str) -> bytes:
@@ -63,6 +86,9 @@ def _canned(status: str, kind: str, reason: str) -> bytes:
 _REFUSED = _canned("503 Service Unavailable", "too-many-connections",
                    "the proxy holds its connection limit for this client or in all; retry later")
 _HEAD_TIMEOUT = _canned("408 Request Timeout", "header-timeout", "the request head did not arrive in time")
+
+
+_BETWEEN_REQUESTS = (Phase.FRESH, Phase.IDLE)
 
 
 class _Side(asyncio.Protocol):
@@ -78,6 +104,9 @@ class _Side(asyncio.Protocol):
         self.connecting = False
         self.closed = False
         self.eof = False                 # this side has sent us its FIN
+        self.head_s: float | None = None  # client side: when the current request's first byte arrived
+        self.backend_addr: tuple | None = None  # client side: the backend connection's local address
+        self.skip = 0                    # client side: body bytes of a refused request still to come
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -89,11 +118,28 @@ class _Side(asyncio.Protocol):
         now = proxy.now()
         if self.up:
             proxy.stats.bytes_up += len(data)
+            if self.skip:  # the rest of a refused request's body
+                n = min(self.skip, len(data))
+                self.skip -= n
+                data = data[n:]
+                if not data:
+                    return
+            phase = proxy.table.phase(self)
+            if phase in _BETWEEN_REQUESTS:  # this chunk starts a request
+                self.head_s = now
+                if proxy.guard is not None and proxy._refused(self, data, now):
+                    return
             proxy.table.upstream(self, data, now)
+            if proxy.guard is not None and phase is not Phase.WAITING \
+                    and proxy.table.phase(self) is Phase.WAITING:  # its head is complete: it waits for an answer
+                proxy._unanswered.pop(self, None)
+                proxy._unanswered[self] = now
         else:
             proxy.stats.bytes_down += len(data)
             if self.peer is not None:
                 proxy.table.downstream(self.peer, now)
+                if proxy.guard is not None:
+                    proxy._unanswered.pop(self.peer, None)
         if peer is None or peer.transport is None:
             self.buffer.append(data)
             if self.up and not self.connecting and not self.closed:
@@ -146,7 +192,7 @@ class L4Proxy:
     """
 
     def __init__(self, backends: list[tuple[str, int]], host: str = "127.0.0.1", port: int = 0,
-                 limits: EdgeLimits | None = None, expose: bool = False) -> None:
+                 limits: EdgeLimits | None = None, expose: bool = False, guard: ProxyGuard | None = None) -> None:
         if not backends:
             raise ValueError("an L4 proxy needs at least one backend")
         self.exposed = check_exposure(host, expose)
@@ -160,6 +206,9 @@ class L4Proxy:
         self._next = 0
         self._server: asyncio.AbstractServer | None = None
         self._clients: set[_Side] = set()
+        self._by_backend: dict[tuple, _Side] = {}  # backend connection's local address -> its client
+        self.guard = guard
+        self._unanswered: OrderedDict[_Side, float] = OrderedDict()  # client -> its head's end; no answer yet
         self._tasks: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -175,6 +224,52 @@ class L4Proxy:
         self.port = self._server.sockets[0].getsockname()[1]
         self._spawn(self._sweep())
         return self.port
+
+    def request_started_s(self, backend_addr: tuple | None) -> float | None:
+        """When the request now on the backend connection from ``backend_addr`` (the peer
+        address an API server sees) reached this proxy: its first byte's loop time. None
+        when that is no connection of this proxy's."""
+        client = self._by_backend.get(backend_addr[:2]) if backend_addr else None
+        return None if client is None else client.head_s
+
+    def at_gpu(self, backend_addr: tuple | None, waiting: bool) -> None:
+        """The request on the backend connection from ``backend_addr`` went to the GPUs (``waiting``)
+        or is back with its answer: its time there is not the front end's (admission judges it),
+        so it leaves the guard's count, and comes back timed from its return."""
+        client = self._by_backend.get(backend_addr[:2]) if backend_addr else None
+        if client is None:
+            return
+        self._unanswered.pop(client, None)
+        if not waiting:
+            self._unanswered[client] = self.now()
+
+    def waits_s(self, now: float, k: int) -> list[float]:
+        """How long the ``k`` oldest requests relayed and not yet answered have waited, oldest first."""
+        out = []
+        for since in self._unanswered.values():
+            if len(out) == k:
+                break
+            out.append(now - since)
+        return out
+
+    def _refused(self, client: _Side, data: bytes, now: float) -> bool:
+        """Answer the request that ``data`` starts with a 503 when the guard says so."""
+        guard = self.guard
+        wait = guard.signal(self.waits_s(now, guard.quorum))  # type: ignore[union-attr]
+        retry = guard.decide(wait)  # type: ignore[union-attr]
+        if retry is None:
+            return False
+        self.stats.refused_overload += 1
+        rest = request_end(data)
+        answer = refusal(retry, f"front end overloaded: its requests in flight have waited {wait * 1000:.0f} ms",
+                         close=rest is None)
+        if rest is None:
+            self._close(client, answer)
+        else:
+            client.skip = rest
+            client.transport.write(answer)  # type: ignore[union-attr]
+            self.table.downstream(client, now)  # answered: idle, keep-alive
+        return True
 
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -218,6 +313,10 @@ class L4Proxy:
             backend.transport.close()
             return
         client.peer, backend.peer = backend, client
+        addr = backend.transport.get_extra_info("sockname")
+        if isinstance(addr, tuple):
+            client.backend_addr = addr[:2]
+            self._by_backend[client.backend_addr] = client
         for chunk in client.buffer:
             backend.transport.write(chunk)
         client.buffer.clear()
@@ -249,6 +348,9 @@ class L4Proxy:
 
     def _gone(self, client: _Side, exc: Exception | None) -> None:
         self.table.remove(client)
+        self._unanswered.pop(client, None)
+        if client.backend_addr is not None and self._by_backend.get(client.backend_addr) is client:
+            del self._by_backend[client.backend_addr]
         if client in self._clients:
             self._clients.discard(client)
             self.stats.active -= 1
@@ -269,6 +371,8 @@ class L4Proxy:
                 if side is not None and side.transport is not None:
                     side.transport.abort()
         self._clients.clear()
+        self._by_backend.clear()
+        self._unanswered.clear()
         if self._server is not None:
             try:
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)

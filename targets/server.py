@@ -16,7 +16,9 @@ HTTP API (JSON bodies, UTF-8)::
        "deadline_ms": 1000,     optional: the caller's remaining budget, 1..600000 ms, or null
        "input": [...]}          required: the model's input (mlp: 512 numbers;
                                  cnn: 3x32x32 numbers; transformer: 1..128 token ids)
-      200 {"output": {"label", "score", "logits"}, "cached": bool, "request_id": ...}
+      200 {"output": {"label", "score", "logits"}, "cached": bool, "request_id": ...,
+           "version": the model version that computed it (also X-Model-Version; a
+           canary rollout serves two, a 5xx its model failed says which too)}
       429 tenant over its limit, 503 overloaded / deadline passed / not answered:
           {"error", "reason", "retry_after_s"} with Retry-After (whole seconds)
           and X-Retry-After-Ms (exact)
@@ -33,7 +35,7 @@ HTTP API (JSON bodies, UTF-8)::
     GET /healthz     200 {"status": "ok", ...}; 503 when no GPU worker is alive
     GET /metrics     Prometheus text (bearer token as /predict): request latency,
                      queue depth, batch size, GPU busy, shed and retry counters
-                     per tenant; the size, limit and TTL of every bounded
+                     per tenant (answers and latency per model version too); the size, limit and TTL of every bounded
                      structure; the proxy's connections, limits and refusals
 
 Request IDs and dedupe (targets with ``dedupe = true``): the dedupe key is
@@ -73,10 +75,11 @@ from targets.dedupe import Conflict, input_digest
 from targets.limits import EdgeLimits, LogBudget, check_exposure
 from targets.protocol import Attempt, Response, Status
 from targets.server_edge import serve_socket
-from targets.server_metrics import ApiMetrics
-from targets.server_overload import LagGuard, LoopLag
+from targets.server_metrics import NO_VERSION, ApiMetrics
+from targets.server_overload import AgeGuard, LagGuard, LoopLag, ProxyGuard
 from targets.server_parse import (FIELDS, MAX_DEADLINE_MS, BadRequest, PredictRequest, clip,  # noqa: F401 - re-exported
                                   parse_predict)
+from targets.versions import version_of
 
 __all__ = ["ApiMetrics", "ApiServers", "BadRequest", "FrontDoor", "PredictRequest", "create_app", "parse_predict"]
 
@@ -111,6 +114,9 @@ class FrontDoor:
     log_budget: LogBudget = field(default_factory=LogBudget)
     overload: LagGuard | None = None  # shed while `lag` is over its limit (targets.server_overload)
     lag: LoopLag | None = None
+    age_guard: AgeGuard | None = None  # shed a request older than its limit at its handler (server_overload)
+    arrival: Callable[[Any], float | None] | None = None  # peer address -> its request's first byte (proxy)
+    at_gpu: Callable[[Any, bool], None] | None = None  # (peer address, waiting): the proxy's guard's signal
     _uids: Any = field(default_factory=lambda: itertools.count(-1, -1))
 
 
@@ -118,6 +124,7 @@ _DOOR = web.AppKey("door", FrontDoor)
 _HTTP = {Status.OK: 200, Status.BAD_REQUEST: 400, Status.TOO_MANY: 429, Status.ERROR: 500,
          Status.UNAVAILABLE: 503, Status.TIMEOUT: 503}
 _GUARDED = frozenset({"/predict", "/metrics"})
+_COMPUTED = frozenset({Status.OK, Status.ERROR})  # answers a model computed (or failed computing)
 
 
 def _error(status: int, kind: str, reason: str, retry_after_s: float | None = None,
@@ -139,6 +146,26 @@ def _header_int(request: web.Request, name: str) -> int | None:
     if raw is None or not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         return None
     return int(raw)
+
+
+def _age_s(request: web.Request, arrival: Callable[[Any], float | None]) -> float | None:
+    """Seconds since the request's first byte reached the proxy in front (None: not known)."""
+    transport = request.transport
+    started = arrival(transport.get_extra_info("peername")) if transport is not None else None
+    return None if started is None else asyncio.get_running_loop().time() - started
+
+
+def _back_from_gpu(at_gpu: Callable[[Any, bool], None], peer: Any,
+                   done: asyncio.Future) -> Callable[[Response], None]:
+    """Tell the proxy the request went to the GPUs now, and when it is back; the answer goes to ``done``."""
+    at_gpu(peer, True)
+
+    def answered(r: Response) -> None:
+        if not done.done():
+            at_gpu(peer, False)
+            done.set_result(r)
+
+    return answered
 
 
 def _dropped(door: FrontDoor, when: str) -> None:
@@ -177,6 +204,13 @@ async def _predict(request: web.Request) -> web.Response:
     if ctype.split(";", 1)[0].strip().lower() != "application/json":
         m.bad.labels("wrong-content-type").inc()
         return _error(415, "wrong-content-type", "Content-Type must be application/json")
+    if door.age_guard is not None and door.arrival is not None:
+        age = _age_s(request, door.arrival)
+        wait = door.age_guard.decide(age)
+        if wait is not None and age is not None:  # before the body is read or parsed
+            m.shed.labels("-", "front-end-overloaded").inc()
+            return _error(503, "overloaded", f"front end overloaded: this request waited {age * 1000:.0f} ms "
+                          "for its handler", wait)
     if door.overload is not None and door.lag is not None:
         wait = door.overload.decide(door.lag.lag_s)
         if wait is not None:  # before the body is read or parsed: the cheapest answer there is
@@ -220,6 +254,8 @@ async def _predict(request: web.Request) -> web.Response:
     )
     done: asyncio.Future[Response] = loop.create_future()
     a.on_answer = lambda r: done.done() or done.set_result(r)
+    if door.at_gpu is not None and request.transport is not None:  # the GPUs' time is not the front end's
+        a.on_answer = _back_from_gpu(door.at_gpu, request.transport.get_extra_info("peername"), done)
     door.target.submit(a, door.server)
     try:
         async with asyncio.timeout(door.hold_s):
@@ -232,18 +268,22 @@ async def _predict(request: web.Request) -> web.Response:
         _dropped(door, "while waiting for its answer")
         raise
     if isinstance(response, Conflict):
-        m.requests.labels(tenant, "409").inc()
+        m.requests.labels(tenant, "409", NO_VERSION).inc()
         return _error(409, "request-id-conflict", response.reason)
     code = _HTTP[response.status]
-    m.requests.labels(tenant, str(code)).inc()
+    # The version that computed the answer: its own tag (a canary rollout), else the lone one.
+    version = version_of(response.output) or (m.version if response.status in _COMPUTED else NO_VERSION)
+    m.requests.labels(tenant, str(code), version).inc()
     if response.status is Status.OK:
-        m.latency.labels(tenant).observe(loop.time() - now)
+        m.latency.labels(tenant, version).observe(loop.time() - now)
         return web.json_response({"output": response.output, "cached": response.cached,
-                                  "request_id": req.request_id})
+                                  "request_id": req.request_id, "version": version},
+                                 headers={"X-Model-Version": version})
     if response.status.shed:
         m.shed.labels(tenant, response.reason or str(code)).inc()
     return _error(code, response.status.name.lower(), response.reason or response.status.name,
-                  response.retry_after_s if response.status.shed else None)
+                  response.retry_after_s if response.status.shed else None,
+                  headers=None if version == NO_VERSION else {"X-Model-Version": version})
 
 
 async def _healthz(request: web.Request) -> web.Response:
@@ -326,12 +366,16 @@ class ApiServers:
     async def start(self) -> list[int]:
         limit = getattr(getattr(self.doors[0].target, "config", None), "frontend_lag_limit_s", None) \
             if self.doors else None
+        cfg = getattr(self.doors[0].target, "config", None) if self.doors else None
+        share = getattr(cfg, "frontend_age_share", None)
         if limit is not None:  # one loop serves every door: one lag monitor for all
             self.lag = LoopLag()
             self.lag.start()
         for door in self.doors:
             if self.lag is not None and door.overload is None:
                 door.overload, door.lag = LagGuard(limit), self.lag
+            if share is not None and door.age_guard is None:
+                door.age_guard = AgeGuard.for_slo(cfg.slo_s, share)
             door.log_budget = self.log_budget
             runner = web.AppRunner(create_app(door), access_log=None, handle_signals=False,
                                    shutdown_timeout=self.shutdown_s, handler_cancellation=True)
@@ -348,6 +392,20 @@ class ApiServers:
             self._servers.append(server)
             self.ports.append(port)
         return self.ports
+
+    def behind(self, proxy: Any) -> None:
+        """Read each request's arrival from ``proxy`` (a targets.l4proxy.L4Proxy on this loop,
+        in front of these servers) for the age guard, and give the proxy its own guard
+        (TargetConfig.frontend_proxy_share)."""
+        for door in self.doors:
+            door.arrival = proxy.request_started_s
+        cfg = getattr(self.doors[0].target, "config", None) if self.doors else None
+        share = getattr(cfg, "frontend_proxy_share", None)
+        if share is not None and proxy.guard is None:
+            proxy.guard = ProxyGuard.for_slo(cfg.slo_s, share)
+        if proxy.guard is not None:
+            for door in self.doors:
+                door.at_gpu = proxy.at_gpu
 
     async def stop(self) -> None:
         if self.lag is not None:

@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 MAX_TENANT_LABELS = 64  # bound label cardinality when any tenant name is accepted
+NO_VERSION = "none"     # the version label of an answer no model computed
 
 
 class ApiMetrics:
@@ -27,10 +28,13 @@ class ApiMetrics:
         self.tenants = tenants
         self._labels: set[str] = set()
         r = self.registry
-        self.requests = Counter("harness_requests", "Requests answered, by tenant and HTTP code",
-                                ["tenant", "code"], registry=r)
+        # `version`: the model version that computed the answer (a canary rollout serves
+        # two), NO_VERSION for answers no model computed (sheds, refusals).
+        self.requests = Counter("harness_requests", "Requests answered, by tenant, HTTP code and model version",
+                                ["tenant", "code", "version"], registry=r)
         self.latency = Histogram("harness_request_latency_seconds", "Server-side latency of answered requests",
-                                 ["tenant"], buckets=_LATENCY_BUCKETS_S, registry=r)
+                                 ["tenant", "version"], buckets=_LATENCY_BUCKETS_S, registry=r)
+        self.version = getattr(getattr(target, "config", None), "model_version", "v1")  # a lone version's name
         self.shed = Counter("harness_shed", "Requests shed (429 tenant limit, 503 overload or deadline)",
                             ["tenant", "reason"], registry=r)
         self.retries = Counter("harness_retries", "Retries received (X-Harness-Attempt > 0)", ["tenant"], registry=r)
@@ -63,8 +67,7 @@ def _bounds(target: Any, metrics: ApiMetrics) -> list[tuple[str, int, int, float
     d = target.dedupe
     if d is not None:
         out.append(("dedupe-answers", d.done_entries, d.max_done, d.ttl_s))
-        out.append(("dedupe-waiters-per-id", max((len(e.waiters) for e in d._inflight.values()), default=0),
-                    d.max_waiters, None))
+        out.append(("dedupe-waiters-per-id", d.most_waiters, d.max_waiters, None))
     buckets = getattr(target, "_buckets", None)
     if buckets is not None and hasattr(buckets, "max_tenants"):
         out.append(("tenant-buckets", len(buckets), buckets.max_tenants, buckets.capacity / buckets.rate))
@@ -119,6 +122,10 @@ class _TargetCollector:
         if t.cache is not None:
             c.add_metric(["cache-hit"], t.cache.stats.hits)
             c.add_metric(["cache-lookup"], t.cache.stats.lookups)
+        canary = getattr(t, "canary", None)
+        if canary is not None:  # a rollout: attempts sent to the canary, cache hits of the other version
+            c.add_metric(["canary-routed"], canary.stats.routed)
+            c.add_metric(["cache-wrong-version"], canary.stats.wrong_version)
         yield c
         entries = GaugeMetricFamily("harness_state_entries", "Entries in a bounded per-request/per-tenant structure",
                                     labels=["structure"])
@@ -161,6 +168,9 @@ class _ProxyCollector:
         refused.add_metric(["per-client-cap"], s.refused_client)
         refused.add_metric(["total-cap"], s.refused_total)
         yield refused
+        yield CounterMetricFamily("harness_proxy_shed", "Requests the proxy answered 503 itself, not relayed: the"
+                                  " front end's requests in flight had waited too long (hardened's guard)",
+                                  value=s.refused_overload)
         closed = CounterMetricFamily("harness_proxy_closed", "Connections the proxy closed, or lost, by reason",
                                      labels=["reason"])
         for reason, value in (("evicted-idle", s.evicted), ("header-timeout", s.header_timeouts),

@@ -1,4 +1,4 @@
-"""Front-end overload: an API server that sheds when its own event loop falls behind.
+"""Front-end overload: an API server that sheds when its requests are old or its loop is behind.
 
 Admission control (targets.admission) predicts GPU queueing; it cannot see a
 front end whose CPU is the bottleneck, where requests queue in the socket and
@@ -9,9 +9,45 @@ handler waits about as long. While the recent lag is over the limit a handler
 answers 503 + Retry-After before reading or parsing the body, the cheapest
 answer it has, so the CPU it keeps goes to the requests it admits.
 
-``LagGuard.decide(lag_s)`` is the pure rule; ``LoopLag`` measures the sustained
-lag (the least of the last few ticks) with one timer task on the servers' loop. Knob: TargetConfig.frontend_lag_limit_s
-(None: never shed here).
+Lag misses the queue that matters most: measured live at twice the sustainable
+rate, requests waited seconds in socket buffers and between the proxy and the
+handler (a request crosses the loop four or five times) while the timer's lag
+stayed under its limit. So the hardened servers judge each request by its own
+age: the loop time its first byte reached the layer-4 proxy in front (the
+host's own proxy, on the same loop and clock: targets.l4proxy.L4Proxy.
+request_started_s; clients cannot forge it) to its handler's start. A request
+already older than its share of the SLO would spend the rest of the budget
+waiting behind its elders, so it is refused before its body is parsed.
+
+A refusal in the handler still costs 40-54% of a served request's loop time
+(aiohttp's per-request machinery, the proxy's relay both ways), so at twice the
+sustainable rate the refusals alone fill the loop. ``ProxyGuard`` moves the
+refusal in front of aiohttp: the layer-4 proxy answers a canned 503 itself
+(targets.l4proxy, targets.edge_refusal) while the requests in flight through it
+are over budget. Its signal is the wait so far of the ``quorum``-th oldest
+request relayed and not yet answered, its time at the GPUs left out (timed from
+the head's last byte, so a slow client's head does not count; the API server
+says when a request goes to the GPUs and when it is back, and it re-enters
+timed from its return): on one loop every step of every request waits behind
+all the others, so a backlog anywhere in the front end (before the handler,
+inside it, on the answer's way back) ages them, while the GPUs' queue and
+batches are admission's to judge (targets.admission). A few requests held long
+on purpose cannot trigger it alone. It costs a few dict operations a request.
+Tried and dropped, measured live at 1,600 req/s offered (about twice what the
+loop serves): the wait from the proxy to the handler's start only (6,215 of
+16,072 timed out: most of a request's CPU comes after its handler starts), and
+the whole time in flight with the GPUs' (it worked, but a padded live host's
+100 ms batches would trip any budget tight enough to help). Not tried: the age
+of the request about to be relayed (zero at the proxy), an in-flight count
+(needs the loop's capacity to mean a wait).
+
+``AgeGuard.decide(age_s)``, ``LagGuard.decide(lag_s)`` and ``ProxyGuard.decide(wait_s)`` are the pure rules;
+``LoopLag`` measures the sustained lag (the least of the last few ticks) with one
+timer task on the servers' loop. Knobs: TargetConfig.frontend_age_share (e.g.
+0.25; off in naive and, until a quiet machine shows it pays at twice the
+sustainable rate, in hardened: benchmarks/frontend_overload.py) and
+frontend_lag_limit_s (None: never shed on lag), frontend_proxy_share (the proxy's
+budget, a share of the SLO; 0.1 in hardened, None in naive: the proxy never refuses).
 """
 
 from __future__ import annotations
@@ -20,7 +56,59 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["LagGuard", "LoopLag"]
+__all__ = ["AgeGuard", "LagGuard", "LoopLag", "ProxyGuard"]
+
+
+@dataclass(frozen=True)
+class AgeGuard:
+    """Shed a request older than ``limit_s`` when its handler starts (age from its first byte at
+    the proxy); ask it back after the age itself, at least ``retry_after_s``: the queue ahead
+    of it took that long to form and takes about as long to drain."""
+
+    limit_s: float
+    retry_after_s: float = 0.05
+
+    @classmethod
+    def for_slo(cls, slo_s: float, share: float) -> "AgeGuard":
+        """The guard whose limit is ``share`` of the SLO (TargetConfig.frontend_age_share)."""
+        if not (slo_s > 0 and 0 < share <= 1):
+            raise ValueError(f"need slo_s > 0 and 0 < share <= 1, got {slo_s}, {share}")
+        return cls(slo_s * share)
+
+    def decide(self, age_s: float | None) -> float | None:
+        """Seconds to ask the client to wait (shed), or None (admit; also when the age is unknown)."""
+        if age_s is None or age_s <= self.limit_s:
+            return None
+        return max(self.retry_after_s, age_s)
+
+
+@dataclass(frozen=True)
+class ProxyGuard:
+    """Refuse a new request at the proxy while the ``quorum``-th oldest request relayed and not yet
+    answered has waited ``limit_s`` or more in the front end (its time at the GPUs aside; 0 when
+    fewer are in flight, so a limit of 0 refuses
+    every request: how `harness profile frontend` measures a refusal). Ask it back after that wait,
+    at least ``retry_after_s``: the backlog took about that long to form and takes as long to drain."""
+
+    limit_s: float
+    retry_after_s: float = 0.05
+    quorum: int = 3
+
+    def signal(self, waits_s: list[float]) -> float:
+        """The wait ``decide`` judges: the ``quorum``-th of ``waits_s`` (oldest first), 0 when fewer."""
+        return waits_s[self.quorum - 1] if len(waits_s) >= self.quorum else 0.0
+
+    @classmethod
+    def for_slo(cls, slo_s: float, share: float) -> "ProxyGuard":
+        """The guard whose limit is ``share`` of the SLO (TargetConfig.frontend_proxy_share)."""
+        if not (slo_s > 0 and 0 <= share <= 1):
+            raise ValueError(f"need slo_s > 0 and 0 <= share <= 1, got {slo_s}, {share}")
+        return cls(slo_s * share)
+
+    def decide(self, wait_s: float) -> float | None:
+        """Seconds to ask the client to wait (refuse), or None (relay). ``wait_s``: the head of the
+        front-end queue's wait so far, 0 when it is empty."""
+        return max(self.retry_after_s, wait_s) if wait_s >= self.limit_s else None
 
 
 @dataclass(frozen=True)

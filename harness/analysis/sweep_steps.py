@@ -115,6 +115,7 @@ def live_step(plan: Any, min_ratio: float, check_s: float = 0.25, limits: Limits
             loop = asyncio.get_running_loop()
 
             async def watch() -> None:
+                nonlocal stopped
                 while True:
                     await asyncio.sleep(check_s)
                     t0 = runner.recorder.t0

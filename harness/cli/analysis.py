@@ -161,7 +161,7 @@ def gate(
     target: Optional[str] = typer.Option(None, "--target", help="Replace the target under test (wherever the file names it; never a paired gate's reference)."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Result file (gate, run, compare or rank) the 'baseline' checks compare with.",
                                             callback=existing_file("--baseline")),
-    results_: Optional[List[Path]] = typer.Option(None, "--results", help="Judge these saved runs (run or compare results, live or sim; repeatable) instead of running sim.",
+    results_: Optional[List[Path]] = typer.Option(None, "--results", help="Judge these saved runs (run or compare results, live or sim; sweep results for sweep gates, canary results for canary gates; repeatable) instead of running sim.",
                                                   callback=existing_file("--results")),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report here.", callback=writable_file("--junit")),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write a Markdown report here.",

@@ -1,6 +1,7 @@
-"""`harness profile frontend`: the live front end's CPU per request, for the sim's `frontend_cost_s`.
+"""`harness profile frontend`: the live front end's time per request, for the sim's front-end knobs.
 
-Calls ``harness.live.frontend_profile.profile_frontend`` and prints the figure and how to use it.
+Calls ``harness.live.frontend_profile.profile_frontend`` and prints each step, the figures and
+the sim knobs that model the profiled host.
 """
 
 from __future__ import annotations
@@ -8,19 +9,33 @@ from __future__ import annotations
 from harness.cli.common import err, fail, out
 
 
-def profile_frontend_cmd(target: str = "hardened", rate_rps: float = 200.0, duration_s: float = 6.0) -> None:
-    """Measure `harness serve TARGET --pad-to-s 0`'s event-loop CPU per request and print it."""
+def profile_frontend_cmd(target: str = "hardened") -> None:
+    """Profile `harness serve TARGET --pad-to-s 0`'s event loop and print what the sim needs."""
     from harness.live.frontend_profile import profile_frontend
+    from harness.live.run import DEFAULT_PEAK_RPS, scale_for_live, snap_scale
+    from targets.spec import resolve_target
 
     try:
-        c = profile_frontend(target, rate_rps, duration_s)
+        c = profile_frontend(target)
+        design = resolve_target(target, {})
+        live_cfg, _ = scale_for_live(design, snap_scale(design, DEFAULT_PEAK_RPS / design.peak_qps))
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc), code=1)
-    out.print(f"front end of {target} (proxy + API servers on one event loop), {c.requests:,} requests at "
-              f"{c.rate_rps:g} req/s: {c.cost_s * 1e6:,.0f} CPU-us per request ({c.cpu_s:.2f} CPU-s); "
-              f"one loop saturates near {1 / c.cost_s:,.0f} req/s if it has a core to itself\n"
-              f"use it in sim:\n  harness sweep {target} --set frontend_cost_s={c.cost_s:.6f}", highlight=False,
-              soft_wrap=True)
-    if not c.valid:
-        err.print("[bold yellow]warning:[/] the measuring run was invalid (driver behind on a busy machine): "
-                  "the CPU figure stands, its latency does not", highlight=False, soft_wrap=True)
+    refusing = {id(c.shed_step): "handler refusing", id(c.proxy_shed_step): "proxy refusing"}
+    for s in c.steps + [x for x in (c.shed_step, c.proxy_shed_step) if x is not None]:
+        what = refusing.get(id(s), "serving")
+        out.print(f"  {what} {s.rate_rps:,.0f} req/s: loop {s.loop_cpu_s * 1e6:,.0f} CPU-us + "
+                  f"{s.loop_wait_s * 1e6:,.0f} us waiting for a core per request, busy {s.busy:.0%}; GPU threads "
+                  f"{s.workers_cpu_s * 1e6:,.0f} CPU-us, driver {s.driver_cpu_s * 1e6:,.0f} CPU-us; "
+                  f"load {s.load_1m:.1f}", highlight=False, soft_wrap=True)
+    knobs = " ".join(f"--set {k}={v}" for k, v in c.sim_knobs(live_cfg).items())
+    out.print(f"front end of {target} (proxy + API servers on one event loop): {c.cost_s * 1e6:,.0f} us of the "
+              f"loop per request at the busiest step ({c.cpu_s * 1e6:,.0f} us of it CPU, the rest waiting for a core)"
+              + (f", {c.shed_cost_s * 1e6:,.0f} us per refusal" if c.shed_cost_s is not None else "")
+              + (f" ({c.proxy_shed_cost_s * 1e6:,.0f} us when the proxy refuses)"
+                 if c.proxy_shed_cost_s is not None else "")
+              + f"; the loop is busy all the time at {c.saturation_rps:,.0f} req/s\n"
+              f"model it in sim:\n  harness sweep {target} {knobs}", highlight=False, soft_wrap=True)
+    if not all(s.valid for s in c.steps):
+        err.print("[bold yellow]warning:[/] a measuring run was invalid (driver behind on a busy machine): "
+                  "the time per request stands, its latency does not", highlight=False, soft_wrap=True)

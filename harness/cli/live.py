@@ -30,6 +30,10 @@ WARMUP = typer.Option(None, "--warmup", help="live: seconds of traffic at the wo
                       "the measured run and left out of its figures (default 10; 0: a cold run).",
                       callback=bounded("--warmup", ge=0, unit=" s"))
 
+DRIVER_PROCS = typer.Option(1, "--driver-procs", help="live: driver processes the schedule's tenants and connections "
+                            "are split over (their latency histograms merged exactly; 1: this process).",
+                            callback=bounded("--driver-procs", ge=1, le=64))
+
 
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None]:
@@ -69,11 +73,15 @@ def _plan_text(plan: LivePlan) -> str:
             f"per API server {info.per_server_rps_live:,.0f} (design {info.per_server_rps_design:,.0f})" + warm)
 
 
-def _shown_run(quiet: bool) -> Callable[[LivePlan], RunResult]:
-    """Runs a plan, showing the plan, a progress bar and the driver's lag unless `quiet`."""
+def _shown_run(quiet: bool, driver_procs: int = 1) -> Callable[[LivePlan], RunResult]:
+    """Runs a plan over `driver_procs` driver processes, showing the plan, a progress bar and
+    the driver's lag unless `quiet`."""
+    from dataclasses import replace
+
     from reports.run import lag_text
 
     def run_one(plan: LivePlan) -> RunResult:
+        plan = replace(plan, driver_procs=driver_procs)
         if not quiet:
             err.print(_plan_text(plan), highlight=False, soft_wrap=True)
         with _progress(enabled=not quiet and err.is_terminal) as progress:
@@ -129,7 +137,7 @@ def _require_live(mode: str) -> None:
 
 def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None, model: str = "mlp",
              device: str = "auto", pad_to_s: float | None = None, template: Path | None = None,
-             allow_remote: bool = False, warmup_s: float | None = None) -> RunResult:
+             allow_remote: bool = False, warmup_s: float | None = None, driver_procs: int = 1) -> RunResult:
     """`harness run --mode live`: plan, show and run one live run; returns its result."""
     from harness.live.plan import plan_live
 
@@ -148,20 +156,20 @@ def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None,
                          model, device, pad_to_s, text, allow_remote, warmup_s=warmup_s)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
-    return _shown_run(quiet)(plan)
+    return _shown_run(quiet, driver_procs)(plan)
 
 
 def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
                  duration_s: float | None, rate_rps: float | None, scale: float | None, mode: str,
                  quiet: bool, model: str = "mlp", device: str = "auto",
-                 warmup_s: float | None = None) -> CompareResult:
+                 warmup_s: float | None = None, driver_procs: int = 1) -> CompareResult:
     """`harness compare --mode live`: harness.analysis.compare.compare_live, each run shown."""
     from harness.analysis.compare import compare_live as run_compare_live
 
     _require_live(mode)
     try:
         return run_compare_live(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
-                                run_one=_shown_run(quiet), warmup_s=warmup_s)
+                                run_one=_shown_run(quiet, driver_procs), warmup_s=warmup_s)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
 

@@ -14,7 +14,7 @@ from harness.analysis.seeds import run_seeds
 from harness.analysis.stats import seeds_from
 from harness.cli.common import (DEVICE, DURATION, EXECUTOR, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT, QUIET, RATE, SEED,
                                 SEEDS, SET, bounded, check_target_mode, err, existing_file, fail, one_of, out)
-from harness.cli.live import WARMUP
+from harness.cli.live import DRIVER_PROCS, WARMUP
 from harness.engine.jobs import SimJob, configure
 from harness.results import io as results
 from reports import compare as compare_view
@@ -48,13 +48,15 @@ def run(
                                callback=one_of("--driver", ("builtin", "locust"))),
     workers: int = typer.Option(2, "--workers", help="live, --driver locust: Locust worker processes.",
                                 callback=bounded("--workers", ge=1, le=64)),
+    driver_procs: int = DRIVER_PROCS,
 ) -> None:
     """Run one target under one workload and write its result file."""
     configure(executor)
     check_target_mode(target, mode)
     if mode == "sim":
         for option, given in (("--scale", scale is not None), ("--template", template is not None),
-                              ("--allow-remote", allow_remote), ("--warmup", warmup is not None)):
+                              ("--allow-remote", allow_remote), ("--warmup", warmup is not None),
+                              ("--driver-procs", driver_procs != 1)):
             if given:
                 fail(f"{option} applies to --mode live only (this run is sim)")
     elif seeds > 1:
@@ -68,6 +70,8 @@ def run(
         fail(str(exc))
     if mode == "sim" and driver != "builtin":
         fail("--driver applies to --mode live only (this run is sim)")
+    if driver == "locust" and driver_procs != 1:
+        fail("--driver-procs applies to --driver builtin (Locust's processes are --workers)")
     if driver == "locust":
         from harness.cli.locust import run_with_locust  # Locust runs in subprocesses only
 
@@ -76,7 +80,8 @@ def run(
         from harness.cli.live import run_live  # live mode lives in its own module
 
         result = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
-                          template=template, allow_remote=allow_remote, warmup_s=warmup)
+                          template=template, allow_remote=allow_remote, warmup_s=warmup,
+                          driver_procs=driver_procs)
     elif seeds > 1:
         from harness.cli.progress import job_progress
 
@@ -120,6 +125,7 @@ def compare(
     mode: str = MODE,
     scale: Optional[float] = LIVE_SCALE,
     warmup: Optional[float] = WARMUP,
+    driver_procs: int = DRIVER_PROCS,
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep."""
     if a.startswith("llm-") or b.startswith("llm-"):
@@ -145,11 +151,13 @@ def compare(
         fail("--seeds applies to --mode sim only")
     if mode == "sim" and warmup is not None:
         fail("--warmup applies to --mode live only (this compare is sim)")
+    if mode == "sim" and driver_procs != 1:
+        fail("--driver-procs applies to --mode live only (this compare is sim)")
     if mode != "sim":
         from harness.cli.live import compare_live
 
         result = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json,
-                              warmup_s=warmup)
+                              warmup_s=warmup, driver_procs=driver_procs)
     else:
         from harness.cli.progress import job_progress
 

@@ -2,7 +2,8 @@
 
 The format is `harness.gate.file`'s docstring (the parser's own contract); the keys are
 walked from `RunSummary` and each is confirmed by the parser's key check, so the list is
-exactly what `harness gate` accepts. The project's CI gate file is shown as the example.
+exactly what `harness gate` accepts; the `[[canary]]` keys are the parser's own
+`CANARY_KEYS`. The project's CI gate file is shown as the example.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pydantic import BaseModel
 from harness.docs.fields import meaning, type_name, unit_of
 from harness.docs.markdown import banner, block, code, table
 from harness.gate import file as gate_file
+from harness.results.canary import CanaryCell
 from harness.results.run import RunSummary
+from harness.results.sweep import SweepResult
 
 EXAMPLE = Path(gate_file.__file__).with_name("ci.toml")
 
@@ -50,9 +53,13 @@ def page() -> str:
         problem = gate_file.key_problem(key, RunSummary, {"t0"})
         assert problem is None, f"the gate page lists {key}, which the gate refuses: {problem}"
         rows.append((code(key), tp, unit_of(key.rsplit(".", 1)[-1]) or unit_of(key.split(".")[0]), note))
+    canary_rows = [(code(k), type_name(CanaryCell.model_fields[k].annotation), unit_of(k), meaning(CanaryCell, k))
+                   for k in gate_file.CANARY_KEYS]
+    sweep_rows = [(code(k), type_name(SweepResult.model_fields[k].annotation), "req/s", meaning(SweepResult, k))
+                  for k in gate_file.SWEEP_KEYS]
     gate_file.load_gate_file(EXAMPLE)  # the example must stay a valid gate file
     return "\n".join([
-        banner(["harness/gate/file.py", "harness/results/run.py", "harness/gate/ci.toml"]),
+        banner(["harness/gate/file.py", "harness/results/run.py", "harness/results/canary.py", "harness/gate/ci.toml"]),
         "# Gate files\n",
         "`harness gate FILE` runs a gate file's scenarios in sim (or judges saved runs with `--results`) and "
         "exits 0 when every check passes, 1 on a violation, 2 when the file is bad or a run cannot be judged.\n",
@@ -63,6 +70,14 @@ def page() -> str:
         "Every number of the run summary ([results](results.md#runsummary)); `*` in a table is every entry "
         "(for `tenants`, a tenant name also works). Latency keys that are null in results (never answered) "
         "count as infinite.\n\n" + table(("key", "type", "unit", "meaning"), rows),
+        "## Keys a canary check may name\n",
+        "The numbers of one plan-and-day cell of a canary result ([results](results.md#canarycell)), "
+        "in a `[[canary]]` table; a bound reads their exact 95% interval over the seeds.\n\n"
+        + table(("key", "type", "unit", "meaning"), canary_rows),
+        "## Keys a sweep check may name\n",
+        "The knee and the first failing rate of a saved sweep result ([results](results.md#sweepresult)), "
+        "in a `[[sweep]]` table, judged with `--results SWEEP.json`.\n\n"
+        + table(("key", "type", "unit", "meaning"), sweep_rows),
         "## Example: the project's CI gate (`harness/gate/ci.toml`)\n",
         block(EXAMPLE.read_text(), "toml"),
     ])

@@ -20,6 +20,11 @@ each seed (separate jobs); a check then reads the mean or a bound of the figure'
 95% interval, and a baseline check with a seeded baseline is a one-sided test for a
 significant regression (`harness.gate.seeded`).
 
+Canary gates (`[[canary]]`: a rollout plan on a canary day, checks on its
+rollback share, time to decision, blast radius) run by `harness.gate.canary`
+and add their checks to the same result; so do sweep gates (`[[sweep]]`: the knee
+of a saved `harness sweep` result among `results`, `harness.gate.sweep`).
+
 Checks address summary keys by dotted paths ("latency_s.p99",
 "tenants.t0.p99_s"), resolved against the typed `RunSummary` as its result file
 spells it. A gate result is also a valid `--baseline` for a later gate run, as
@@ -29,9 +34,8 @@ are run, compare and rank results.
 from __future__ import annotations
 
 import math
-import operator
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from pydantic import BaseModel
 
@@ -40,11 +44,15 @@ from harness.analysis.shorten import Shortening
 from harness.analysis.stats import interval, seeds_from
 from harness.analysis.variants import OnDone, VariantJob, knobs_of
 from harness.engine.jobs import run_jobs
-from harness.gate.file import Check, Gate, GateFile, check_keys, load_gate_file
+from harness.gate.file import COMPARE, Check, Gate, GateFile, check_keys, load_gate_file
+from harness.gate.canary import run_canary_gates
+from harness.gate.sweep import run_sweep_gates
 from harness.gate.seeded import baseline_change, change_words, read_bound
 from workloads.loader import ConfigError
 from harness.results import CompareResult, RunResult, RunSummary
 from harness.results.base import Result
+from harness.results.canary import CanaryResult
+from harness.results.sweep import SweepResult
 from harness.results.gate import CheckOutcome, GateResult
 from harness.results.rank import RankResult
 from harness.results.run import SeedSet
@@ -53,9 +61,6 @@ __all__ = ["baseline_for", "baseline_seeds", "baseline_summaries", "evaluate", "
 
 Summary = RunSummary | Mapping[str, Any]
 
-COMPARE: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
-}
 
 
 def _null_is_infinite(key: str) -> bool:
@@ -359,7 +364,7 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
                   key=lambda k: (k[0], k[1], k[2] or 0.0))
     seeded: dict[Key, list[RunSummary]] | None = None
     if results:
-        summaries = given_summaries(keys, results)
+        summaries = given_summaries(keys, [r for r in results if not isinstance(r, (CanaryResult, SweepResult))])
     else:
         knobs = {t: knobs_of(t)[1] for _, t, _ in keys}
         jobs = [VariantJob(t, knobs[t], w, s, None if dur is None else Shortening(run_s=dur))
@@ -369,7 +374,11 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
         seeded = {k: done[i::len(keys)] for i, k in enumerate(keys)}
         summaries = {k: runs[0] for k, runs in seeded.items()}
     checks = [evaluate(c, g, summaries, base, seeded, base_seeded, seed_list) for g in gf.gates for c in g.checks]
-    cannot = invalid_runs(gf, summaries, base)
+    canary_checks, canary_runs = run_canary_gates(gf, None if results else seeds, workers, results)
+    checks += canary_checks
+    sweep_checks, sweep_cannot = run_sweep_gates(gf, results)  # [[sweep]]: saved sweep results (harness.gate.sweep)
+    checks += sweep_checks
+    cannot = invalid_runs(gf, summaries, base) + sweep_cannot
     nested: dict[str, dict[str, RunSummary]] = {}
     durations: dict[str, dict[str, float]] = {}
     for (w, t, _), s in summaries.items():
@@ -385,4 +394,5 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
         seeds=seed_list if over else None, over_seeds=over,
         passed=all(c.passed for c in checks) and not cannot, summaries=nested, durations=durations,
         wall_s=time.perf_counter() - started, cannot_judge=cannot, results=list(result_files or []),
+        canary=canary_runs or None,
     )

@@ -34,6 +34,21 @@ A gate file is TOML (example: harness/gate/ci.toml)::
     duration_s = 6
     checks = ["goodput_ratio >= 1.2", "amplification <= 0.8"]
 
+    [[canary]]                  # a canary rollout plan on one canary bad day
+    plan = "fast"               # a built-in plan (careful, fast) or a plan TOML path
+    day = "slow"                # a canary day: good, slow, erroring, wrong, ...
+    target = "hardened"         # optional; default: defaults.target
+    seeds = 4                   # optional; default: defaults.seeds (`--seeds` replaces both)
+    checks = [
+      "rollback_share >= 0.75",           # the share of seeds rolled back
+      "median_decision_s <= 10",          # s into the rollout; never decided = never
+      { check = "rollback_share >= 0.4", bound = "lower" },  # Clopper-Pearson
+    ]
+
+    [[sweep]]                   # a saved `harness sweep` result, given with --results
+    target = "hardened"         # optional; default: defaults.target (or the URL swept)
+    checks = ["max_rate_within_slo >= 500", "first_failing_rate <= 2000"]
+
 A check is ``KEY OP VALUE``. KEY is a dotted path into the run summary (the
 keys of `harness run --json`; ``*`` matches every entry of a table). OP is one
 of <=, <, >=, >, ==, !=. VALUE is a number, ``never`` (an infinite latency),
@@ -59,6 +74,23 @@ target (a paired gate's reference `b = "naive"`) keeps it. A paired gate whose
 sides become the same target (`--target naive` against `b = "naive"`) is
 skipped: a ratio of a target with itself says nothing.
 
+Canary checks read the figures of one (plan, day) cell of a canary result
+(`harness canary`): `rollback_share` and `promote_share` (of its seeds),
+`median_decision_s`, `median_blast_radius` (attempts the canary served) and
+`wrong_version` (answers from the other version's cache, summed). On a good
+day, `rollback_share` is the false-rollback rate. A bound reads the exact
+95% interval over the seeds: Clopper-Pearson for a share (scipy's binomtest),
+the order-statistic interval for a median (scipy's quantile_test), which needs
+at least 6 runs; with fewer, the bound is unbounded (inf or -inf) and such a
+check fails. Canary checks have no baseline.
+
+Sweep checks read `max_rate_within_slo` (the knee: the highest offered rate whose
+goodput met the SLO, req/s; no rate met it: the check fails) or `first_failing_rate`
+(never failed: infinite) of the sweep result of that target among `--results`
+(`harness sweep TARGET --out SWEEP.json`); they have no baseline. A live sweep that
+ended at an invalid step (its driver fell behind) has a knee that is only a lower
+bound: a check it fails cannot be judged (exit 2), one it passes stands.
+
 `harness gate FILE --results RUN.json` judges saved runs (live ones, say)
 instead of running sim; each gate then needs a run of its scenario and
 target among them (harness/gate/check.py; example harness/gate/live.toml).
@@ -70,6 +102,7 @@ Errors name the file, the key and the problem: ``ci.toml: key
 from __future__ import annotations
 
 import math
+import operator
 import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -79,11 +112,17 @@ from typing import Any, Callable, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from harness.results.canary import CanaryCell
 from harness.results.run import RunSummary
 from targets.spec import resolve_target
+from workloads.canary_days import CANARY_DAYS
+from workloads.canary_plan import load_plan
 from workloads.loader import ConfigError, load_workload, read_toml
 
 OPS = ("<=", ">=", "==", "!=", "<", ">")
+COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
+}
 _CHECK = re.compile(r"^\s*(?P<key>[A-Za-z0-9_.*\-]+)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>.+?)\s*$")
 _BASE = re.compile(r"^baseline(?:\s*(?P<pct>[+-]\s*\d+(?:\.\d+)?)\s*%)?$")
 
@@ -121,12 +160,35 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class CanaryGate:
+    """The checks on one canary plan's rollouts on one canary day; `seeds` None: the file's."""
+
+    plan: str
+    day: str
+    target: str
+    seeds: int | None
+    checks: tuple[Check, ...]
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class SweepGate:
+    """The checks on the saved sweep result of one target (a spec, or the URL swept)."""
+
+    target: str
+    checks: tuple[Check, ...]
+    where: str = ""
+
+
+@dataclass(frozen=True)
 class GateFile:
     path: str
     seed: int
     tolerance: float
     gates: tuple[Gate, ...] = field(default_factory=tuple)
     seeds: int = 1
+    canary: tuple[CanaryGate, ...] = field(default_factory=tuple)
+    sweep: tuple[SweepGate, ...] = field(default_factory=tuple)
 
 
 def parse_check(text: Any, tolerance: float, path: str, key: str) -> Check:
@@ -209,7 +271,7 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
     """Parse and validate a gate file; `target` replaces the target under test."""
     p = str(path)
     data = read_toml(Path(path))
-    _table(data, p, "", {"defaults", "scenario", "paired", "description"})
+    _table(data, p, "", {"defaults", "scenario", "paired", "canary", "sweep", "description"})
     d = _table(data.get("defaults", {}), p, "defaults", {"target", "seed", "seeds", "duration_s", "tolerance"})
     seed = d.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -262,9 +324,64 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
                     if c.relative is not None:
                         raise _err(p, f"{key}.checks[{j}]", "a paired check compares A with B, not with a baseline")
             gates.append(Gate(scen, a, dur, parsed, b, key))
-    if not gates:
-        raise _err(p, "scenario", "the file has no [[scenario]] or [[paired]] gates")
-    return GateFile(p, seed, tol, tuple(gates), seeds)
+    canary = _canary_gates(data.get("canary", []), p, tol, lambda t, k: tested(_target(t, p, k)), under_test)
+    sweep = _sweep_gates(data.get("sweep", []), p, tol, lambda t, k: tested(_target(t, p, k)), under_test)
+    if not gates and not canary and not sweep:
+        raise _err(p, "scenario", "the file has no [[scenario]], [[paired]], [[canary]] or [[sweep]] gates")
+    return GateFile(p, seed, tol, tuple(gates), seeds, canary, sweep)
+
+
+def _sweep_gates(items: Any, p: str, tol: float, target: Callable[[Any, str], str],
+                 under_test: str) -> tuple[SweepGate, ...]:
+    """The [[sweep]] tables: a target (a spec, or an http URL as swept), keys of a sweep, no baselines."""
+    if not isinstance(items, list):
+        raise _err(p, "sweep", "must be an array of tables ([[sweep]])")
+    out = []
+    for i, item in enumerate(items):
+        key = f"sweep[{i}]"
+        _table(item, p, key, {"target", "checks"}, ("checks",))
+        spec = item.get("target", under_test)
+        swept = spec if isinstance(spec, str) and "://" in spec else target(spec, f"{key}.target")
+        checks = item["checks"]
+        if not isinstance(checks, list) or not checks:
+            raise _err(p, f"{key}.checks", "must be a non-empty list of checks")
+        parsed = tuple(parse_check(c, tol, p, f"{key}.checks[{j}]") for j, c in enumerate(checks))
+        for j, c in enumerate(parsed):
+            if c.relative is not None:
+                raise _err(p, f"{key}.checks[{j}]", "a sweep check compares with its threshold, not a baseline")
+            if c.key not in SWEEP_KEYS:
+                raise _err(p, f"{key}.checks[{j}]", f"unknown sweep key '{c.key}': one of {', '.join(SWEEP_KEYS)}")
+        out.append(SweepGate(swept, parsed, key))
+    return tuple(out)
+
+
+def _canary_gates(items: Any, p: str, tol: float, target: Callable[[Any, str], str],
+                  under_test: str) -> tuple[CanaryGate, ...]:
+    """The [[canary]] tables: plan and day known, keys of a canary cell, no baseline checks."""
+    if not isinstance(items, list):
+        raise _err(p, "canary", "must be an array of tables ([[canary]])")
+    out = []
+    for i, item in enumerate(items):
+        key = f"canary[{i}]"
+        _table(item, p, key, {"plan", "day", "target", "seeds", "checks"}, ("plan", "day", "checks"))
+        plan = _resolvable(item["plan"], load_plan, "a canary plan name or plan TOML path", p, f"{key}.plan")
+        if not isinstance(item["day"], str) or item["day"] not in CANARY_DAYS:
+            raise _err(p, f"{key}.day", f"unknown canary day {item['day']!r}: valid are {', '.join(CANARY_DAYS)}")
+        n = item.get("seeds")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise _err(p, f"{key}.seeds", f"must be an integer >= 1, not {n!r}")
+        checks = item["checks"]
+        if not isinstance(checks, list) or not checks:
+            raise _err(p, f"{key}.checks", "must be a non-empty list of checks")
+        parsed = tuple(parse_check(c, tol, p, f"{key}.checks[{j}]") for j, c in enumerate(checks))
+        for j, c in enumerate(parsed):
+            if c.relative is not None:
+                raise _err(p, f"{key}.checks[{j}]", "a canary check compares with its threshold, not a baseline")
+            if c.key not in CANARY_KEYS:
+                raise _err(p, f"{key}.checks[{j}]", f"unknown canary key '{c.key}': one of {', '.join(CANARY_KEYS)}")
+        out.append(CanaryGate(plan, item["day"], target(item.get("target", under_test), f"{key}.target"), n,
+                              parsed, key))
+    return tuple(out)
 
 
 def check_keys(gf: GateFile, schema: type[BaseModel] = RunSummary) -> None:
@@ -327,3 +444,10 @@ def key_problem(key: str, schema: Any, tenants: set[str]) -> str | None:
     if node is bool or not (node in (int, float) or node is Any):
         return f"summary key '{key}' is not a number"
     return None
+
+
+# The figures of a sweep result a [[sweep]] check may name (req/s).
+SWEEP_KEYS: tuple[str, ...] = ("max_rate_within_slo", "first_failing_rate")
+
+# The figures of a canary cell a [[canary]] check may name (its numbers, as the result spells them).
+CANARY_KEYS: tuple[str, ...] = tuple(k for k, tp in _fields(CanaryCell).items() if _unwrap(tp) in (int, float))

@@ -12,8 +12,9 @@ driver's process controls over a pipe:
   stdout: `{"ready": true, "proxy_port", "api_ports", ..., "warmup"}` (what it
   warmed and how long that took) or `{"error"}`;
 - then one JSON request per line (`{"op": "sample" | "stats" | "kill" |
-  "revive" | "slowdown" | "stop", "id": N, ...}`), one JSON answer per line,
-  in order, carrying the request's id;
+  "revive" | "slowdown" | "canary" | "stop", "id": N, ...}`), one JSON answer
+  per line, in order, carrying the request's id (`canary`: a rollout's weight,
+  harness.live.canary_host);
 - end of stdin (the parent died or closed it), SIGTERM or "stop" shut it down.
 
 `HostProcess` is the parent's handle on such a child. The child ignores
@@ -65,6 +66,7 @@ class HostSpec:
     expose: bool = False                   # the proxy may bind beyond loopback (targets.limits.check_exposure)
     token: str | None = None               # bearer token /predict and /metrics require, if set
     limits: dict[str, Any] | None = None   # targets.limits.EdgeLimits fields; None: its defaults
+    canary: dict[str, Any] | None = None   # harness.live.canary_host.LiveCanarySpec fields: a second version
     # GPU workers are threads beside the API servers' event loop: with Python's
     # default 5 ms GIL switch interval a busy loop delays each of a batch's many
     # GIL re-acquisitions by up to 5 ms, stretching a padded 100 ms batch.
@@ -105,6 +107,10 @@ class TargetHost:
                                     computed_bound=live_computed_bound(cfg))
         for gpu, worker in zip(self.gpus, self.target.pool.workers):
             gpu.dispatched_s = lambda w=worker: w.started_s  # hold batches from the pool's own start
+        if spec.canary is not None:
+            from harness.live.canary_host import LiveCanary
+
+            self.canary = await LiveCanary.attach(self, spec.canary)
         handle = self.gpus[0].executor.model
         ref = cfg.reference_length
         size_of = (lambda x: len(x)) if handle.variable_length else (lambda x: ref)
@@ -122,6 +128,7 @@ class TargetHost:
         self.proxy = L4Proxy([("127.0.0.1", p) for p in self.ports], spec.proxy_host, spec.proxy_port,
                              limits=limits, expose=spec.expose)
         metrics.watch_proxy(self.proxy)
+        self.servers.behind(self.proxy)  # each request's age at its handler (targets.server_overload.AgeGuard)
         self.proxy_port = await self.proxy.start()
         warmed.update(await warm_http(self.proxy_port, self._warm_bodies(cfg), spec.token))
         warmed["total_s"] = warmed["model_s"] + warmed["http_s"]
@@ -170,6 +177,8 @@ class TargetHost:
         if op == "revive":
             self.target.revive_gpus(msg.get("gpus"))
             return {"alive": self.target.pool.alive_gpus()}
+        if op == "canary" and hasattr(self, "canary"):
+            return self.canary.command(msg)
         if op == "slowdown":
             self.target.set_slowdown(float(msg["factor"]))
             return {"factor": float(msg["factor"])}
@@ -181,6 +190,8 @@ class TargetHost:
                 await getattr(self, part).stop()
         if hasattr(self, "target"):
             self.target.pool.cancel_all()
+        if hasattr(self, "canary"):
+            self.canary.close()
         for g in getattr(self, "gpus", []):
             g.close()
 

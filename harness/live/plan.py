@@ -34,7 +34,8 @@ __all__ = ["LivePlan", "compare_live", "parse_url", "plan_live"]
 class LivePlan:
     """One live run, planned. `url` set: an external server (no host, no scaling
     of a fleet: `spec` and `scaling` are None). Rates in requests/s; `warmup_s`:
-    seconds of warm-up traffic before the run's clock starts (0: a cold run)."""
+    seconds of warm-up traffic before the run's clock starts (0: a cold run);
+    `driver_procs`: driver processes the schedule is split over (harness.live.driver_procs)."""
 
     target: str
     config: TargetConfig
@@ -47,6 +48,7 @@ class LivePlan:
     scaling: Scaling | None = None
     url: tuple[str, int, str] | None = None
     warmup_s: float = DEFAULT_WARMUP_S
+    driver_procs: int = 1
 
     @property
     def pad_s(self) -> float | None:
@@ -55,7 +57,8 @@ class LivePlan:
 
     def runner(self, progress: Progress | None = None) -> LiveRun:
         return LiveRun(self.config, self.workload, self.seed, self.spec, scaling=self.scaling, url=self.url,
-                       payloads=self.payloads, progress=progress, warmup_s=self.warmup_s)
+                       payloads=self.payloads, progress=progress, warmup_s=self.warmup_s,
+                       driver_procs=self.driver_procs)
 
     def run(self, progress: Progress | None = None) -> RunResult:
         """Run it to the end (or Ctrl-C / SIGTERM: a partial result). RuntimeError if the host fails."""
@@ -78,23 +81,27 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
               duration_s: float | None = None, rate_rps: float | None = None, scale: float | None = None,
               model: str = "mlp", device: str = "auto", pad_to_s: float | None = None,
               template: str | None = None, allow_remote: bool = False,
-              scale_from: TargetConfig | None = None, warmup_s: float | None = None) -> LivePlan:
+              scale_from: TargetConfig | None = None, warmup_s: float | None = None,
+              driver_procs: int = 1) -> LivePlan:
     """Plan one live run. The scale is `scale`, else the one that makes the peak
     `rate_rps`, else `default_scale`; for a built target it is snapped (from
     `scale_from`, default the target itself) to a whole number of GPUs at the
-    design's per-GPU rate. `warmup_s` None: DEFAULT_WARMUP_S. Raises ConfigError /
-    ValueError / OSError naming the problem."""
+    design's per-GPU rate. `warmup_s` None: DEFAULT_WARMUP_S. `driver_procs`: driver
+    processes (1: this one). Raises ConfigError / ValueError / OSError naming the problem."""
     overrides = overrides or {}
     warmup_s = DEFAULT_WARMUP_S if warmup_s is None else warmup_s
     if warmup_s < 0:
         raise ValueError(f"--warmup must be >= 0 s, got {warmup_s:g}")
+    if driver_procs < 1:
+        raise ValueError(f"--driver-procs must be >= 1, got {driver_procs}")
     wl = load_workload(workload).at_rate(None, duration_s)
     asked = scale or (wl.rate_factor(rate_rps) if rate_rps else default_scale(wl))
     payloads = Payloads(model, template, seed)
     if "://" in target:
         url = parse_url(target, allow_remote)
         cfg = resolve_target("naive", {**overrides, "name": target})
-        return LivePlan(target, cfg, wl.scaled(asked), seed, asked, asked, payloads, url=url, warmup_s=warmup_s)
+        return LivePlan(target, cfg, wl.scaled(asked), seed, asked, asked, payloads, url=url, warmup_s=warmup_s,
+                        driver_procs=driver_procs)
     design = resolve_target(target, overrides)
     eff = snap_scale(scale_from or design, asked)
     cfg, info = scale_for_live(design, eff)
@@ -102,7 +109,7 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
     spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
                     tenants=[t.name for t in wl.tenants], seed=seed)
     return LivePlan(target, cfg, wl, seed, asked, eff, payloads, spec=spec, scaling=replace(info, requested=asked),
-                    warmup_s=warmup_s)
+                    warmup_s=warmup_s, driver_procs=driver_procs)
 
 
 def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,

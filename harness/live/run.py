@@ -33,6 +33,13 @@ figures (`warmup`), the cold-start p50 / p99 (`cold_start`: the warm-up's, or a
 cold run's first seconds) and `cold` (true with `warmup_s` 0: the summary
 then includes the fresh host's first seconds).
 
+Driver processes: `driver_procs` N > 1 splits the schedule's tenants and
+connections over N processes (harness.live.driver_procs_pool), each driving
+its share on the same clock; their records go into the run's one recorder and
+their send-lag histograms are merged exactly. The `live.driver_procs` block says
+how many processes ran on how many cores and, per process, its send lag p99,
+its CPU and whether it fell behind. N = 1 (the default) drives in this process.
+
 Teardown is certain: Ctrl-C or SIGTERM ends the drive early, the host's
 figures are still collected, and the document is marked partial; the host
 process is always stopped (terminated, then killed) before `run` returns.
@@ -45,11 +52,13 @@ import math
 import random
 import signal
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from harness.engine.driver import Driver
-from harness.live.driver_loop import new_loop, quiet_gc
+from harness.live.driver_loop import RealtimeGuard, driver_priority, new_loop, quiet_gc
+from harness.live.driver_procs_pool import DriverPool
 from harness.live.http_transport import HttpTransport
 from harness.live.payloads import Payloads
 from harness.live.fd_limit import raise_fd_limit
@@ -63,7 +72,7 @@ from harness.results.run import RunResult
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
 from targets.snapshot import TargetSnapshot
-from workloads.arrivals import build_schedule
+from workloads.arrivals import Schedule, build_schedule
 from workloads.model import FaultKind, WorkloadConfig
 
 Progress = Callable[[dict[str, Any]], None]
@@ -130,8 +139,11 @@ class LiveRun:
     def __init__(self, config: TargetConfig, workload: WorkloadConfig, seed: int, spec: HostSpec | None,
                  scaling: Scaling | None = None, url: tuple[str, int, str] | None = None,
                  payloads: Payloads | None = None, progress: Progress | None = None,
-                 warmup_s: float = DEFAULT_WARMUP_S) -> None:
+                 warmup_s: float = DEFAULT_WARMUP_S, driver_procs: int = 1) -> None:
+        if driver_procs < 1:
+            raise ValueError(f"--driver-procs must be >= 1, got {driver_procs}")
         self.config = config
+        self.driver_procs = driver_procs
         self.workload = workload
         self.seed = seed
         self.spec = spec
@@ -149,6 +161,9 @@ class LiveRun:
                                  config.slo_s, workload.duration_s, workload.window_s)
         self.host: HostProcess | None = None
         self.transport: HttpTransport | None = None
+        self.pool: DriverPool | None = None            # the driver processes, when driver_procs > 1
+        self.pool_cpu_s = 0.0                          # their CPU over every drive (warm-up and run)
+        self.drive_stats: dict[str, Any] | None = None  # the transport's figures when the drive ended
         self.host_stats: dict[str, Any] | None = None   # the host's `stats`, counted from the run's start
         self._proxy_base: dict[str, Any] = {}          # `stats` before the driver connected
         self._base: dict[str, Any] | None = None        # `stats` just before the run's clock started
@@ -161,6 +176,7 @@ class LiveRun:
         self.driver_cpu_s = 0.0
         self.drive_cpu_s: float | None = None      # the driver process's CPU between t0 and the end
         self.machine_busy: float | None = None     # the whole machine's busy share over the drive
+        self.driver_priority: str | None = None    # the driver's CPU priority (harness.live.driver_loop)
 
     # -- running ---------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -185,6 +201,8 @@ class LiveRun:
         loop.add_signal_handler(signal.SIGTERM, me.cancel)  # type: ignore[union-attr]
         t0: float | None = None
         helpers: list[asyncio.Task] = []
+        priority = ExitStack()
+        guard: RealtimeGuard | None = None
         try:
             if self.url is None:
                 self.host = HostProcess(self.spec)  # type: ignore[arg-type]
@@ -193,35 +211,42 @@ class LiveRun:
                 host, port, path = "127.0.0.1", self.ready["proxy_port"], "/predict"
             else:
                 host, port, path = self.url
-            tr = self.transport = HttpTransport(host, port, path, self.payloads)
-            await tr.open({t.name: t.connections for t in self.workload.tenants})
-            if tr.open_now == 0 and tr.connect_failures:
+            # After the host started (it must not inherit it). With driver processes, they take
+            # the realtime class themselves: this process only gathers their records, and a busy
+            # realtime gatherer would hold a core they wait for (SCHED_RR slices are 100 ms).
+            self.driver_priority = priority.enter_context(driver_priority(realtime=self.driver_procs == 1))
+            guard = RealtimeGuard(loop)
+            priority.callback(guard.cancel)
+            reach = await self._connect(host, port, path)
+            if reach.open_now == 0 and reach.connect_failures:
                 where = f"http://{host}:{port}{path}" if self.url else "the target host's proxy"
-                raise Unreachable(f"{tr.first_connection_error} (target {where}); no request was sent")
+                raise Unreachable(f"{reach.first_connection_error} (target {where}); no request was sent")
             if self.warmup_load is not None:
-                await self._warm_up(tr)
+                await self._warm_up()
             if self.host is not None:
                 self._base = await self.host.request("stats")
                 at = await self.host.request("sample")
-            t0 = loop.time() + 0.2
-            if self.host is not None:  # the GPU-busy baseline of the first window
-                self.recorder.sample(t0, at["queue_depth"], at["busy_gpu_s"], at["alive"])
-            cpu0, ticks0 = time.process_time(), cpu_ticks()
-            self.recorder.t0 = t0
-            tr.begin(t0, self.schedule.sched_s.tolist())
-            if self.host is not None:
-                helpers.append(loop.create_task(self._sampler(t0)))
-                helpers += [loop.create_task(self._fault(f, t0)) for f in self.workload.faults]
-            elif self.workload.faults:
-                self.events.append({"t_s": 0.0, "event": "faults-skipped", "reason": "external target"})
-            driver = Driver(self.schedule, ClientPolicy.from_target(self.config), tr, self.recorder,
-                            random.Random(self.client_seed))
+            # Collected before the clock starts: a full pass over a loaded process takes 0.1-1 s,
+            # which, once t0 was fixed, made the run's first requests that late.
             with quiet_gc():
-                await driver.run(t0=t0)
+                t0 = loop.time() + 0.2
+                if self.host is not None:  # the GPU-busy baseline of the first window
+                    self.recorder.sample(t0, at["queue_depth"], at["busy_gpu_s"], at["alive"])
+                cpu0, ticks0 = time.process_time(), cpu_ticks()
+                self.recorder.t0 = t0
+                if self.host is not None:
+                    helpers.append(loop.create_task(self._sampler(t0)))
+                    helpers += [loop.create_task(self._fault(f, t0)) for f in self.workload.faults]
+                elif self.workload.faults:
+                    self.events.append({"t_s": 0.0, "event": "faults-skipped", "reason": "external target"})
+                await self._drive("run", self.schedule, self.recorder, t0, "", self.client_seed)
         except asyncio.CancelledError:
             self.partial = True
         finally:
             self.end_s = (loop.time() - t0) if t0 is not None else 0.0
+            # The drive's figures as it ended: after an interruption, retries still pending
+            # would otherwise count connects refused by the host being stopped below.
+            self.drive_stats = self._transport_stats()
             if t0 is not None and self.end_s > 0:
                 self.drive_cpu_s = time.process_time() - cpu0
                 self.machine_busy = machine_busy(ticks0, cpu_ticks())
@@ -237,11 +262,55 @@ class LiveRun:
                     pass
             if self.transport is not None:
                 self.transport.close()
+            if self.pool is not None:
+                self.pool.close()
             if self.host is not None:
                 await self.host.stop()
+            if guard is not None and guard.dropped:
+                self.driver_priority = "realtime, dropped: over half a core"
+            priority.close()
             loop.remove_signal_handler(signal.SIGTERM)
 
-    async def _warm_up(self, tr: HttpTransport) -> None:
+    async def _connect(self, host: str, port: int, path: str) -> HttpTransport | DriverPool:
+        """Open the driver's connections: here, or in each driver process (their share)."""
+        if self.driver_procs == 1:
+            tr = self.transport = HttpTransport(host, port, path, self.payloads)
+            await tr.open({t.name: t.connections for t in self.workload.tenants})
+            return tr
+        phases = {"run": (self.workload, self.seed)}
+        if self.warmup_load is not None:
+            phases["warmup"] = (self.warmup_load, self.seed + 1)
+        pool = self.pool = DriverPool(self.driver_procs, host, port, path, self.payloads,
+                                      ClientPolicy.from_target(self.config), phases, self.schedule)
+        await pool.start()
+        return pool
+
+    async def _drive(self, phase: str, sched: Schedule, rec: Recorder, t0: float, rid_prefix: str,
+                     seed: int) -> None:
+        """Drive `sched` from loop time t0 to its last answer, into `rec`: in this process, or
+        over the driver processes (`phase` names the schedule they built for themselves)."""
+        if self.pool is not None:
+            try:
+                await self.pool.drive(phase, t0, rec, rid_prefix, seed)
+            finally:
+                self.pool_cpu_s += sum(f["cpu_s"] for f in self.pool.figures)
+            return
+        tr = self.transport
+        assert tr is not None
+        tr.rid_prefix = rid_prefix
+        tr.begin(t0, sched.sched_s.tolist())
+        try:
+            await Driver(sched, ClientPolicy.from_target(self.config), tr, rec, random.Random(seed)).run(t0=t0)
+        finally:
+            tr.rid_prefix = ""
+
+    def _transport_stats(self) -> dict[str, Any]:
+        """The drive's transport figures (merged over the driver processes); {} before any."""
+        if self.pool is not None:
+            return self.pool.stats() if self.pool.figures else {}
+        return self.transport.stats() if self.transport is not None else {}
+
+    async def _warm_up(self) -> None:
         """Drive the warm-up workload to its last answer on its own recorder, with its own
         request IDs and arrivals; then start the transport's figures afresh."""
         loop = asyncio.get_running_loop()
@@ -250,19 +319,16 @@ class LiveRun:
         sched = build_schedule(wl, self.seed + 1)
         rec = self.warmup = Recorder(sched.sched_s, sched.tenant, sched.tenants, self.config.slo_s,
                                      wl.duration_s, wl.window_s)
-        t0 = rec.t0 = loop.time() + 0.2
-        tr.rid_prefix = "warmup-"
-        tr.begin(t0, sched.sched_s.tolist())
-        try:
-            with quiet_gc():
-                await Driver(sched, ClientPolicy.from_target(self.config), tr, rec,
-                             random.Random(self.client_seed + 1)).run(t0=t0)
-        finally:
-            tr.rid_prefix = ""
-            self.warmup_block = {**warmup_figures(rec, opening_rps(self.workload),
-                                                  max(0.0, loop.time() - t0 - wl.duration_s)),
-                                 "send_lag_p99_s": tr.stats()["send_lag_s"]["p99"]}
-            tr.reset_stats()
+        with quiet_gc():  # before the warm-up's clock starts (see _main)
+            t0 = rec.t0 = loop.time() + 0.2
+            try:
+                await self._drive("warmup", sched, rec, t0, "warmup-", self.client_seed + 1)
+            finally:
+                self.warmup_block = {**warmup_figures(rec, opening_rps(self.workload),
+                                                      max(0.0, loop.time() - t0 - wl.duration_s)),
+                                     "send_lag_p99_s": (self._transport_stats().get("send_lag_s") or {}).get("p99")}
+                if self.transport is not None:
+                    self.transport.reset_stats()
 
     async def _sampler(self, t0: float) -> None:
         loop = asyncio.get_running_loop()
@@ -307,15 +373,21 @@ class LiveRun:
 
     # -- the result ------------------------------------------------------------------------------
     def live_block(self) -> dict[str, Any]:
-        tr = self.transport.stats() if self.transport is not None else {}
+        tr = self.drive_stats if self.drive_stats is not None else self._transport_stats()
         lag = (tr.get("send_lag_s") or {}).get("p99")
         sent = max(1, self.recorder.attempts)
+        share = self.drive_cpu_s / self.end_s if self.drive_cpu_s is not None and self.end_s > 0 else None
+        procs = self._procs_block()
+        if procs is not None:  # the busiest driver process is the one that runs out of core first
+            share = max((p["cpu_share"] or 0.0 for p in procs["per_process"]), default=share)
         block: dict[str, Any] = {
             **tr,
-            "driver_behind": bool(lag is not None and lag > LAG_WARN_S),
-            "driver_cpu_us_per_attempt": 1e6 * self.driver_cpu_s / sent,
-            "driver_cpu_share": (self.drive_cpu_s / self.end_s if self.drive_cpu_s is not None and self.end_s > 0
-                                 else None),
+            "driver_behind": bool(lag is not None and lag > LAG_WARN_S)
+                             or any(p["behind"] for p in (procs or {}).get("per_process", [])),
+            "driver_cpu_us_per_attempt": 1e6 * (self.driver_cpu_s + self.pool_cpu_s) / sent,
+            "driver_cpu_share": share,
+            "driver_procs": procs,
+            "driver_priority": self.driver_priority,
             "machine_cpu_busy": self.machine_busy,
             "machine_cpus": cpu_count(),
             "scale": asdict(self.scaling) if self.scaling else None,
@@ -332,6 +404,16 @@ class LiveRun:
             # Batch time as the pool saw it (hand-offs included), against the cost model's.
             block["batch_s_mean"] = pool.finished_busy_s / pool.batches if pool.batches else None
         return block
+
+    def _procs_block(self) -> dict[str, Any] | None:
+        """How many driver processes ran on how many cores, and each one's figures (None: one,
+        this process)."""
+        if self.pool is None:
+            return None
+        per = self.pool.processes(LAG_WARN_S) if self.pool.figures else []
+        return {"procs": self.pool.size, "asked": self.driver_procs, "cores": cpu_count(),
+                "cores_used": sum(p["cpu_share"] or 0.0 for p in per), "per_process": per,
+                "any_behind": any(p["behind"] for p in per)}
 
     def document(self) -> RunResult:
         """The result, its summary marked invalid (with reasons) when the driver's figures say so."""

@@ -60,6 +60,7 @@ def dashboard(config: TargetConfig, hour_s: float = 60.0, objective: float = 0.9
                             "p99")))
         .with_panel(_panel("Sheds by reason, retries", "reqps",
                            (f"sum by (reason) (rate(harness_shed_total[{w}]))", "shed {{reason}}"),
+                           (f"sum(rate(harness_proxy_shed_total[{w}]))", "shed by the proxy"),
                            (f"sum(rate(harness_retries_total[{w}]))", "retries")))
         .with_panel(_panel("GPUs alive", "none", ("sum(harness_gpus_alive)", "alive")))
     )

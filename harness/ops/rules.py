@@ -101,8 +101,9 @@ def promql(c: Condition, shape: FleetShape) -> str:
         le = floatToGoString(shape.slo_bucket_s)
         good = _rate("harness_request_latency_seconds_bucket", c.window_s, f'{{le="{le}"}}')
         return f"(1 - {good} / {answers})"
-    if c.signal is Signal.SHED_RATIO:
-        return f"({_rate('harness_shed_total', c.window_s)} / {answers})"
+    if c.signal is Signal.SHED_RATIO:  # the API servers' sheds and the proxy's own 503s (not in `answers`)
+        proxy = f"({_rate('harness_proxy_shed_total', c.window_s)} or vector(0))"  # 0 where no proxy serves
+        return f"(({_rate('harness_shed_total', c.window_s)} + {proxy}) / ({answers} + {proxy}))"
     if c.signal is Signal.RETRY_RATIO:
         return f"({_rate('harness_retries_total', c.window_s)} / {answers})"
     if c.signal is Signal.QUEUE_DELAY:

@@ -73,8 +73,8 @@ class SweepResult(Result):
     rel_tol: float
     step_duration_s: float
     send_lag_limit_s: float = 0.005  # live: a step whose send lag p99 exceeds this is invalid
-    max_rate_within_slo: float | None
-    first_failing_rate: float | None
+    max_rate_within_slo: float | None  # the knee: the highest offered rate that met the SLO (None: none did)
+    first_failing_rate: float | None  # the lowest failing rate above the knee (None: none failed)
     steps: list[SweepStep]
     capacity_check: CapacityAgreement | None = None
     notes: list[str] = Field(default_factory=list)

@@ -1,7 +1,8 @@
 """Every metric and label the generated rules and dashboard read is one a live `/metrics` serves.
 
 A real aiohttp server in front of a ServingTarget (modeled 5 ms batches, a tenant
-limit low enough to shed): a few answers, a retry and a 429, then one scrape.
+limit low enough to shed), behind the L4 proxy: a few answers, a retry and a 429,
+then one scrape.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from harness.ops.dashboard import dashboard, panel_queries
 from harness.ops.prom import rule_groups, selectors
 from harness.ops.rules import build_rules
 from targets.config import TargetConfig
+from targets.l4proxy import L4Proxy
 from targets.models import create_model
 from targets.server import ApiMetrics, ApiServers, FrontDoor
 from targets.target import ServingTarget
@@ -30,11 +32,13 @@ async def _scrape() -> str:
                        cache="off", gpus=1, api_servers=1, tenant_limits=True, peak_qps=1000, tenant_burst_s=0.05,
                        tenant_limit_share=0.05)
     target = ServingTarget(cfg, random.Random(1))
-    door = FrontDoor(target, 0, create_model("mlp").validate, lambda x: 64, ApiMetrics(target, TENANTS), TENANTS,
-                     64 * 1024)
+    metrics = ApiMetrics(target, TENANTS)
+    door = FrontDoor(target, 0, create_model("mlp").validate, lambda x: 64, metrics, TENANTS, 64 * 1024)
     servers = ApiServers([door])
-    (port,) = await servers.start()
-    url = f"http://127.0.0.1:{port}"
+    (api_port,) = await servers.start()
+    proxy = L4Proxy([("127.0.0.1", api_port)])  # as `harness serve` runs it: the proxy's metrics are served too
+    metrics.watch_proxy(proxy)
+    url = f"http://127.0.0.1:{await proxy.start()}"
     try:
         async with aiohttp.ClientSession() as session:
             body = json.dumps({"tenant": "t0", "input": [0.5] * 512}).encode()
@@ -52,6 +56,7 @@ async def _scrape() -> str:
             async with session.get(f"{url}/metrics") as r:
                 return await r.text()
     finally:
+        await proxy.stop()
         await servers.stop()
 
 

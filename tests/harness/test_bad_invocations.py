@@ -26,6 +26,11 @@ BAD: list[tuple[str, str]] = [
     ("run naive --duration -3", "--duration must be > 0"),
     ("run naive --duration 0", "--duration must be > 0"),
     ("run naive --seed -1", "--seed must be >= 0"),
+    ("run naive --mode live --driver-procs 0", "--driver-procs must be >= 1"),
+    ("run naive --driver-procs 2", "--driver-procs applies to --mode live only"),
+    ("run naive --mode live --driver locust --driver-procs 2", "--driver-procs applies to --driver builtin"),
+    ("compare naive hardened -w steady --driver-procs 2", "--driver-procs applies to --mode live only"),
+    ("sweep hardened --driver-procs 2", "--driver-procs applies to --mode live only"),
     # run: names, knobs and design files
     ("run naive --mode xyz", "--mode 'xyz': valid are sim, live"),
     ("run naive --set cost_table=/nope.json", "key 'cost_table': Value error, no such file '/nope.json'"),
@@ -50,6 +55,12 @@ BAD: list[tuple[str, str]] = [
     ("run http://127.0.0.1:1/predict --mode live --template /nope.json", "--template /nope.json: no such file"),
     ("run http://127.0.0.1:1/predict --mode live --template {tmp}/broken.json",
      "--template {tmp}/broken.json: request template does not give valid JSON"),
+    # canary, live
+    ("canary careful --mode xyz", "--mode 'xyz'"),
+    ("canary careful --rate 100", "--rate applies to --mode live only"),
+    ("canary careful --mode live --rate 0", "--rate must be > 0"),
+    ("canary careful --mode live --day good-during-spike", "unknown live canary day(s) good-during-spike"),
+    ("canary --suite canary --mode live", "--suite runs in sim only"),
     # compare
     ("compare naive hardened -j 0", "--jobs must be >= 1"),
     ("compare naive hardened --jobs -2", "--jobs must be >= 1"),

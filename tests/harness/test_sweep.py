@@ -11,7 +11,7 @@ from harness.analysis.sweep import run_sweep, step_duration_s
 from harness.analysis.sweep_search import RateSearch, allowed_failures, certain_failures
 from harness.gate.sweep import judge_sweep
 from harness.results import from_json
-from harness.results.sweep import SweepResult
+from harness.results.sweep import SweepResult, SweepStep
 from workloads.loader import ConfigError
 
 
@@ -95,3 +95,41 @@ def test_gate_refuses_what_a_sweep_lacks() -> None:
         judge_sweep(res, ["goodput_ratio >= 0.9"])
     with pytest.raises(ConfigError):
         judge_sweep(res, ["max_rate_within_slo >= baseline"])
+
+
+def _saved_sweep(target: str, knee: float | None, last_valid: bool = True) -> SweepResult:
+    step = dict(duration_s=1.0, ran_s=1.0, stopped_early=False, unique=100, goodput_rps=100.0, goodput_ratio=1.0,
+                p99_s=0.01, p99_ok_s=0.01, shed=0, timed_out=0, wall_s=1.0)
+    steps = [SweepStep(rate_rps=knee or 50.0, passed=knee is not None, why="", **step)]
+    if not last_valid:
+        steps.append(SweepStep(rate_rps=2 * (knee or 50.0), passed=False, valid=False, why="invalid",
+                               invalid_reasons=["driver fell behind: send lag p99 9 ms > 5 ms"], **step))
+    return SweepResult(target=target, mode="live", seed=1, slo_s=0.3, min_goodput_ratio=0.99, rel_tol=0.05,
+                       step_duration_s=1.0, max_rate_within_slo=knee, first_failing_rate=None if last_valid else 2 * knee,
+                       steps=steps, wall_s=0.0)
+
+
+def test_a_gate_file_judges_saved_sweeps(tmp_path) -> None:
+    from harness.gate.check import run_gate
+
+    gate = tmp_path / "sweep.toml"
+    gate.write_text('[defaults]\ntarget = "hardened"\n\n[[sweep]]\nchecks = ["max_rate_within_slo >= 500"]\n\n'
+                    '[[sweep]]\ntarget = "http://127.0.0.1:8000/predict"\nchecks = ["first_failing_rate >= 900"]\n')
+    url = "http://127.0.0.1:8000/predict"
+    ok = run_gate(str(gate), results=[_saved_sweep("hardened", 600.0), _saved_sweep(url, 100.0)])
+    assert ok.passed and [c.passed for c in ok.checks] == [True, True] and not ok.cannot_judge
+    low = run_gate(str(gate), results=[_saved_sweep("hardened", 400.0), _saved_sweep(url, 100.0)])
+    assert not low.passed and low.exit_code == 1 and not low.cannot_judge
+    # The driver, not the target, gave out above 400 req/s: a failed check cannot be judged.
+    bound = run_gate(str(gate), results=[_saved_sweep("hardened", 400.0, last_valid=False), _saved_sweep(url, 100.0)])
+    assert bound.cannot_judge and bound.exit_code == 2 and "lower bound" in bound.cannot_judge[0]
+    passes = run_gate(str(gate), results=[_saved_sweep("hardened", 700.0, last_valid=False), _saved_sweep(url, 1.0)])
+    assert passes.passed and not passes.cannot_judge
+    with pytest.raises(ConfigError, match="reads a saved sweep of 'hardened'"):
+        run_gate(str(gate), results=[_saved_sweep(url, 100.0)])
+    with pytest.raises(ConfigError, match="reads a saved sweep"):
+        run_gate(str(gate))
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[sweep]]\nchecks = ["goodput_ratio >= 0.9"]\n')
+    with pytest.raises(ConfigError, match="unknown sweep key"):
+        run_gate(str(bad), results=[_saved_sweep("hardened", 600.0)])

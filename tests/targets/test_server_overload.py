@@ -1,4 +1,5 @@
-"""Front-end shedding: the pure lag rule, and the lag monitor on a real (wall-clock) loop."""
+"""Front-end shedding: the pure age and lag rules, the lag monitor on a real (wall-clock) loop,
+and a real proxy and API server shedding a burst it cannot serve."""
 
 from __future__ import annotations
 
@@ -7,7 +8,61 @@ import time
 
 import pytest
 
-from targets.server_overload import LagGuard, LoopLag
+from targets.server_overload import AgeGuard, LagGuard, LoopLag, ProxyGuard
+
+
+@pytest.mark.parametrize("age_s, expected", [
+    (None, None),       # age unknown (no proxy in front): admit
+    (0.0, None),        # just arrived: admit
+    (0.075, None),      # at the limit: admit (strictly over sheds)
+    (0.076, 0.076),     # just over: shed, ask back after its own age (over the 50 ms floor)
+    (2.5, 2.5),         # a request that waited seconds: the queue ahead drains in about that long
+])
+def test_age_guard_sheds_requests_older_than_its_share_of_the_slo(age_s: float | None,
+                                                                  expected: float | None) -> None:
+    guard = AgeGuard.for_slo(0.3, 0.25)           # 75 ms of a 300 ms SLO
+    assert guard.decide(age_s) == (None if expected is None else pytest.approx(expected))
+
+
+def test_age_guard_asks_back_after_its_floor_at_least() -> None:
+    assert AgeGuard(0.01, retry_after_s=0.05).decide(0.02) == 0.05  # 20 ms old, over 10 ms: the 50 ms floor
+
+
+@pytest.mark.parametrize("slo_s, share", [(0.3, 0.0), (0.3, 1.5), (0.0, 0.25)])
+def test_age_guard_refuses_a_budget_outside_the_slo(slo_s: float, share: float) -> None:
+    with pytest.raises(ValueError):
+        AgeGuard.for_slo(slo_s, share)
+
+
+@pytest.mark.parametrize("share, wait_s, expected", [
+    (0.25, 0.0, None),        # nothing in flight: relay
+    (0.25, 0.074, None),      # in flight under 75 ms of the 300 ms SLO: relay
+    (0.25, 0.075, 0.075),     # at the limit: refuse, ask back after that wait
+    (0.25, 0.01 + 0.075, 0.085),
+    (0.5, 0.1, None),         # a wider budget relays what a quarter refuses
+    (0.1, 0.031, 0.05),       # over 30 ms: refuse; asked back after the 50 ms floor
+    (0.0, 0.0, 0.05),         # a zero budget refuses everything (profiling a refusal's cost)
+])
+def test_proxy_guard_refuses_while_the_front_end_queue_is_over_budget(share: float, wait_s: float,
+                                                                      expected: float | None) -> None:
+    guard = ProxyGuard.for_slo(0.3, share)
+    assert guard.decide(wait_s) == (None if expected is None else pytest.approx(expected))
+
+
+@pytest.mark.parametrize("waits_s, expected", [
+    ([], 0.0),                     # nothing in flight
+    ([2.0, 1.0], 0.0),             # two held long (a dedupe waiter, a re-dispatch): not a backlog alone
+    ([2.0, 1.0, 0.08], 0.08),      # the third oldest is what counts
+    ([0.3, 0.2, 0.1, 0.05], 0.1),
+])
+def test_proxy_guard_judges_its_quorum_th_oldest_request(waits_s: list[float], expected: float) -> None:
+    assert ProxyGuard(0.075, quorum=3).signal(waits_s) == expected
+
+
+@pytest.mark.parametrize("slo_s, share", [(0.3, -0.1), (0.3, 1.5), (0.0, 0.25)])
+def test_proxy_guard_refuses_a_budget_outside_the_slo(slo_s: float, share: float) -> None:
+    with pytest.raises(ValueError):
+        ProxyGuard.for_slo(slo_s, share)
 
 
 @pytest.mark.parametrize("lag_s, expected", [
@@ -44,3 +99,50 @@ def test_monitor_sees_a_blocked_loop() -> None:
         return lag.peak_s
 
     assert asyncio.run(main()) >= 0.08
+
+
+@pytest.mark.live
+async def test_a_server_behind_the_proxy_sheds_a_burst_it_cannot_serve() -> None:
+    """Each admitted request costs its handler 30 ms of blocked loop (a CPU-bound front end): of a
+    burst of 12 at once, the first four start within the 100 ms age limit and the rest are over it
+    by the time their handler starts, so they get 503 + Retry-After before their body is parsed."""
+    import json
+    import random
+
+    import aiohttp
+
+    from targets.config import TargetConfig
+    from targets.l4proxy import L4Proxy
+    from targets.server import ApiMetrics, ApiServers, FrontDoor
+    from targets.target import ServingTarget
+
+    cfg = TargetConfig(batching="dynamic", max_wait_s=0.002, batch_time_s=0.002, batch_size=8, cache="off",
+                       gpus=1, api_servers=1, slo_s=0.4, frontend_age_share=0.25)
+    target = ServingTarget(cfg, random.Random(1))
+    parsed = []
+
+    def validate(x) -> None:  # runs once the body is parsed: an admitted request's CPU
+        parsed.append(1)
+        time.sleep(0.03)
+
+    servers = ApiServers([FrontDoor(target, 0, validate, lambda x: 64, ApiMetrics(target, None))])
+    (port,) = await servers.start()
+    proxy = L4Proxy([("127.0.0.1", port)])
+    servers.behind(proxy)
+    url = f"http://127.0.0.1:{await proxy.start()}/predict"
+    body = json.dumps({"tenant": "t0", "input": [0.5] * 512}).encode()
+    try:
+        async with aiohttp.ClientSession(headers={"Content-Type": "application/json"}) as s:
+            async def one():
+                async with s.post(url, data=body) as r:
+                    return r.status, r.headers.get("Retry-After"), await r.json()
+
+            answers = await asyncio.gather(*(one() for _ in range(12)))
+    finally:
+        await proxy.stop()
+        await servers.stop()
+    shed = [a for a in answers if a[0] == 503]
+    assert sum(a[0] == 200 for a in answers) >= 1 and len(shed) >= 6, [a[0] for a in answers]
+    assert all(ra is not None and int(ra) >= 1 and b["error"] == "overloaded" and "waited" in b["reason"]
+               for _, ra, b in shed)
+    assert len(parsed) == 12 - len(shed)      # a shed request's body was never parsed

@@ -1,0 +1,74 @@
+"""`harness profile frontend`'s parts: per-thread CPU and run-queue wait, and the sim knobs it writes."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from harness.live.frontend_profile import FrontendCost, FrontendStep, thread_times
+from targets.config import TargetConfig
+
+
+def _burn(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_thread_times_charge_each_thread_its_own_cpu() -> None:
+    pid = os.getpid()
+    before = thread_times(pid)
+    worker = threading.Thread(target=_burn, args=(0.05,), name="burner")
+    worker.start()
+    tid = worker.native_id
+    worker.join()
+    _burn(0.05)
+    after = thread_times(pid)
+    assert after[pid].cpu_s - before[pid].cpu_s >= 0.04          # this (main) thread burned 50 ms
+    assert tid not in after                                       # an ended thread is gone, not an error
+    assert after[pid].wait_s >= before[pid].wait_s >= 0
+
+
+def test_a_running_thread_is_seen_with_its_cpu() -> None:
+    pid, seen = os.getpid(), {}
+
+    def work() -> None:
+        _burn(0.03)
+        seen.update(thread_times(pid))
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    assert seen[worker.native_id].cpu_s >= 0.025 and seen[pid].cpu_s > 0
+
+
+def test_thread_times_of_no_process_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="cannot read"):
+        thread_times(2**22 + 7)
+
+
+def _step(cpu_us: float, wait_us: float) -> FrontendStep:
+    return FrontendStep(rate_rps=200, achieved_rps=200, attempts=1000, shed=0, loop_cpu_s=cpu_us / 1e6, loop_wait_s=wait_us / 1e6,
+                        workers_cpu_s=0.0002, driver_cpu_s=0.0002, busy=0.5, p99_s=0.01, valid=True, load_1m=1.0)
+
+
+def test_cost_is_the_loops_occupancy_and_the_knobs_model_the_live_host() -> None:
+    step = _step(600, 1900)             # 0.6 ms on a CPU, 1.9 ms waiting for one: 2.5 ms of the loop
+    assert step.cost_s == pytest.approx(0.0025)
+    cost = FrontendCost(cost_s=step.cost_s, cpu_s=step.loop_cpu_s, shed_cost_s=0.0008, batch_s=0.004, steps=[step])
+    assert cost.saturation_rps == pytest.approx(400)
+    live = TargetConfig(peak_qps=312.5, api_servers=2, gpus=3, slo_s=0.3, batch_time_s=0.1)
+    knobs = cost.sim_knobs(live)
+    # the live fleet as it is, its GPUs at the measured batch time, the batcher's wait kept as live's,
+    # and one CPU (the host's one event loop) for both API servers
+    assert knobs == {"peak_qps": 312.5, "api_servers": 2, "gpus": 3, "max_wait_s": 0.1,
+                     "frontend_cost_s": 0.0025, "frontend_cores": 1, "batch_time_s": 0.004,
+                     "frontend_shed_cost_s": 0.0008}
+    TargetConfig(**knobs)  # valid knobs
+    proxy = FrontendCost(cost_s=step.cost_s, cpu_s=step.loop_cpu_s, shed_cost_s=0.0008, batch_s=0.004, steps=[step],
+                         proxy_shed_cost_s=0.00004)
+    assert proxy.sim_knobs(live) == {**knobs, "frontend_proxy_shed_cost_s": 0.00004}  # a proxy refusal's cost too
+
