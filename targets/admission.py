@@ -33,7 +33,9 @@ class TokenBucket:
             self.updated_s = now
 
     def try_take(self, now: float, n: float = 1.0) -> bool:
-        self._refill(now)
+        if now > self.updated_s:  # _refill, inline: this runs for every request
+            self.tokens = min(self.capacity, self.tokens + (now - self.updated_s) * self.rate)
+            self.updated_s = now
         if self.tokens >= n:
             self.tokens -= n
             return True
@@ -67,10 +69,16 @@ def predicted_latency_s(ahead: int, capacity_rps: float, batch_s: float, fill_wa
 
 def admit(predicted_s: float, budget_s: float) -> Verdict:
     """Admit iff the predicted latency fits the budget; else say when to retry."""
+    retry = shed_retry_after_s(predicted_s, budget_s)
+    return Verdict(True, predicted_s) if retry is None else Verdict(False, predicted_s, retry)
+
+
+def shed_retry_after_s(predicted_s: float, budget_s: float) -> float | None:
+    """`admit`'s rule without its Verdict (a target decides once per request): None
+    to admit, else the Retry-After of the shed."""
     if predicted_s <= budget_s:
-        return Verdict(True, predicted_s)
-    retry = min(1.0, max(0.05, predicted_s - budget_s))
-    return Verdict(False, predicted_s, retry)
+        return None
+    return min(1.0, max(0.05, predicted_s - budget_s))
 
 
 class TenantBuckets:
@@ -97,8 +105,8 @@ class TenantBuckets:
 
     def bucket(self, tenant: str, now: float) -> TokenBucket:
         """`tenant`'s bucket (a full one if it has none), kept alive as used now."""
-        b = self._map.get(tenant, now)
+        b = self._map.refresh(tenant, now)
         if b is None:
             b = TokenBucket(self.rate, self.capacity, now)
-        self._map.put(tenant, b, now)
+            self._map.put(tenant, b, now)
         return b

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 from functools import cached_property
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Protocol
+from typing import Callable, NamedTuple, Protocol, Sized
 
 from targets.config import Batching
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
@@ -52,6 +52,7 @@ class Decision(NamedTuple):
 
 
 WAIT = Decision()
+_new_decision = tuple.__new__  # Decision(0, x) without the Python-level NamedTuple.__new__ (per enqueue)
 
 
 @dataclass(frozen=True)
@@ -84,26 +85,27 @@ class BatchPolicy:
         the live fleet)."""
         if queued <= 0:
             return WAIT
-        b = self.max_batch
-        if self.kind is _RATE and gpu_free and queued < b and worth_dispatching(
-                queued, rate_rps, gpus, self.utilization, self.per_gpu_rps):
-            return self._takes[queued]
-        if self.kind is _ADAPTIVE:
+        b, kind = self.max_batch, self.kind
+        if kind is _RATE:
+            if gpu_free and queued < b and worth_dispatching(queued, rate_rps, gpus, self.utilization, self.per_gpu_rps):
+                return self._takes[queued]
+        elif kind is _ADAPTIVE:
             free = (1 if gpu_free else 0) if free_gpus is None else free_gpus
             if gpu_free and free > self.reserve_gpus:
                 return self._takes[min(b, queued)]
-        if self.kind is _FULL:
+        elif kind is _FULL:
             return self._takes[b] if queued >= b else WAIT
-        if self.kind is _GREEDY:
+        elif kind is _GREEDY:
             return self._takes[min(b, queued)] if gpu_free else WAIT
         # DYNAMIC
         if not gpu_free:
             return WAIT  # a GPU freeing up re-evaluates
         if queued >= b:
             return self._takes[b]
-        if oldest_wait_s >= self.max_wait_s - 1e-12:
+        max_wait_s = self.max_wait_s
+        if oldest_wait_s >= max_wait_s - 1e-12:
             return self._takes[queued]
-        return Decision(recheck_after_s=self.max_wait_s - oldest_wait_s)
+        return _new_decision(Decision, (0, max_wait_s - oldest_wait_s))
 
 
 class Batcher:
@@ -140,6 +142,7 @@ class Batcher:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = float("inf")
         self._loop = asyncio.get_running_loop()
+        self._time, self._decide = self._loop.time, policy.decide  # bound once: called per request
         self._rate = ArrivalRate(policy.rate_horizon_s) if policy.kind is Batching.RATE else None
         self.gpu_share = gpu_share
         self._slowness = slowness
@@ -151,16 +154,17 @@ class Batcher:
         if pull:
             pool.add_listener(self.pump)
 
-    def enqueue(self, attempt: Attempt) -> None:
-        attempt.enqueued_s = now = self._loop.time()
+    def enqueue(self, attempt: Attempt, now: float | None = None) -> None:
+        """`now`: the loop's time, when the caller has it."""
+        attempt.enqueued_s = now = self._time() if now is None else now
         if self._rate is not None:
             self._rate.observe(now)
         self.queue.push(attempt)
-        if self._waits_for_gpu and not self.pool.free_gpus():
+        if self._waits_for_gpu and not self.pool.idle:
             return  # every such policy decides WAIT now, and a GPU freeing up pumps
         if self._full_only and len(self.queue) < self._max_batch:
             return  # FULL waits for B, with no timer (nor can any length bucket hold B)
-        self.pump()
+        self._pump(now)
 
     def requeue_front(self, attempts: list[Attempt]) -> None:
         for a in reversed(attempts):
@@ -169,57 +173,62 @@ class Batcher:
 
     def pump(self) -> None:
         """Form and hand over every batch the policy allows right now."""
-        now = self._loop.time()
+        self._pump(self._time())
+
+    def _pump(self, now: float) -> None:
+        pool, queue, decide = self.pool, self.queue, self._decide
         rate = gpus = 0.0
         if self._rate is not None:
-            rate, gpus = self._rate.rps(now), self.pool.alive_gpus() * self.gpu_share
+            rate, gpus = self._rate.rps(now), pool.alive * self.gpu_share
             if self._slowness is not None:
                 gpus /= self._slowness()
         while True:
             # Push mode can always hand a batch over (the pool parks it), but
             # ADAPTIVE still needs the real count of idle GPUs to judge slack.
-            free = self.pool.free_gpus()
+            free = len(pool.idle)
             gpu_free = free > 0 or not self.pull
             if self._bucketed:
                 decision, source = WAIT, None
-                for sub in self.queue.sub_queues():
-                    d = self.policy.decide(len(sub), now - sub.oldest_s(), gpu_free, free, rate, gpus)
+                for sub in queue.sub_queues():
+                    d = decide(len(sub), now - sub.oldest_s(), gpu_free, free, rate, gpus)
                     if d.take:
                         decision, source = d, sub
                         break
                     if d.recheck_after_s is not None and (decision.recheck_after_s is None or d.recheck_after_s < decision.recheck_after_s):
                         decision = d
-                batch = self._take(decision.take, now, source) if decision.take else []
             else:
-                oldest = self.queue.oldest_s()
-                wait = now - oldest if oldest is not None else 0.0
-                decision = self.policy.decide(len(self.queue), wait, gpu_free, free, rate, gpus)
-                batch = self._take(decision.take, now) if decision.take else []
-            if not batch:
-                if decision.take:
-                    continue  # everything taken had expired: decide again
-                if decision.recheck_after_s is not None:
-                    self._wake_at(now + decision.recheck_after_s)
+                oldest = queue.oldest_s()
+                decision = decide(len(queue), now - oldest if oldest is not None else 0.0, gpu_free, free, rate, gpus)
+                source = None
+            take = decision.take
+            if not take:
+                recheck = decision.recheck_after_s
+                if recheck is not None and (self._timer is None or self._timer_at > now + recheck + 1e-12):
+                    self._wake_at(now + recheck)  # (the test: _wake_at's own, done here to skip the call)
                 return
-            self.pool.submit(batch)
+            batch = self._take(take, now, source)
+            if batch:
+                pool.submit(batch)
+            # else: everything taken had expired: decide again
 
     def _take(self, n: int, now: float, source=None) -> list[Attempt]:
         """Pop up to n requests, dropping any whose deadline makes them useless
         (checked here, at the head, rather than by scanning the whole queue)."""
-        q, expired, kept = self.queue, self._expired, []
-        while len(kept) < n:
-            want = n - len(kept)
-            got = q.pop_from(source, want) if source is not None else q.pop(want)
-            if not got:
-                break
+        q, expired = self.queue, self._expired
+        got = q.pop_from(source, n) if source is not None else q.pop(n)
+        if expired is None:
+            return got
+        kept: list[Attempt] = []
+        while got:
             for a in got:
-                if expired is not None and expired(a, now):
+                if expired(a, now):
                     if self._on_drop:
                         self._on_drop(a)
                 else:
                     kept.append(a)
-            if expired is None:
+            if len(kept) >= n:
                 break
+            got = q.pop_from(source, n - len(kept)) if source is not None else q.pop(n - len(kept))
         return kept
 
     def _wake_at(self, when: float) -> None:
@@ -236,9 +245,11 @@ class Batcher:
 
 
 class GpuPoolLike(Protocol):
-    """What a Batcher needs of a pool (see targets.gpu_pool.GpuPool)."""
+    """What a Batcher needs of a pool (see targets.gpu_pool.GpuPool): `idle` holds
+    the free GPUs and `alive` counts the live ones (plain attributes, read per request)."""
 
-    def free_gpus(self) -> int: ...
-    def alive_gpus(self) -> int: ...
+    idle: Sized
+    alive: int
+
     def submit(self, batch: list[Attempt]) -> None: ...
     def add_listener(self, fn: Callable[[], None]) -> None: ...

@@ -82,6 +82,27 @@ class BoundedMap(Generic[K, V]):
             return None
         return item[1]
 
+    def refresh(self, key: K, now: float) -> V | None:
+        """The live value at `key` with its TTL restarted (it was used), or None (an
+        expired entry is dropped): `get` then `put` of the same value, in one call."""
+        items = self._items
+        item = items.get(key)
+        if item is None:
+            return None
+        if now - item[0] > self._ttl:
+            del items[key]
+            self.expired += 1
+            self._moved(key)
+            return None
+        value = item[1]
+        items.move_to_end(key)
+        if key == self._front_key:
+            self._front_t, self._front_key = -math.inf, _NONE
+        items[key] = (now, value)
+        if now - self._front_t > self._ttl:
+            self.prune(now)
+        return value
+
     def put(self, key: K, value: V, now: float) -> None:
         """Store `value`, restarting its TTL; expire and evict to stay in bounds."""
         items = self._items
@@ -154,5 +175,9 @@ class RecentSet(Generic[K]):
     def __contains__(self, key: object) -> bool:
         return key in self._keys
 
-    def add(self, key: K, now: float) -> None:
+    def add(self, key: K, now: float) -> bool:
+        """Add `key` (or restart its TTL); True if it was not here (membership and add
+        in one call: a target asks both for every request it computes)."""
+        new = key not in self._keys
         self._map.put(key, None, now)
+        return new

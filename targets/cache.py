@@ -84,11 +84,13 @@ class ResponseCache:
     def put(self, a: Attempt, output: Any, version: str | None = None) -> None:
         # Filled even while bypassed (off the request path), so the probes can
         # notice when traffic becomes cacheable.
-        key = self.key(a, version)
-        self._data[key] = output
-        self._data.move_to_end(key)
-        if len(self._data) > self.entries:
-            self._data.popitem(last=False)
+        # self.key(a, version), inline: every answer is put
+        key = (a.content, a.variant) if self._exact else (a.content, version or self.model_version)
+        data = self._data
+        data[key] = output
+        data.move_to_end(key)
+        if len(data) > self.entries:
+            data.popitem(last=False)
             self.stats.evictions += 1
 
     def _observe(self, hit: bool) -> None:

@@ -118,65 +118,73 @@ class Client:
         self._record_finish = sink.finish
 
     def start(self, index: int, tenant: str, conn: int, content: int, variant: int, size: int, payload: Any = None) -> None:
+        p = self.policy
         budget = None
-        if self.policy.retry_budget is not None:
+        if p.retry_budget is not None:
             budget = self.budgets.get(tenant)
             if budget is None:
-                budget = self.budgets[tenant] = RetryBudget(self.policy.retry_budget)
+                budget = self.budgets[tenant] = RetryBudget(p.retry_budget)
             budget.record_first()
-        _Request(self, index, tenant, conn, content, variant, size, payload, budget).send()
+        sent = self._time()
+        # Positional: this runs once per request (uid, tenant, conn, content, variant, size,
+        # sent_s, attempt_no, on_answer, request_id, deadline_s, payload).
+        r = _Request(index, tenant, conn, content, variant, size, sent, 0, None,
+                     f"{tenant}-{index}" if p.request_ids else None,
+                     sent + p.timeout_s if p.propagate_deadline else None, payload)
+        r.client, r.budget, r.tries, r.sent = self, budget, 0, sent
+        r.on_answer = answer = r.on_response
+        self._send(r, p.timeout_s, answer)
 
 
-class _Request:
-    """One user request's life: attempts, pauses and the final answer."""
+class _Request(Attempt):
+    """One user request's life (attempts, pauses, the final answer), and its first
+    attempt: one object per request rather than two, as a simulation makes hundreds
+    of thousands. A retry is a plain Attempt, answered through `on_response`.
 
-    __slots__ = ("c", "index", "tenant", "conn", "content", "variant", "size", "payload",
-                 "budget", "rid", "tries", "sent")
+    The first attempt's `on_answer` is this object's own `on_response`: a reference
+    cycle, which `on_response` breaks at that attempt's answer (attempts are
+    sequential, so the first answer is the first attempt's), so that reference
+    counting frees the request as soon as the target lets go of it.
+    """
 
-    def __init__(self, c: Client, index: int, tenant: str, conn: int, content: int, variant: int,
-                 size: int, payload: Any, budget: RetryBudget | None) -> None:
-        self.c = c
-        self.index = index
-        self.tenant = tenant
-        self.conn = conn
-        self.content = content
-        self.variant = variant
-        self.size = size
-        self.payload = payload
-        self.budget = budget
-        self.rid = f"{tenant}-{index}" if c.policy.request_ids else None
-        self.tries = 0
-        self.sent = 0.0
+    __slots__ = ("client", "budget", "tries", "sent")
+
+    client: Client
+    budget: RetryBudget | None
+    tries: int
+    sent: float
 
     def send(self) -> None:
-        c = self.c
+        """Send the next attempt (a retry)."""
+        c = self.client
         p = c.policy
         sent = self.sent = c._time()
-        # Positional: this runs once per attempt (uid, tenant, conn, content, variant, size,
-        # sent_s, attempt_no, on_answer, request_id, deadline_s, payload).
-        a = Attempt(self.index, self.tenant, self.conn, self.content, self.variant, self.size, sent,
-                    self.tries, self.on_response, self.rid,
+        answer = self.on_response
+        a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
+                    self.tries, answer, self.request_id,
                     sent + p.timeout_s if p.propagate_deadline else None, self.payload)
-        c._send(a, p.timeout_s, self.on_response)
+        c._send(a, p.timeout_s, answer)
 
     def on_response(self, response: Response) -> None:
-        c = self.c
+        self.on_answer = None  # type: ignore[assignment]  # see the class docstring
+        c = self.client
         p = c.policy
         now = c._time()
-        self.tries += 1
+        self.tries = tries = self.tries + 1
         status = response.status
-        c._record_attempt(status, self.sent, now - self.sent)
+        sent = self.sent
+        c._record_attempt(status, sent, now - sent)
         if (
             status is OK
-            or self.tries > p.retries
+            or tries > p.retries
             or not p.retryable(response)
             or (self.budget is not None and not self.budget.try_spend())
         ):
-            c._record_finish(self.index, status, now, self.tries)
+            c._record_finish(self.uid, status, now, tries)
             if c.on_finished is not None:
                 c.on_finished()
             return
-        delay = p.delay_s(self.tries, response, c.rng)
+        delay = p.delay_s(tries, response, c.rng)
         if delay > 0:
             c.loop.call_later(delay, self.send)
         else:

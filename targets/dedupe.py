@@ -25,7 +25,7 @@ import hashlib
 import json
 from array import array
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Hashable, Sequence
 
 from targets.bounded import Bound, BoundedMap
 from targets.protocol import Attempt, Response, Status
@@ -52,18 +52,6 @@ class DedupeStats:
     replayed: int = 0
     conflicts: int = 0
     refused: int = 0             # over max_waiters
-
-
-class _Entry:
-    """One key in flight: the attempt doing the work, its input digest, and the
-    attempts coalesced onto it (one made per request with an ID: kept plain)."""
-
-    __slots__ = ("primary", "digest", "waiters")
-
-    def __init__(self, primary: Attempt, digest: Hashable) -> None:
-        self.primary = primary
-        self.digest = digest
-        self.waiters: list[Attempt] = []
 
 
 def input_digest(value: Any) -> bytes:
@@ -112,7 +100,10 @@ class Deduper:
         self.ttl_s = ttl_s
         self.max_done = max_done
         self.max_waiters = max_waiters
-        self._inflight: dict[tuple[str, str], _Entry] = {}
+        # Each key in flight: (the attempt doing the work, its input digest), a plain tuple
+        # as one is made per request with an ID; the attempts coalesced onto it, once any are.
+        self._inflight: dict[tuple[str, str], tuple[Attempt, Hashable]] = {}
+        self._waiters: dict[tuple[str, str], list[Attempt]] = {}
         self._done: BoundedMap[tuple[str, str], tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
         self.stats = DedupeStats()
 
@@ -128,6 +119,11 @@ class Deduper:
     def inflight_entries(self) -> int:
         return len(self._inflight)
 
+    @property
+    def most_waiters(self) -> int:
+        """The most attempts coalesced onto one key in flight (at most `max_waiters`)."""
+        return max(map(len, self._waiters.values()), default=0)
+
     def inflight(self, tenant: str, request_id: str) -> bool:
         return (tenant, request_id) in self._inflight
 
@@ -139,7 +135,8 @@ class Deduper:
         if rid is None:
             return True
         key = (a.tenant, rid)
-        digest = attempt_digest(a)
+        # attempt_digest(a), inline: this runs for every request
+        digest = (a.content, a.variant) if a.payload is None else input_digest(a.payload)
         done = self._done.get(key, now)
         if done is not None:
             if done[0] != digest:
@@ -151,20 +148,23 @@ class Deduper:
             return False
         entry = self._inflight.get(key)
         if entry is None:
-            self._inflight[key] = _Entry(a, digest)
+            self._inflight[key] = (a, digest)
             self._done.prune(now)
             return True
-        if entry.digest != digest:
+        p, first = entry
+        if first != digest:
             self.stats.conflicts += 1
             a.answer(Conflict())
             return False
-        if len(entry.waiters) >= self.max_waiters:
+        waiters = self._waiters.get(key)
+        if waiters is None:
+            waiters = self._waiters[key] = []
+        if len(waiters) >= self.max_waiters:
             self.stats.refused += 1
             a.answer(_TOO_MANY_WAITERS)
             return False
         self.stats.coalesced += 1
-        entry.waiters.append(a)
-        p = entry.primary
+        waiters.append(a)
         # The work must now live as long as the newest waiter needs it.
         if a.deadline_s is None or p.deadline_s is None:
             p.deadline_s = None
@@ -172,11 +172,12 @@ class Deduper:
             p.deadline_s = max(p.deadline_s, a.deadline_s)
         return False
 
-    def waiters(self, a: Attempt) -> list[Attempt]:
+    def waiters(self, a: Attempt) -> Sequence[Attempt]:
         if a.request_id is None:
             return []
-        entry = self._inflight.get((a.tenant, a.request_id))
-        return entry.waiters if entry is not None and entry.primary is a else []
+        key = (a.tenant, a.request_id)
+        entry = self._inflight.get(key)
+        return self._waiters.get(key, []) if entry is not None and entry[0] is a else []
 
     def finish(self, a: Attempt, response: Response, now: float) -> list[Attempt]:
         """Record `a`'s answer; return every attempt that should receive it."""
@@ -185,9 +186,10 @@ class Deduper:
             return [a]
         key = (a.tenant, rid)
         entry = self._inflight.get(key)
-        if entry is None or entry.primary is not a:
+        if entry is None or entry[0] is not a:
             return [a]  # not the key's primary: nothing of another attempt's to touch
         del self._inflight[key]
         if response.status == 200:
-            self._done.put(key, (entry.digest, response), now)
-        return [a, *entry.waiters]
+            self._done.put(key, (entry[1], response), now)
+        waiters = self._waiters.pop(key, None) if self._waiters else None
+        return [a, *waiters] if waiters else [a]

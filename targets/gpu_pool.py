@@ -80,10 +80,12 @@ class GpuPool:
         self._on_drop = on_drop
         self.workers = [Worker(i) for i in range(gpus)]
         self.executors = [executor_for(i) for i in range(gpus)]
-        self._free: deque[Worker] = deque(self.workers)
-        self._alive = gpus
+        # Read-only outside the pool (as are `alive` and `backlog_count`): a batcher and
+        # admission read them per request, where a method call costs more than the read.
+        self.idle: deque[Worker] = deque(self.workers)
+        self.alive = gpus
         self._backlog: deque[list[Attempt]] = deque()
-        self._backlog_items = 0
+        self.backlog_count = 0
         self._listeners: list[Callable[[], None]] = []
         self._on_done = on_done
         self._on_lost = on_lost
@@ -96,16 +98,16 @@ class GpuPool:
 
     # -- state -----------------------------------------------------------------
     def free_gpus(self) -> int:
-        return len(self._free)
+        return len(self.idle)
 
     def alive_gpus(self) -> int:
-        return self._alive
+        return self.alive
 
     def backlog_batches(self) -> int:
         return len(self._backlog)
 
     def backlog_items(self) -> int:
-        return self._backlog_items
+        return self.backlog_count
 
     def busy_gpu_seconds(self) -> float:
         """GPU-seconds busy so far, running batches included."""
@@ -125,11 +127,11 @@ class GpuPool:
     # -- running batches ------------------------------------------------------------
     def submit(self, batch: list[Attempt]) -> None:
         """Run `batch` on a free GPU now, or park it in the FIFO backlog."""
-        if self._free:
-            self._start(self._free.popleft(), batch)
+        if self.idle:
+            self._start(self.idle.popleft(), batch)
         else:
             self._backlog.append(batch)
-            self._backlog_items += len(batch)
+            self.backlog_count += len(batch)
 
     def _start(self, worker: Worker, batch: list[Attempt]) -> None:
         worker.batch = batch
@@ -158,18 +160,18 @@ class GpuPool:
             return
         while self._backlog:
             batch = self._backlog.popleft()
-            self._backlog_items -= len(batch)
+            self.backlog_count -= len(batch)
             if self._expired is not None:
                 batch = self._drop_expired(batch)
                 if not batch:
                     continue
             self._start(worker, batch)
             return
-        self._free.append(worker)
+        self.idle.append(worker)
         # Offer the free GPU to pull-mode batchers, rotating who asks first.
         n = len(self._listeners)
         for i in range(n):
-            if not self._free:
+            if not self.idle:
                 break
             self._listeners[(self._next_listener + i) % n]()
         if n:
@@ -192,9 +194,9 @@ class GpuPool:
         victims = [w for w in self.workers if w.alive][:count]
         for w in victims:
             w.alive = False
-            self._alive -= 1
-            if w in self._free:
-                self._free.remove(w)
+            self.alive -= 1
+            if w in self.idle:
+                self.idle.remove(w)
             if w.batch is not None and w.task is not None:
                 w.task.cancel()
                 batch, w.batch, w.task = w.batch, None, None
@@ -212,7 +214,7 @@ class GpuPool:
             return  # kill() already took this worker down and orphaned the batch
         if worker.alive:
             worker.alive = False
-            self._alive -= 1
+            self.alive -= 1
         worker.batch, worker.task = None, None
         self.stats.killed_batches += 1
         self.stats.busy_s += self._loop.time() - worker.started_s
@@ -244,7 +246,7 @@ class GpuPool:
         for w in self.workers:
             if not w.alive and (indices is None or w.index in indices):
                 w.alive = True
-                self._alive += 1
+                self.alive += 1
                 self._release(w)
 
     def cancel_all(self) -> None:

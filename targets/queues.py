@@ -86,15 +86,16 @@ class FairQueue:
         self._oldest_valid = True
 
     def push(self, item: Attempt) -> None:
-        q = self._queues.get(item.tenant)
+        tenant = item.tenant
+        q = self._queues.get(tenant)
         if q is None:
-            q = self._queues[item.tenant] = deque()
-            self._deficit[item.tenant] = 0
+            q = self._queues[tenant] = deque()
+            self._deficit[tenant] = 0
         q.append(item)
         self._len += 1
         if self._oldest_valid:
-            t = item.enqueued_s
-            if self._oldest is None or t < self._oldest:
+            t, oldest = item.enqueued_s, self._oldest
+            if oldest is None or t < oldest:
                 self._oldest = t
 
     def push_front(self, item: Attempt) -> None:
@@ -125,31 +126,46 @@ class FairQueue:
 
     def pop(self, n: int) -> list[Attempt]:
         self._oldest_valid = False
+        queues, deficit, quantum = self._queues, self._deficit, self.quantum
         out: list[Attempt] = []
-        while len(out) < n and self._len:
-            tenant, q = next(iter(self._queues.items()))
-            if not q:
-                del self._queues[tenant]
-                del self._deficit[tenant]
-                continue
-            credit = self._deficit[tenant]
-            if credit < max(1, q[0].size):
-                credit += self.quantum
-            while q and len(out) < n and max(1, q[0].size) <= credit:
-                item = q.popleft()
-                credit -= max(1, item.size)
-                out.append(item)
-                self._len -= 1
-            if not q:
-                # An idle tenant keeps no credit (DRR's rule), so bursts cannot bank service.
-                del self._queues[tenant]
-                del self._deficit[tenant]
-            elif len(out) >= n and max(1, q[0].size) <= credit:
-                # Batch is full mid-turn: keep the turn, so the tenant resumes here.
-                self._deficit[tenant] = credit
-            else:
-                self._deficit[tenant] = credit
-                self._queues.move_to_end(tenant)
+        take = out.append
+        want = min(n, self._len)
+        while len(out) < want and queues:
+            # One round: every tenant in turn (a tenant served moves to the back, so the
+            # order of the next round is this round's, less the tenants emptied).
+            for tenant, q in list(queues.items()):
+                if not q:
+                    del queues[tenant]
+                    del deficit[tenant]
+                    continue
+                credit = deficit[tenant]
+                cost = q[0].size
+                if cost < 1:
+                    cost = 1
+                if credit < cost:
+                    credit += quantum
+                while cost <= credit:
+                    take(q.popleft())
+                    credit -= cost
+                    if not q:
+                        break
+                    cost = q[0].size  # the new head's
+                    if cost < 1:
+                        cost = 1
+                    if len(out) >= want:
+                        break
+                if not q:
+                    # An idle tenant keeps no credit (DRR's rule), so bursts cannot bank service.
+                    del queues[tenant]
+                    del deficit[tenant]
+                else:
+                    deficit[tenant] = credit
+                    if len(out) < want or cost > credit:
+                        queues.move_to_end(tenant)
+                    # else: the batch is full mid-turn: the tenant keeps its turn and resumes here.
+                if len(out) >= want:
+                    break
+        self._len -= len(out)
         return out
 
     def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
@@ -185,33 +201,41 @@ class BucketedQueue:
         self._factory = factory
         self.reference = reference_length
         self.buckets: dict[int, FifoQueue | FairQueue] = {}
+        self._only: tuple[FifoQueue | FairQueue, ...] = ()  # the buckets, while there is one
         self._len = 0
         self._tenants: dict[str, int] = {}
 
     def _count(self, items: Iterable[Attempt], sign: int) -> None:
         t = self._tenants
         for a in items:
-            left = t.get(a.tenant, 0) + sign
+            tenant = a.tenant
+            left = t.get(tenant, 0) + sign
             if left:
-                t[a.tenant] = left
+                t[tenant] = left
             else:
-                t.pop(a.tenant, None)
+                del t[tenant]
 
     def active_tenants(self) -> int:
         return len(self._tenants)
 
     def _bucket(self, item: Attempt) -> FifoQueue | FairQueue:
-        key = length_bucket(item.size, self.reference)
+        size = item.size
+        key = 0 if size <= self.reference else length_bucket(size, self.reference)
         q = self.buckets.get(key)
         if q is None:
             q = self.buckets[key] = self._factory()
+            self._only = tuple(self.buckets.values())
         return q
 
     def push(self, item: Attempt) -> None:
-        self._bucket(item).push(item)
+        size = item.size  # _bucket(item), inline for the reference length: one push per request
+        q = self.buckets.get(0) if size <= self.reference else None
+        if q is None:
+            q = self._bucket(item)
+        q.push(item)
         self._len += 1
-        t = self._tenants
-        t[item.tenant] = t.get(item.tenant, 0) + 1
+        t, tenant = self._tenants, item.tenant
+        t[tenant] = t.get(tenant, 0) + 1
 
     def push_front(self, item: Attempt) -> None:
         self._bucket(item).push_front(item)
@@ -232,7 +256,7 @@ class BucketedQueue:
     def sub_queues(self) -> Iterable[FifoQueue | FairQueue]:
         """Non-empty buckets, the one whose head has waited longest first."""
         if len(self.buckets) == 1:  # one length so far (the common case): its queue holds everything
-            return list(self.buckets.values()) if self._len else []
+            return self._only if self._len else ()
         live = [q for q in self.buckets.values() if len(q)]
         if len(live) > 1:
             live.sort(key=_oldest_of)

@@ -16,9 +16,10 @@ import dataclasses
 import math
 import random
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
-from targets.admission import TenantBuckets, admit, predicted_latency_s
+from targets.admission import TenantBuckets, predicted_latency_s, shed_retry_after_s
 from targets.balancer import create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
 from targets.bounded import Bound, RecentSet
@@ -31,10 +32,13 @@ from targets.dispatch_policy import per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
 from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
-from targets.protocol import OK, OK_RESPONSE, Attempt, Response, Status
+from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
 from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
 from targets.versions import CanaryRouting, CanarySplit, ModelVersion
+
+
+_size = attrgetter("size")
 
 
 class Balancer(Protocol):
@@ -132,15 +136,22 @@ class ServingTarget:
         # (throttling, a bad node) in the service rate it predicts from.
         self.slowness = 1.0
         self._slowness_at = 0.0
+        self._slowness_tau = max(1.0, 10 * self.batch_s)
+        # current_slowness() as of the instant it was last asked (admission and the batcher
+        # both ask on every request); NaN once a completed batch moves the estimate.
+        self._slowness_now, self._slowness_then = math.nan, 1.0
+        # Read on every request: plain attributes rather than the pydantic config's.
+        self._time = self.loop.time
+        self._tenant_limits, self._admission = config.tenant_limits, config.admission
+        self._slo_s, self._admission_target = config.slo_s, config.admission_target
+        self._batch_size = config.batch_size
         # uids computed so far (duplicate-work accounting). A sim run is finite, so by
         # default it remembers every uid and the duplicate/abandoned split is exact; a
         # server that runs for days passes `computed_bound` (see live_computed_bound).
         self._computed: RecentSet[int] = RecentSet(computed_bound or Bound(100_000_000, math.inf))
         self.canary: CanaryFleet | None = None  # attach_canary: a rollout's second version
         # Modeled GPUs, modeled front end (targets.frontend_cpu); real servers pay real CPU.
-        self.frontend = FrontendCpu(n, config.frontend_cost_s, config.frontend_shed_cost_s,
-                                    config.frontend_lag_limit_s) \
-            if executor_for is None and config.frontend_cost_s > 0 else None
+        self.frontend = FrontendCpu.for_config(config, n) if executor_for is None else None
 
     # -- construction helpers ------------------------------------------------------
     def _new_queue(self):
@@ -200,14 +211,21 @@ class ServingTarget:
         cache = self.cache
         if cache is not None and cache.should_lookup():
             self._cache_hop.push(self._after_cache, a)
+        elif self.frontend is None:
+            # _route(a) with no front end to pass, inline: this runs for every attempt
+            self.submit_to(a.server if a.server >= 0 else self.balancer.route(a.tenant, a.conn, self.inflight), a)
         else:
             self._route(a)
 
-    def attach_canary(self, version: ModelVersion, routing: CanaryRouting, gpus: int) -> CanarySplit:
+    def attach_canary(self, version: ModelVersion, routing: CanaryRouting, gpus: int,
+                      executor_for: Callable[[int], Executor] | None = None, salt: int = 0) -> CanarySplit:
         """Serve `version` on `gpus` replicas of its own beside the baseline; the
-        returned split's `weight` (0 until set) is the share the rollout sends it."""
+        returned split's `weight` (0 until set) is the share the rollout sends it.
+        `executor_for`: the replicas' executors (live: torch workers); None: modeled.
+        `salt`: which requests the split's hash picks (the sim passes its seed)."""
         policy = dataclasses.replace(self.batchers[0].policy, reserve_gpus=int(self.config.reserve_fraction * gpus))
-        self.canary = CanaryFleet(version, routing, gpus, self.cost, policy, self._batch_done)
+        self.canary = CanaryFleet(version, routing, gpus, self.cost, policy, self._batch_done,
+                                  executor_for=executor_for, salt=salt)
         return self.canary.split
 
     def _after_cache(self, a: Attempt) -> None:
@@ -236,56 +254,59 @@ class ServingTarget:
 
     def submit_to(self, server: int, a: Attempt) -> None:
         """An API server's handling of one attempt (after cache and balancer)."""
-        now = self.loop.time()
+        now = self._time()
         a.server = server
         dedupe = self.dedupe
         if dedupe is not None and not dedupe.offer(a, now):
             return
-        c = self.config
-        if c.tenant_limits:
+        if self._tenant_limits:
             bucket = self._buckets.bucket(a.tenant, now)
             if not bucket.try_take(now):
                 self.stats.shed_tenant += 1
                 self._reply(a, Response(Status.TOO_MANY, retry_after_s=max(0.05, bucket.wait_s(now)), reason="tenant over its limit"))
                 return
         batcher = self.batchers[server if self._per_server else 0]
-        if c.admission:
-            predicted = self._predicted_s(batcher, a)
-            budget = c.slo_s if a.deadline_s is None else min(c.slo_s, a.deadline_s - now)
-            verdict = admit(predicted, budget * c.admission_target)
-            if not verdict.admit:
+        if self._admission:
+            predicted = self._predicted_s(batcher, a, now)
+            slo, deadline = self._slo_s, a.deadline_s
+            budget = slo if deadline is None else min(slo, deadline - now)
+            retry_after_s = shed_retry_after_s(predicted, budget * self._admission_target)
+            if retry_after_s is not None:
                 self.stats.shed_overload += 1
-                self._reply(a, Response(Status.UNAVAILABLE, retry_after_s=verdict.retry_after_s, reason="overloaded"))
+                self._reply(a, Response(UNAVAILABLE, retry_after_s=retry_after_s, reason="overloaded"))
                 return
         self.inflight[server] += 1
         if self.canary is not None and self.canary.takes(a):
             batcher = self.canary.batcher
-        batcher.enqueue(a)
+        batcher.enqueue(a, now)
 
-    def _predicted_s(self, batcher: Batcher, a: Attempt) -> float:
-        c = self.config
-        q = batcher.queue
+    def _predicted_s(self, batcher: Batcher, a: Attempt, now: float) -> float:
+        q, pool, queues, size = batcher.queue, self.pool, len(self.batchers), self._batch_size
         ahead = len(q)
-        if c.tenant_limits:
+        if self._tenant_limits:
             # Fair queueing serves this tenant once per round: its wait is its
             # own backlog times the number of tenants sharing the rounds.
             ahead = min(ahead, (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants()))
-        gpus = self.pool.alive_gpus() / len(self.batchers)
-        ahead += self.pool.backlog_items() / len(self.batchers)
-        slow = self.current_slowness()
+        gpus = pool.alive / queues
+        ahead += pool.backlog_count / queues
+        slow = self.current_slowness(now)
         batch_s = self.batch_s * slow
-        capacity = gpus * c.batch_size / batch_s
-        fill = 0.0 if ahead + 1 >= c.batch_size or self._greedy else self._max_wait_s
-        own_batch_s = self.cost(c.batch_size, a.size) * slow
+        capacity = gpus * size / batch_s
+        fill = 0.0 if ahead + 1 >= size or self._greedy else self._max_wait_s
+        own_batch_s = self.cost(size, a.size) * slow
         return predicted_latency_s(int(ahead), capacity, own_batch_s, fill)
 
-    def current_slowness(self) -> float:
+    def current_slowness(self, now: float | None = None) -> float:
         """The smoothed measured/expected batch time, fading back to 1 while no
         batch completes: if admission sheds everything, no batch would ever
-        report that the slowdown is over (a trap), so old evidence expires."""
-        age = self.loop.time() - self._slowness_at
-        tau = max(1.0, 10 * self.batch_s)
-        return 1.0 + (self.slowness - 1.0) * math.exp(-age / tau)
+        report that the slowdown is over (a trap), so old evidence expires.
+        `now`: the loop's time, when the caller has it."""
+        if now is None:
+            now = self._time()
+        if now != self._slowness_now:
+            self._slowness_now = now
+            self._slowness_then = 1.0 + (self.slowness - 1.0) * math.exp(-(now - self._slowness_at) / self._slowness_tau)
+        return self._slowness_then
 
     def _expired(self, a: Attempt, now: float) -> bool:
         return a.deadline_s is not None and now + self.batch_s > a.deadline_s
@@ -308,31 +329,42 @@ class ServingTarget:
         """`version`: the canary's, for a batch its replicas ran (slow by its own
         cost factor, which the baseline's admission must not read as a slowdown)."""
         share = seconds / len(batch)
-        longest = max(a.size for a in batch)
+        longest = max(map(_size, batch))
         nominal = self.cost(len(batch), longest)
         if nominal > 0 and version is None:
             slow = self.current_slowness()
             self.slowness = slow + 0.2 * (seconds / nominal - slow)
             self._slowness_at = self.loop.time()
+            self._slowness_now = math.nan
         stats, computed, dedupe, cache = self.stats, self._computed, self.dedupe, self.cache
         if longest > self.config.reference_length:
             tokens = sum(max(a.size, self.config.reference_length) for a in batch)
             stats.wasted_padding_s += seconds * (1 - tokens / (len(batch) * longest))
         now, inflight, canary = self.loop.time(), self.inflight, self.canary
+        finish = dedupe.finish if dedupe is not None else None
         for i, a in enumerate(batch):
             inflight[a.server] -= 1
-            if a.uid in computed:
+            if not computed.add(a.uid, now):
                 stats.wasted_duplicate_s += share
             elif a.done and not (dedupe and any(not w.done for w in dedupe.waiters(a))):
                 stats.wasted_abandoned_s += share
-            computed.add(a.uid, now)
+            if canary is None and outputs is None:
+                # A modeled batch's answer, through _reply inline (this runs for every request).
+                if cache is not None:
+                    cache.put(a, None)
+                if finish is None:
+                    a.answer(OK_RESPONSE)
+                else:
+                    for w in finish(a, OK_RESPONSE, now):
+                        w.answer(OK_RESPONSE)
+                continue
             output = outputs[i] if outputs is not None else None
             served = None
             if canary is not None:
                 served = version or canary.baseline
-                output, failed = canary.answer(a, served)
-                if failed:
-                    self._reply(a, Response(Status.ERROR, reason=f"model {served.name} failed"))
+                output, failed = canary.answer(a, served, output)
+                if failed:  # the output says which version failed (the server's version label)
+                    self._reply(a, Response(Status.ERROR, output=output, reason=f"model {served.name} failed"))
                     continue
             response = OK_RESPONSE if output is None else Response(OK, output=output)
             if cache is not None:

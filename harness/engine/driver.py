@@ -12,63 +12,80 @@ from __future__ import annotations
 import asyncio
 import random
 
+import numpy as np
+
 from targets.client import Client, ClientPolicy, Transport
 from workloads.arrivals import Schedule
 
 
 class Driver:
-    def __init__(self, schedule: Schedule, policy: ClientPolicy, transport: Transport, sink, rng: random.Random) -> None:
+    def __init__(self, schedule: Schedule, policy: ClientPolicy, transport: Transport, sink, rng: random.Random,
+                 uids: list[int] | None = None) -> None:
+        """`uids`: the number each request is known by (request IDs, the sink's index),
+        when this driver drives a share of a larger schedule (harness.live.driver_procs);
+        default its position in `schedule`."""
         self.schedule = schedule
+        self.uids = uids
         self.policy = policy
         self.transport = transport
         self.sink = sink
         self.rng = rng
         self.started = 0
-        self.outstanding = 0
+        self.finished = 0
+
+    @property
+    def outstanding(self) -> int:
+        """Requests started and not yet finished."""
+        return self.started - self.finished
 
     async def run(self, t0: float | None = None) -> None:
         """Drive the whole schedule; returns when every request has finished."""
         loop = asyncio.get_running_loop()
         t0 = loop.time() if t0 is None else t0
         s = self.schedule
-        sched = s.sched_s.tolist()
-        tenant_idx = s.tenant.tolist()
-        content = s.content.tolist()
-        variant = s.variant.tolist()
-        size = s.size.tolist()
-        names = s.tenants
-        conns = s.connections
-        next_conn = [0] * len(names)
-        n = len(sched)
-        done = loop.create_future()
-        state = {"i": 0}
-
-        def finished() -> None:
-            self.outstanding -= 1
-            if self.outstanding == 0 and state["i"] >= n and not done.done():
-                done.set_result(None)
-
-        client = Client(self.policy, self.transport, self.sink, self.rng, on_finished=finished)
-        start = client.start
-
-        def feed() -> None:
-            i = state["i"]
-            horizon = loop.time() + 1e-9
-            while i < n and t0 + sched[i] <= horizon:
-                t = tenant_idx[i]
-                conn = next_conn[t]
-                next_conn[t] = (conn + 1) % conns[t]
-                self.outstanding += 1
-                start(i, names[t], conn, content[i], variant[i], size[i])
-                i += 1
-            state["i"] = i
-            self.started = i
-            if i < n:
-                loop.call_at(t0 + sched[i], feed)
-            elif self.outstanding == 0 and not done.done():
-                done.set_result(None)
-
+        n = len(s.sched_s)
         if n == 0:
             return
-        loop.call_at(t0 + sched[0], feed)
+        # Everything a request is started with, per request, in bulk (numpy), so that an
+        # arrival costs one call: its send time, tenant name and connection.
+        at = (t0 + s.sched_s).tolist()
+        names = s.tenants
+        tenant = [names[t] for t in s.tenant.tolist()]
+        conn = connections(s).tolist()
+        content, variant, size = s.content.tolist(), s.variant.tolist(), s.size.tolist()
+        uid = self.uids if self.uids is not None else range(n)
+        done = loop.create_future()
+
+        def finished() -> None:
+            self.finished += 1
+            if self.finished == n:
+                done.set_result(None)
+
+        start = Client(self.policy, self.transport, self.sink, self.rng, on_finished=finished).start
+        # The virtual-time loop keeps the next arrival in a slot of its own (no timer handle).
+        arm = getattr(loop, "feed_at", loop.call_at)
+        time = loop.time
+
+        def feed() -> None:
+            i = self.started
+            horizon = time() + 1e-9
+            while i < n and at[i] <= horizon:
+                start(uid[i], tenant[i], conn[i], content[i], variant[i], size[i])
+                i += 1
+            self.started = i
+            if i < n:
+                arm(at[i], feed)
+
+        arm(at[0], feed)
         await done
+
+
+def connections(s: Schedule) -> np.ndarray:
+    """The keep-alive connection of each request: each tenant's requests round robin
+    over its connections, in schedule order."""
+    tenant = s.tenant
+    counts = np.bincount(tenant, minlength=len(s.tenants))
+    order = np.argsort(tenant, kind="stable")
+    rank = np.empty(len(tenant), dtype=np.int64)
+    rank[order] = np.arange(len(tenant)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return rank % np.asarray(s.connections, dtype=np.int64)[tenant]

@@ -23,6 +23,7 @@ class InProcessTransport:
     def __init__(self, target) -> None:
         self.target = target
         self.loop = asyncio.get_running_loop()
+        self._time = self.loop.time
         self._lines: dict[float, _TimeoutLine] = {}
 
     def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
@@ -30,7 +31,10 @@ class InProcessTransport:
         line = self._lines.get(timeout_s)
         if line is None:
             line = self._lines[timeout_s] = _TimeoutLine(timeout_s, self.loop)
-        line.push(attempt)
+        # The line's push, inline: this runs for every attempt.
+        line._items.append((self._time() + timeout_s, attempt))
+        if not line._armed:
+            line.arm()
         self.target.submit(attempt)
 
 
@@ -48,11 +52,10 @@ class _TimeoutLine:
         self._items: deque[tuple[float, Attempt]] = deque()
         self._armed = False
 
-    def push(self, attempt: Attempt) -> None:
-        self._items.append((self.loop.time() + self.timeout_s, attempt))
-        if not self._armed:
-            self._armed = True
-            self.loop.call_at(self._items[0][0], self._fire)
+    def arm(self) -> None:
+        """Wake at the first expiry (the transport appends `(expires_s, attempt)` to `_items`)."""
+        self._armed = True
+        self.loop.call_at(self._items[0][0], self._fire)
 
     def _fire(self) -> None:
         items = self._items

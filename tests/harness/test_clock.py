@@ -100,3 +100,44 @@ def test_pending_tasks_are_cancelled_at_the_end():
 
     assert run_virtual(main()) == "done"
     assert cancelled == [True]
+
+
+def test_feed_runs_among_timers_as_a_call_at_made_then_would():
+    """The feed slot keeps call_at's order: equal times run in the order scheduled,
+    and times within the clock's resolution run in one iteration, in (time, seq) order."""
+    log = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.call_at(1.0, log.append, "timer before")
+        loop.feed_at(1.0, lambda: log.append(("feed", loop.time())))
+        loop.call_at(1.0, log.append, "timer after")
+        loop.call_at(2.0 + 5e-10, log.append, "timer within resolution")
+        await asyncio.sleep(1.5)
+        loop.feed_at(2.0, lambda: log.append(("feed", loop.time())))
+        loop.call_at(3.0, log.append, "last")
+        await asyncio.sleep(2.0)
+
+    run_virtual(main())
+    assert log == ["timer before", ("feed", 1.0), "timer after", ("feed", 2.0), "timer within resolution", "last"]
+
+
+def test_a_pending_feed_keeps_the_loop_from_stalling():
+    async def main():
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        loop.feed_at(5.0, lambda: done.set_result(loop.time()))
+        return await done
+
+    assert run_virtual(main()) == 5.0
+
+
+def test_fewer_collections_restores_the_thresholds():
+    import gc
+
+    from harness.engine.clock import SIM_GC_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections():
+        assert gc.get_threshold()[0] == max(SIM_GC_THRESHOLD, before[0])
+    assert gc.get_threshold() == before

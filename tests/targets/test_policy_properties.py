@@ -191,3 +191,61 @@ def test_no_policy_but_full_dispatches_without_a_free_gpu(kind, queued, waited, 
     per_gpu = per_gpu_rps(lambda q: 0.05 + 0.002 * q, b) if kind is Batching.RATE else ()
     policy = BatchPolicy(kind, b, max_wait_s=0.05, reserve_gpus=2, per_gpu_rps=per_gpu)
     assert policy.decide(queued, waited, gpu_free=False, free_gpus=0, rate_rps=rate, gpus=gpus) == WAIT
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=12), st.integers(0, 50))
+def test_least_loaded_picks_the_first_least_loaded_server_from_its_rotating_start(loads, turns):
+    from targets.balancer import LeastLoaded
+
+    n = len(loads)
+    b = LeastLoaded(n)
+    for turn in range(turns + 1):
+        start = turn % n
+        order = [(start + k) % n for k in range(n)]  # the scan the rotation promises
+        expected = min(order, key=lambda i: loads[i])
+        assert b.route("t", 0, loads) == expected
+
+
+def test_recent_set_add_says_whether_the_key_was_new():
+    from targets.bounded import Bound, RecentSet
+
+    s: RecentSet[int] = RecentSet(Bound(10, 1.0))
+    assert s.add(1, 0.0) and not s.add(1, 0.5) and s.add(2, 0.5)
+
+
+def _drr_reference(queues: dict[str, list[int]], deficit: dict[str, int], quantum: int, n: int) -> list[tuple[str, int]]:
+    """Deficit round robin one turn at a time, as written in the paper: the order FairQueue.pop must give."""
+    out: list[tuple[str, int]] = []
+    while len(out) < n and any(queues.values()):
+        tenant = next(iter(queues))
+        q = queues[tenant]
+        credit = deficit[tenant]
+        if credit < max(1, q[0]):
+            credit += quantum
+        while q and len(out) < n and max(1, q[0]) <= credit:
+            size = q.pop(0)
+            credit -= max(1, size)
+            out.append((tenant, size))
+        if not q:
+            del queues[tenant], deficit[tenant]
+        elif len(out) >= n and max(1, q[0]) <= credit:
+            deficit[tenant] = credit
+        else:
+            deficit[tenant] = credit
+            queues[tenant] = queues.pop(tenant)  # to the back
+    return out
+
+
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 150)), max_size=60),
+       st.lists(st.integers(1, 40), min_size=1, max_size=6))
+def test_fair_queue_pops_in_deficit_round_robin_order(items, pops):
+    q = FairQueue(quantum=64)
+    ref: dict[str, list[int]] = {}
+    for i, (tenant, size) in enumerate(items):
+        q.push(Attempt(i, tenant, 0, 0, 0, size, 0.0, 0))
+        ref.setdefault(tenant, []).append(size)
+    deficit = {t: 0 for t in ref}
+    for n in pops:
+        got = [(a.tenant, a.size) for a in q.pop(n)]
+        assert got == _drr_reference(ref, deficit, 64, n)
+        assert len(q) == sum(map(len, ref.values()))
