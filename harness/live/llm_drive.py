@@ -3,11 +3,14 @@
 `drive(url, schedule, model)` sends every request of a token schedule at its
 scheduled time (open loop: a slow server cannot slow the sender), streaming,
 with a prompt of exactly `prompt_tokens` token ids and `max_tokens` =
-`output_tokens`. Every SSE chunk's arrival is a token's time: TTFT and each
-ITL are measured from the request's *scheduled* start, so the figures are
-comparable with the sim's (`harness.engine.llm_metrics.run_figures` reads
-both). `serve_and_drive(...)` serves the tiny decoder in this process on
-127.0.0.1, drives it, and simulates the same schedule with a profiled cost.
+`output_tokens`, as its tenant (OpenAI's `user` field: the schedule's tenant
+name). Every SSE chunk's arrival is a token's time: TTFT and each ITL are
+measured from the request's *scheduled* start, so the figures are comparable
+with the sim's (`harness.engine.llm_metrics.run_figures` reads both). A 429 is
+its tenant's limit shedding the request (`Sequence.shed`, as the sim marks
+it), not an error. `serve_and_drive(...)` serves the tiny decoder in this
+process on 127.0.0.1, drives it, and simulates the same schedule with a
+profiled cost.
 
 Every request is named (`X-Request-Id`: its index in the schedule), so the
 engine's own times for it can be set beside the client's: server, engine and
@@ -29,7 +32,7 @@ import aiohttp
 
 from harness.engine.llm_run import EngineTrace, simulate
 from harness.engine.hdr import new_histogram
-from targets.llm import LlmEngineSpec, Sequence, create_scheduler
+from targets.llm import LlmEngineSpec, Sequence
 from workloads.llm import LlmSchedule
 
 __all__ = ["Served", "drive", "serve_and_drive"]
@@ -37,13 +40,16 @@ __all__ = ["Served", "drive", "serve_and_drive"]
 _US = 1_000_000
 
 
-async def _one(http: aiohttp.ClientSession, url: str, model: str, seq: Sequence, t0: float,
+async def _one(http: aiohttp.ClientSession, url: str, model: str, seq: Sequence, tenant: str, t0: float,
                itl: list[float], errors: list[str], in_window: list[int], window_s: float) -> None:
     loop = asyncio.get_running_loop()
     body = {"model": model, "prompt": [65 + (seq.id + i) % 26 for i in range(seq.prompt_tokens)],
-            "max_tokens": seq.output_tokens, "stream": True}
+            "max_tokens": seq.output_tokens, "stream": True, "user": tenant}
     try:
         async with http.post(url, json=body, headers={"X-Request-Id": str(seq.id)}) as resp:
+            if resp.status == 429:
+                seq.shed = True
+                return
             if resp.status != 200:
                 errors.append(f"HTTP {resp.status}: {(await resp.text())[:200]}")
                 return
@@ -80,8 +86,8 @@ async def drive(url: str, schedule: LlmSchedule, model: str) -> tuple[EngineTrac
         tasks = []
         for seq in seqs:
             await asyncio.sleep(max(0.0, t0 + seq.arrival_s - loop.time()))
-            tasks.append(asyncio.create_task(_one(http, url, model, seq, t0, itl, errors, in_window,
-                                                   schedule.duration_s)))
+            tasks.append(asyncio.create_task(_one(http, url, model, seq, schedule.tenants[seq.tenant], t0, itl,
+                                                   errors, in_window, schedule.duration_s)))
         await asyncio.gather(*tasks)
         end = loop.time() - t0
     trace = EngineTrace(seqs, schedule.duration_s, end, new_histogram(), origin_s=t0)
@@ -134,7 +140,7 @@ async def serve_and_drive(spec: LlmEngineSpec, schedule: LlmSchedule, max_len: i
 
     if threads is not None:
         torch.set_num_threads(threads)
-    engine = LiveEngine(TinyDecoder(seed=seed, max_len=max_len), create_scheduler(spec))
+    engine = LiveEngine.for_spec(TinyDecoder(seed=seed, max_len=max_len), spec, schedule.tenants)
     runner = web.AppRunner(create_llm_app(engine, "tiny-llm"))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
