@@ -94,7 +94,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="shorter steps; skip the guard-off run")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds of the runs at twice the knee")
     ap.add_argument("--age-share", type=float, default=0.25, help="the handlers' guard's limit, a share of the SLO")
-    ap.add_argument("--proxy-share", type=float, default=0.1, help="the proxy's guard's limit, a share of the SLO")
+    ap.add_argument("--proxy-share", type=float, default=0.05, help="the proxy's guard's limit, a share of the SLO")
     ap.add_argument("--rate", type=float, default=None, help="skip the profile and sweeps; compare the guards here")
     args = ap.parse_args()
     t = args.target

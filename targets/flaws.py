@@ -73,9 +73,9 @@ FLAWS: tuple[Flaw, ...] = (
         doc_item="5",
         failure="unbounded queues: in a spike every request waits and times out; goodput collapses",
         fix="bound the queue by predicted wait against the deadline; shed early with 503 + Retry-After; "
-            "the L4 proxy answers 503 itself while its requests in flight wait in the front end over a tenth of the SLO",
+            "the L4 proxy answers 503 itself while its requests in flight wait in the front end over a twentieth of the SLO",
         present={"admission": False, "frontend_proxy_share": None},
-        fixed={"admission": True, "frontend_proxy_share": 0.1},
+        fixed={"admission": True, "frontend_proxy_share": 0.05},
         exposed_by=("spike", "slowdown", "gpu-outage"),
     ),
     Flaw(
