@@ -2,8 +2,8 @@
 
 The format is `harness.gate.file`'s docstring (the parser's own contract); the keys are
 walked from `RunSummary` and each is confirmed by the parser's key check, so the list is
-exactly what `harness gate` accepts; the `[[canary]]` keys are the parser's own
-`CANARY_KEYS`. The project's CI gate file is shown as the example.
+exactly what `harness gate` accepts; the `[[canary]]` and `[[sweep]]` keys are
+`harness.gate.keys`' lists. The project's CI gate file is shown as the example.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from harness.docs.fields import meaning, type_name, unit_of
 from harness.docs.markdown import banner, block, code, table
 from harness.gate import file as gate_file
+from harness.gate import keys as gate_keys
 from harness.results.canary import CanaryCell
 from harness.results.run import RunSummary
 from harness.results.sweep import SweepResult
@@ -50,13 +51,13 @@ def check_keys(model: type[BaseModel] = RunSummary, prefix: str = "") -> Iterato
 def page() -> str:
     rows = []
     for key, tp, note in check_keys():
-        problem = gate_file.key_problem(key, RunSummary, {"t0"})
+        problem = gate_keys.key_problem(key, RunSummary, {"t0"})
         assert problem is None, f"the gate page lists {key}, which the gate refuses: {problem}"
         rows.append((code(key), tp, unit_of(key.rsplit(".", 1)[-1]) or unit_of(key.split(".")[0]), note))
     canary_rows = [(code(k), type_name(CanaryCell.model_fields[k].annotation), unit_of(k), meaning(CanaryCell, k))
-                   for k in gate_file.CANARY_KEYS]
+                   for k in gate_keys.CANARY_KEYS]
     sweep_rows = [(code(k), type_name(SweepResult.model_fields[k].annotation), "req/s", meaning(SweepResult, k))
-                  for k in gate_file.SWEEP_KEYS]
+                  for k in gate_keys.SWEEP_KEYS]
     gate_file.load_gate_file(EXAMPLE)  # the example must stay a valid gate file
     return "\n".join([
         banner(["harness/gate/file.py", "harness/results/run.py", "harness/results/canary.py", "harness/gate/ci.toml"]),

@@ -107,12 +107,11 @@ import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from types import UnionType
-from typing import Any, Callable, Union, get_args, get_origin
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from harness.results.canary import CanaryCell
+from harness.gate.keys import CANARY_KEYS, SWEEP_KEYS, key_problem
 from harness.results.run import RunSummary
 from targets.spec import resolve_target
 from workloads.canary_days import CANARY_DAYS
@@ -342,16 +341,7 @@ def _sweep_gates(items: Any, p: str, tol: float, target: Callable[[Any, str], st
         _table(item, p, key, {"target", "checks"}, ("checks",))
         spec = item.get("target", under_test)
         swept = spec if isinstance(spec, str) and "://" in spec else target(spec, f"{key}.target")
-        checks = item["checks"]
-        if not isinstance(checks, list) or not checks:
-            raise _err(p, f"{key}.checks", "must be a non-empty list of checks")
-        parsed = tuple(parse_check(c, tol, p, f"{key}.checks[{j}]") for j, c in enumerate(checks))
-        for j, c in enumerate(parsed):
-            if c.relative is not None:
-                raise _err(p, f"{key}.checks[{j}]", "a sweep check compares with its threshold, not a baseline")
-            if c.key not in SWEEP_KEYS:
-                raise _err(p, f"{key}.checks[{j}]", f"unknown sweep key '{c.key}': one of {', '.join(SWEEP_KEYS)}")
-        out.append(SweepGate(swept, parsed, key))
+        out.append(SweepGate(swept, _threshold_checks(item["checks"], tol, p, key, "sweep", SWEEP_KEYS), key))
     return tuple(out)
 
 
@@ -370,18 +360,25 @@ def _canary_gates(items: Any, p: str, tol: float, target: Callable[[Any, str], s
         n = item.get("seeds")
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise _err(p, f"{key}.seeds", f"must be an integer >= 1, not {n!r}")
-        checks = item["checks"]
-        if not isinstance(checks, list) or not checks:
-            raise _err(p, f"{key}.checks", "must be a non-empty list of checks")
-        parsed = tuple(parse_check(c, tol, p, f"{key}.checks[{j}]") for j, c in enumerate(checks))
-        for j, c in enumerate(parsed):
-            if c.relative is not None:
-                raise _err(p, f"{key}.checks[{j}]", "a canary check compares with its threshold, not a baseline")
-            if c.key not in CANARY_KEYS:
-                raise _err(p, f"{key}.checks[{j}]", f"unknown canary key '{c.key}': one of {', '.join(CANARY_KEYS)}")
+        parsed = _threshold_checks(item["checks"], tol, p, key, "canary", CANARY_KEYS)
         out.append(CanaryGate(plan, item["day"], target(item.get("target", under_test), f"{key}.target"), n,
                               parsed, key))
     return tuple(out)
+
+
+def _threshold_checks(checks: Any, tol: float, p: str, key: str, kind: str,
+                      keys: tuple[str, ...]) -> tuple[Check, ...]:
+    """A [[sweep]] or [[canary]] table's checks: a non-empty list, each naming one of `keys`
+    and comparing with its threshold (these results have no baseline)."""
+    if not isinstance(checks, list) or not checks:
+        raise _err(p, f"{key}.checks", "must be a non-empty list of checks")
+    parsed = tuple(parse_check(c, tol, p, f"{key}.checks[{j}]") for j, c in enumerate(checks))
+    for j, c in enumerate(parsed):
+        if c.relative is not None:
+            raise _err(p, f"{key}.checks[{j}]", f"a {kind} check compares with its threshold, not a baseline")
+        if c.key not in keys:
+            raise _err(p, f"{key}.checks[{j}]", f"unknown {kind} key '{c.key}': one of {', '.join(keys)}")
+    return parsed
 
 
 def check_keys(gf: GateFile, schema: type[BaseModel] = RunSummary) -> None:
@@ -396,58 +393,3 @@ def check_keys(gf: GateFile, schema: type[BaseModel] = RunSummary) -> None:
             problem = key_problem(c.key, schema, tenants)
             if problem:
                 raise _err(gf.path, f"{g.where}.checks[{j}]", problem)
-
-
-def _unwrap(tp: Any) -> Any:
-    """`X | None` -> X (an optional figure is still that figure)."""
-    args = [a for a in get_args(tp) if a is not type(None)]
-    if get_origin(tp) in (Union, UnionType) and len(args) == 1:
-        return args[0]
-    return tp
-
-
-def _fields(model: type[BaseModel]) -> dict[str, Any]:
-    """A block's keys as the result file spells them, with their types."""
-    return {(info.alias or name): info.annotation for name, info in model.model_fields.items()}
-
-
-def _is_table(tp: Any) -> bool:
-    return get_origin(tp) is dict
-
-
-def key_problem(key: str, schema: Any, tenants: set[str]) -> str | None:
-    """Why `key` names no number of a summary of type `schema`, or None when it does."""
-    node: Any = schema
-    parts = key.split(".")
-    for i, part in enumerate(parts):
-        here = ".".join(parts[:i])
-        node = _unwrap(node)
-        if here == "attempt_status":
-            return None if i == len(parts) - 1 else f"unknown summary key '{key}'"
-        if node is Any:  # free-form block (live mode's figures): checked when read
-            return None
-        if _is_table(node):
-            if here == "tenants" and part != "*" and part not in tenants:
-                return f"unknown summary key '{key}': no tenant '{part}' (tenants: {', '.join(sorted(tenants))}, or *)"
-            node = get_args(node)[1]
-            continue
-        if not (isinstance(node, type) and issubclass(node, BaseModel)):
-            return f"unknown summary key '{key}': '{here}' is a number, it has no '{part}'"
-        fields = _fields(node)
-        if part not in fields:
-            return f"unknown summary key '{key}': '{part}' is not one of {', '.join(sorted(fields))}"
-        node = fields[part]
-    node = _unwrap(node)
-    if _is_table(node) or (isinstance(node, type) and issubclass(node, BaseModel)):
-        names = "an entry name or *" if _is_table(node) else ", ".join(sorted(_fields(node)))
-        return f"summary key '{key}' is a table, not a number (add one of: {names})"
-    if node is bool or not (node in (int, float) or node is Any):
-        return f"summary key '{key}' is not a number"
-    return None
-
-
-# The figures of a sweep result a [[sweep]] check may name (req/s).
-SWEEP_KEYS: tuple[str, ...] = ("max_rate_within_slo", "first_failing_rate")
-
-# The figures of a canary cell a [[canary]] check may name (its numbers, as the result spells them).
-CANARY_KEYS: tuple[str, ...] = tuple(k for k, tp in _fields(CanaryCell).items() if _unwrap(tp) in (int, float))

@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.gate.file import COMPARE, SWEEP_KEYS, Check, GateFile, parse_check
+from harness.gate.file import COMPARE, Check, GateFile, parse_check
+from harness.gate.keys import SWEEP_KEYS
 from harness.results.gate import CheckOutcome
 from harness.results.sweep import SweepResult
 from workloads.loader import ConfigError

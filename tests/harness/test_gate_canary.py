@@ -12,7 +12,8 @@ from harness.analysis.canary_days import run_canary
 from harness.cli import app
 from harness.gate.canary import canary_interval
 from harness.gate.check import run_gate
-from harness.gate.file import CANARY_KEYS, load_gate_file
+from harness.gate.file import load_gate_file
+from harness.gate.keys import CANARY_KEYS
 from harness.results import load_result
 from harness.results.canary import CanaryCell, CanaryRun
 from harness.results.gate import GateResult
