@@ -116,11 +116,11 @@ def main() -> None:
               f"{s.loop_wait_s * 1e6:5,.0f} us wait per request (busy {s.busy:4.0%}); GPU threads "
               f"{s.workers_cpu_s * 1e6:4,.0f} CPU-us, driver {s.driver_cpu_s * 1e6:4,.0f} CPU-us; load {s.load_1m:.1f}",
               flush=True)
-    from harness.live.run import DEFAULT_PEAK_RPS, scale_for_live, snap_scale
+    from harness.live.scaling import shrink
     from targets.spec import resolve_target
 
     design = resolve_target(t, {})
-    live_cfg, _ = scale_for_live(design, snap_scale(design, DEFAULT_PEAK_RPS / design.peak_qps))
+    live_cfg, _ = shrink(design)
     knobs = cost.sim_knobs(live_cfg)
     print(f"  sim knobs: {knobs}", flush=True)
     sim = run_sweep(t, "sim", overrides=knobs)

@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.results import RunResult  # noqa: E402
-from harness.live.run import LiveRun, scale_for_live  # noqa: E402
+from harness.live.run import LiveRun  # noqa: E402
+from harness.live.scaling import scale_for_live  # noqa: E402
 from harness.live.host import HostSpec  # noqa: E402
 from harness.live.warmup import DEFAULT_WARMUP_S  # noqa: E402
 from harness.engine.sim import run_sim  # noqa: E402

@@ -36,7 +36,7 @@ from harness.live.canary_host import LiveCanarySpec
 from harness.live.driver_loop import new_loop
 from harness.live.host import HostProcess, HostSpec
 from harness.live.payloads import Payloads
-from harness.live.run import scale_for_live
+from harness.live.scaling import scale_for_live
 from harness.results.canary import CanaryCell, CanaryResult, CanaryRun, StepEvidence
 from targets.config import TargetConfig
 from targets.spec import resolve_target

@@ -12,13 +12,13 @@ from harness.cli.common import err, fail, out
 def profile_frontend_cmd(target: str = "hardened") -> None:
     """Profile `harness serve TARGET --pad-to-s 0`'s event loop and print what the sim needs."""
     from harness.live.frontend_profile import profile_frontend
-    from harness.live.run import DEFAULT_PEAK_RPS, scale_for_live, snap_scale
+    from harness.live.scaling import shrink
     from targets.spec import resolve_target
 
     try:
         c = profile_frontend(target)
         design = resolve_target(target, {})
-        live_cfg, _ = scale_for_live(design, snap_scale(design, DEFAULT_PEAK_RPS / design.peak_qps))
+        live_cfg, _ = shrink(design)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc), code=1)
     refusing = {id(c.shed_step): "handler refusing", id(c.proxy_shed_step): "proxy refusing"}

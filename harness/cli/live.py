@@ -191,7 +191,7 @@ def serve(
                                         help="Bearer token /predict and /metrics require (env HARNESS_TOKEN)."),
 ) -> None:
     """Start a target for real (proxy, API servers, GPU workers) until Ctrl-C."""
-    from harness.live.run import DEFAULT_PEAK_RPS, scale_for_live, snap_scale
+    from harness.live.scaling import shrink
     from harness.live.host import HostSpec, TargetHost
     from targets.limits import check_exposure
     from targets.spec import parse_overrides, resolve_target
@@ -201,7 +201,7 @@ def serve(
         exposed = check_exposure(host, expose)
     except (ConfigError, ValueError) as exc:
         fail(str(exc))
-    cfg, info = scale_for_live(design, snap_scale(design, scale or DEFAULT_PEAK_RPS / design.peak_qps))
+    cfg, info = shrink(design, scale)
     spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
                     proxy_host=host, proxy_port=port, tenants=list(tenant) if tenant else None,
                     expose=expose, token=token or None)

@@ -121,7 +121,7 @@ class FrontendCost:
 
     def sim_knobs(self, live_config: Any) -> dict[str, Any]:
         """Knobs that make a sim target model the profiled live host: its scaled fleet (``live_config``,
-        e.g. harness.live.run.scale_for_live's), its GPUs at the measured batch time (the batcher's
+        e.g. harness.live.scaling.scale_for_live's), its GPUs at the measured batch time (the batcher's
         wait kept as live's), and its front end: one CPU for every API server at ``cost_s``."""
         knobs: dict[str, Any] = {"peak_qps": live_config.peak_qps, "api_servers": live_config.api_servers,
                                  "gpus": live_config.fleet_gpus,

@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 
 from harness.live.host import HostSpec
 from harness.live.payloads import Payloads
-from harness.live.run import LiveRun, Progress, Scaling, default_scale, scale_for_live, snap_scale
+from harness.live.run import LiveRun, Progress
+from harness.live.scaling import Scaling, default_scale, scale_for_live, snap_scale
 from harness.live.warmup import DEFAULT_WARMUP_S
 from harness.results import CompareResult, RunResult
 from targets.config import TargetConfig

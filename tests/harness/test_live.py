@@ -167,7 +167,7 @@ def test_url_targets_outside_loopback_are_refused_without_allow_remote() -> None
 
 
 def test_scale_keeps_the_designs_per_gpu_rate() -> None:
-    from harness.live.run import default_scale, scale_for_live, snap_scale
+    from harness.live.scaling import default_scale, scale_for_live, snap_scale
 
     naive, hardened = resolve_target("naive"), resolve_target("hardened")
     # The doc's fleet is ceil(10,000 x 0.1 / 32) = 32 GPUs: scales snap to k/32.
