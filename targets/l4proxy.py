@@ -48,13 +48,12 @@ import logging
 import resource
 import signal
 import sys
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from targets.conn_table import Admit, ConnTable, Expiry, Phase
 from targets.edge_refusal import refusal, request_end
 from targets.limits import EdgeLimits, LogBudget, check_exposure
-from targets.server_overload import ProxyGuard
+from targets.server_overload import FrontEndWaits, ProxyGuard
 
 log = logging.getLogger(__name__)
 
@@ -132,14 +131,13 @@ class _Side(asyncio.Protocol):
             proxy.table.upstream(self, data, now)
             if proxy.guard is not None and phase is not Phase.WAITING \
                     and proxy.table.phase(self) is Phase.WAITING:  # its head is complete: it waits for an answer
-                proxy._unanswered.pop(self, None)
-                proxy._unanswered[self] = now
+                proxy.waits.start(self, now)
         else:
             proxy.stats.bytes_down += len(data)
             if self.peer is not None:
                 proxy.table.downstream(self.peer, now)
                 if proxy.guard is not None:
-                    proxy._unanswered.pop(self.peer, None)
+                    proxy.waits.stop(self.peer)
         if peer is None or peer.transport is None:
             self.buffer.append(data)
             if self.up and not self.connecting and not self.closed:
@@ -208,7 +206,7 @@ class L4Proxy:
         self._clients: set[_Side] = set()
         self._by_backend: dict[tuple, _Side] = {}  # backend connection's local address -> its client
         self.guard = guard
-        self._unanswered: OrderedDict[_Side, float] = OrderedDict()  # client -> its head's end; no answer yet
+        self.waits = FrontEndWaits()  # clients whose request's head is in and unanswered, since its end
         self._tasks: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -239,23 +237,14 @@ class L4Proxy:
         client = self._by_backend.get(backend_addr[:2]) if backend_addr else None
         if client is None:
             return
-        self._unanswered.pop(client, None)
+        self.waits.stop(client)
         if not waiting:
-            self._unanswered[client] = self.now()
-
-    def waits_s(self, now: float, k: int) -> list[float]:
-        """How long the ``k`` oldest requests relayed and not yet answered have waited, oldest first."""
-        out = []
-        for since in self._unanswered.values():
-            if len(out) == k:
-                break
-            out.append(now - since)
-        return out
+            self.waits.start(client, self.now())
 
     def _refused(self, client: _Side, data: bytes, now: float) -> bool:
         """Answer the request that ``data`` starts with a 503 when the guard says so."""
         guard = self.guard
-        wait = guard.signal(self.waits_s(now, guard.quorum))  # type: ignore[union-attr]
+        wait = guard.signal(self.waits.oldest(now, guard.quorum))  # type: ignore[union-attr]
         retry = guard.decide(wait)  # type: ignore[union-attr]
         if retry is None:
             return False
@@ -348,7 +337,7 @@ class L4Proxy:
 
     def _gone(self, client: _Side, exc: Exception | None) -> None:
         self.table.remove(client)
-        self._unanswered.pop(client, None)
+        self.waits.stop(client)
         if client.backend_addr is not None and self._by_backend.get(client.backend_addr) is client:
             del self._by_backend[client.backend_addr]
         if client in self._clients:
@@ -372,7 +361,7 @@ class L4Proxy:
                     side.transport.abort()
         self._clients.clear()
         self._by_backend.clear()
-        self._unanswered.clear()
+        self.waits.clear()
         if self._server is not None:
             try:
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)

@@ -53,10 +53,11 @@ budget, a share of the SLO; 0.1 in hardened, None in naive: the proxy never refu
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
+from typing import Hashable
 
-__all__ = ["AgeGuard", "LagGuard", "LoopLag", "ProxyGuard"]
+__all__ = ["AgeGuard", "FrontEndWaits", "LagGuard", "LoopLag", "ProxyGuard"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,36 @@ class ProxyGuard:
         """Seconds to ask the client to wait (refuse), or None (relay). ``wait_s``: the head of the
         front-end queue's wait so far, 0 when it is empty."""
         return max(self.retry_after_s, wait_s) if wait_s >= self.limit_s else None
+
+
+class FrontEndWaits:
+    """The requests waiting in the front end for an answer, oldest first: what `ProxyGuard` reads.
+
+    Pure and clock-free (callers pass `now`); a key is whatever names a request's
+    connection (the proxy's client side). `start` (again) moves a key to the newest
+    place, `stop` removes it."""
+
+    def __init__(self) -> None:
+        self._since: OrderedDict[Hashable, float] = OrderedDict()
+
+    def start(self, key: Hashable, now: float) -> None:
+        self._since.pop(key, None)
+        self._since[key] = now
+
+    def stop(self, key: Hashable) -> None:
+        self._since.pop(key, None)
+
+    def clear(self) -> None:
+        self._since.clear()
+
+    def oldest(self, now: float, k: int) -> list[float]:
+        """How long the ``k`` oldest have waited, oldest first."""
+        out = []
+        for since in self._since.values():
+            if len(out) == k:
+                break
+            out.append(now - since)
+        return out
 
 
 @dataclass(frozen=True)

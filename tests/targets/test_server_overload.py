@@ -146,3 +146,17 @@ async def test_a_server_behind_the_proxy_sheds_a_burst_it_cannot_serve() -> None
     assert all(ra is not None and int(ra) >= 1 and b["error"] == "overloaded" and "waited" in b["reason"]
                for _, ra, b in shed)
     assert len(parsed) == 12 - len(shed)      # a shed request's body was never parsed
+
+
+def test_front_end_waits_are_read_oldest_first_and_a_restart_moves_to_the_back() -> None:
+    from targets.server_overload import FrontEndWaits
+
+    w = FrontEndWaits()
+    for key, t in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
+        w.start(key, t)
+    assert w.oldest(10.0, 2) == [9.0, 8.0]
+    w.start("a", 5.0)  # its next request: waits from now, behind the others
+    w.stop("b")
+    assert w.oldest(10.0, 3) == [7.0, 5.0]
+    w.clear()
+    assert w.oldest(10.0, 3) == []
