@@ -1,10 +1,11 @@
 """The API servers of a live target: aiohttp apps in front of one ServingTarget.
 
-The modules targets.server* and harness.live.http_transport are the only ones
-that import aiohttp; the target and its policies only see `Attempt` and
-`Response`. Parsing lives in targets.server_parse, metrics in
+The modules targets.server*, targets.api_servers and harness.live.http_transport
+are the only ones that import aiohttp; the target and its policies only see
+`Attempt` and `Response`. Parsing lives in targets.server_parse, metrics in
 targets.server_metrics, the HTTP edge (parser limits, JSON for aiohttp's own
-refusals) in targets.server_edge.
+refusals) in targets.server_edge, binding N servers and their guards in
+targets.api_servers.
 
 HTTP API (JSON bodies, UTF-8)::
 
@@ -72,16 +73,15 @@ from aiohttp import http_exceptions as hx
 from aiohttp import web
 
 from targets.dedupe import Conflict, input_digest
-from targets.limits import EdgeLimits, LogBudget, check_exposure
+from targets.limits import EdgeLimits, LogBudget
 from targets.protocol import Attempt, Response, Status
-from targets.server_edge import serve_socket
 from targets.server_metrics import NO_VERSION, ApiMetrics
-from targets.server_overload import AgeGuard, LagGuard, LoopLag, ProxyGuard
+from targets.server_overload import AgeGuard, LagGuard, LoopLag
 from targets.server_parse import (FIELDS, MAX_DEADLINE_MS, BadRequest, PredictRequest, clip,  # noqa: F401 - re-exported
                                   parse_predict)
 from targets.versions import version_of
 
-__all__ = ["ApiMetrics", "ApiServers", "BadRequest", "FrontDoor", "PredictRequest", "create_app", "parse_predict"]
+__all__ = ["ApiMetrics", "BadRequest", "FrontDoor", "PredictRequest", "create_app", "parse_predict"]
 
 log = logging.getLogger(__name__)
 
@@ -340,78 +340,3 @@ def create_app(door: FrontDoor) -> web.Application:
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
     return app
-
-
-class ApiServers:
-    """N aiohttp API servers on one event loop, each on its own port.
-
-    `start` binds each to (host, 0) and returns the ports; `stop` closes
-    them, waiting at most `shutdown_s` for requests in flight. A host beyond
-    loopback needs `expose=True`. Handlers are cancelled when their client
-    disconnects (the attempt is given up, not left to run for nobody).
-    """
-
-    def __init__(self, doors: list[FrontDoor], host: str = "127.0.0.1", shutdown_s: float = 1.0,
-                 expose: bool = False) -> None:
-        check_exposure(host, expose)
-        self.doors = doors
-        self.host = host
-        self.shutdown_s = shutdown_s
-        self.ports: list[int] = []
-        self.log_budget = LogBudget(per_window=5, window_s=10.0)
-        self._runners: list[web.AppRunner] = []
-        self._servers: list[asyncio.AbstractServer] = []
-        self.lag: LoopLag | None = None
-
-    async def start(self) -> list[int]:
-        limit = getattr(getattr(self.doors[0].target, "config", None), "frontend_lag_limit_s", None) \
-            if self.doors else None
-        cfg = getattr(self.doors[0].target, "config", None) if self.doors else None
-        share = getattr(cfg, "frontend_age_share", None)
-        if limit is not None:  # one loop serves every door: one lag monitor for all
-            self.lag = LoopLag()
-            self.lag.start()
-        for door in self.doors:
-            if self.lag is not None and door.overload is None:
-                door.overload, door.lag = LagGuard(limit), self.lag
-            if share is not None and door.age_guard is None:
-                door.age_guard = AgeGuard.for_slo(cfg.slo_s, share)
-            door.log_budget = self.log_budget
-            runner = web.AppRunner(create_app(door), access_log=None, handle_signals=False,
-                                   shutdown_timeout=self.shutdown_s, handler_cancellation=True)
-            await runner.setup()
-            self._runners.append(runner)
-
-            def on_error(kind: str, m: ApiMetrics = door.metrics) -> None:
-                if kind == "client-dropped":
-                    m.drops.inc()
-                else:
-                    m.bad.labels(kind).inc()
-
-            server, port = await serve_socket(runner, self.host, door.limits, on_error, self.log_budget)
-            self._servers.append(server)
-            self.ports.append(port)
-        return self.ports
-
-    def behind(self, proxy: Any) -> None:
-        """Read each request's arrival from ``proxy`` (a targets.l4proxy.L4Proxy on this loop,
-        in front of these servers) for the age guard, and give the proxy its own guard
-        (TargetConfig.frontend_proxy_share)."""
-        for door in self.doors:
-            door.arrival = proxy.request_started_s
-        cfg = getattr(self.doors[0].target, "config", None) if self.doors else None
-        share = getattr(cfg, "frontend_proxy_share", None)
-        if share is not None and proxy.guard is None:
-            proxy.guard = ProxyGuard.for_slo(cfg.slo_s, share)
-        if proxy.guard is not None:
-            for door in self.doors:
-                door.at_gpu = proxy.at_gpu
-
-    async def stop(self) -> None:
-        if self.lag is not None:
-            self.lag.stop()
-        servers, self._servers = self._servers, []
-        for s in servers:
-            s.close()
-        runners, self._runners = self._runners, []
-        await asyncio.gather(*(r.cleanup() for r in runners), return_exceptions=True)

@@ -29,7 +29,8 @@ from targets.executors import ModeledExecutor, cost_function
 from targets.l4proxy import L4Proxy
 from targets.limits import EdgeLimits
 from targets.protocol import Attempt
-from targets.server import ApiMetrics, ApiServers, FrontDoor
+from targets.api_servers import ApiServers
+from targets.server import ApiMetrics, FrontDoor
 from targets.target import ServingTarget, live_computed_bound
 
 

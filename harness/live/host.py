@@ -89,7 +89,8 @@ class TargetHost:
         from targets.executors import cost_function
         from targets.l4proxy import L4Proxy
         from targets.limits import EdgeLimits
-        from targets.server import ApiMetrics, ApiServers, FrontDoor
+        from targets.api_servers import ApiServers
+        from targets.server import ApiMetrics, FrontDoor
         from targets.target import ServingTarget, live_computed_bound
         from targets.torch_gpu import torch_gpus
 

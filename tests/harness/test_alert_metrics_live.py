@@ -21,7 +21,8 @@ from harness.ops.rules import build_rules
 from targets.config import TargetConfig
 from targets.l4proxy import L4Proxy
 from targets.models import create_model
-from targets.server import ApiMetrics, ApiServers, FrontDoor
+from targets.api_servers import ApiServers
+from targets.server import ApiMetrics, FrontDoor
 from targets.target import ServingTarget
 
 TENANTS = frozenset({"t0"})

@@ -113,7 +113,8 @@ async def test_a_server_behind_the_proxy_sheds_a_burst_it_cannot_serve() -> None
 
     from targets.config import TargetConfig
     from targets.l4proxy import L4Proxy
-    from targets.server import ApiMetrics, ApiServers, FrontDoor
+    from targets.api_servers import ApiServers
+    from targets.server import ApiMetrics, FrontDoor
     from targets.target import ServingTarget
 
     cfg = TargetConfig(batching="dynamic", max_wait_s=0.002, batch_time_s=0.002, batch_size=8, cache="off",

@@ -17,7 +17,7 @@ from targets.config import TargetConfig
 from targets.dedupe import input_digest
 from targets.l4proxy import L4Proxy
 from targets.limits import EdgeLimits
-from targets.server import ApiServers
+from targets.api_servers import ApiServers
 from targets.server_stack import start_stack
 
 pytestmark = pytest.mark.live
