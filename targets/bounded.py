@@ -64,6 +64,11 @@ class BoundedMap(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def clear(self) -> None:
+        """Forget every entry (not counted as expired or evicted)."""
+        self._items.clear()
+        self._front_t, self._front_key = -math.inf, _NONE
+
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
@@ -171,6 +176,9 @@ class RecentSet(Generic[K]):
 
     def __len__(self) -> int:
         return len(self._map)
+
+    def clear(self) -> None:
+        self._map.clear()
 
     def __contains__(self, key: object) -> bool:
         return key in self._keys

@@ -59,6 +59,10 @@ class ResponseCache:
             return (a.content, a.variant)
         return (a.content, version or self.model_version)
 
+    def clear(self) -> None:
+        """Drop every entry (not counted as evictions)."""
+        self._data.clear()
+
     def should_lookup(self) -> bool:
         """False when `auto` has judged the cache not worth its hop."""
         if not self._bypassing:

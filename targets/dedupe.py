@@ -105,7 +105,14 @@ class Deduper:
         self._inflight: dict[tuple[str, str], tuple[Attempt, Hashable]] = {}
         self._waiters: dict[tuple[str, str], list[Attempt]] = {}
         self._done: BoundedMap[tuple[str, str], tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
+        self._done_keys = self._done._items  # membership, asked per request: one lookup, no call
         self.stats = DedupeStats()
+
+    def clear(self) -> None:
+        """Forget every key in flight and every remembered answer (nothing is answered)."""
+        self._inflight.clear()
+        self._waiters.clear()
+        self._done.clear()
 
     def __len__(self) -> int:
         """Keys held: in flight plus remembered answers."""
@@ -137,7 +144,8 @@ class Deduper:
         key = (a.tenant, rid)
         # attempt_digest(a), inline: this runs for every request
         digest = (a.content, a.variant) if a.payload is None else input_digest(a.payload)
-        done = self._done.get(key, now)
+        # self._done.get(key, now), called only where the key is there: most requests are new
+        done = self._done.get(key, now) if key in self._done_keys else None
         if done is not None:
             if done[0] != digest:
                 self.stats.conflicts += 1

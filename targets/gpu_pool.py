@@ -249,6 +249,13 @@ class GpuPool:
                 self.alive += 1
                 self._release(w)
 
+    def clear(self) -> None:
+        """Drop the parked batches and forget the running ones (nothing is answered)."""
+        self._backlog.clear()
+        self.backlog_count = 0
+        for w in self.workers:
+            w.batch, w.task = None, None
+
     def cancel_all(self) -> None:
         for w in self.workers:
             if w.task is not None:

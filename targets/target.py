@@ -41,6 +41,13 @@ from targets.versions import CanaryRouting, CanarySplit, ModelVersion
 _size = attrgetter("size")
 
 
+_OWN_COSTS_KEPT = 65_536  # distinct input lengths whose batch cost admission remembers
+
+
+def _always(_: Attempt) -> bool:
+    return True
+
+
 class Balancer(Protocol):
     """Chooses an API server per request. Every balancer is handed the servers'
     outstanding loads; the layer-4 round robin ignores them."""
@@ -145,10 +152,14 @@ class ServingTarget:
         self._tenant_limits, self._admission = config.tenant_limits, config.admission
         self._slo_s, self._admission_target = config.slo_s, config.admission_target
         self._batch_size = config.batch_size
+        self._own_batch_s: dict[int, float] = {}  # cost(batch_size, length) by length, as admission asks
         # uids computed so far (duplicate-work accounting). A sim run is finite, so by
         # default it remembers every uid and the duplicate/abandoned split is exact; a
         # server that runs for days passes `computed_bound` (see live_computed_bound).
         self._computed: RecentSet[int] = RecentSet(computed_bound or Bound(100_000_000, math.inf))
+        # Unbounded (a sim run), the same accounting in a plain set: one lookup and one
+        # add per request computed, no call and no entry of a bounded map's.
+        self._computed_all: set[int] | None = set() if computed_bound is None else None
         self.canary: CanaryFleet | None = None  # attach_canary: a rollout's second version
         # Modeled GPUs, modeled front end (targets.frontend_cpu); real servers pay real CPU.
         self.frontend = FrontendCpu.for_config(config, n) if executor_for is None else None
@@ -165,6 +176,24 @@ class ServingTarget:
     # -- observation -----------------------------------------------------------------
     def queue_depth(self) -> int:
         return sum(len(b.queue) for b in self.batchers) + self.pool.backlog_items()
+
+    def clear(self) -> None:
+        """Forget every request still queued or parked (a finished simulation: what is
+        left at the horizon is then freed at once by reference counting, not walked by
+        the cyclic collector, which costs a second or more after an overloaded run)."""
+        for b in self.batchers:
+            b.queue.drop_if(_always)
+        self.pool.clear()
+        self._computed.clear()
+        if self._computed_all is not None:
+            self._computed_all.clear()
+        if self.dedupe is not None:
+            self.dedupe.clear()
+        if self.cache is not None:
+            self.cache.clear()
+        if self.canary is not None:
+            self.canary.batcher.queue.drop_if(_always)
+            self.canary.pool.clear()
 
     def set_slowdown(self, factor: float) -> None:
         for ex in {id(e): e for e in self.pool.executors}.values():
@@ -260,8 +289,8 @@ class ServingTarget:
         if dedupe is not None and not dedupe.offer(a, now):
             return
         if self._tenant_limits:
-            bucket = self._buckets.bucket(a.tenant, now)
-            if not bucket.try_take(now):
+            bucket = self._buckets.take(a.tenant, now)
+            if bucket is not None:
                 self.stats.shed_tenant += 1
                 self._reply(a, Response(Status.TOO_MANY, retry_after_s=max(0.05, bucket.wait_s(now)), reason="tenant over its limit"))
                 return
@@ -286,15 +315,22 @@ class ServingTarget:
         if self._tenant_limits:
             # Fair queueing serves this tenant once per round: its wait is its
             # own backlog times the number of tenants sharing the rounds.
-            ahead = min(ahead, (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants()))
+            fair = (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants())
+            if fair < ahead:
+                ahead = fair
         gpus = pool.alive / queues
         ahead += pool.backlog_count / queues
-        slow = self.current_slowness(now)
+        # current_slowness(now), its cached answer inline: the batcher asks at the same instant
+        slow = self._slowness_then if now == self._slowness_now else self.current_slowness(now)
         batch_s = self.batch_s * slow
         capacity = gpus * size / batch_s
         fill = 0.0 if ahead + 1 >= size or self._greedy else self._max_wait_s
-        own_batch_s = self.cost(size, a.size) * slow
-        return predicted_latency_s(int(ahead), capacity, own_batch_s, fill)
+        own = self._own_batch_s.get(a.size)
+        if own is None:
+            own = self.cost(size, a.size)
+            if len(self._own_batch_s) < _OWN_COSTS_KEPT:
+                self._own_batch_s[a.size] = own
+        return predicted_latency_s(int(ahead), capacity, own * slow, fill)
 
     def current_slowness(self, now: float | None = None) -> float:
         """The smoothed measured/expected batch time, fading back to 1 while no
@@ -342,9 +378,17 @@ class ServingTarget:
             stats.wasted_padding_s += seconds * (1 - tokens / (len(batch) * longest))
         now, inflight, canary = self.loop.time(), self.inflight, self.canary
         finish = dedupe.finish if dedupe is not None else None
+        seen = self._computed_all
         for i, a in enumerate(batch):
             inflight[a.server] -= 1
-            if not computed.add(a.uid, now):
+            if seen is not None:
+                uid = a.uid
+                fresh = uid not in seen
+                if fresh:
+                    seen.add(uid)
+            else:
+                fresh = computed.add(a.uid, now)
+            if not fresh:
                 stats.wasted_duplicate_s += share
             elif a.done and not (dedupe and any(not w.done for w in dedupe.waiters(a))):
                 stats.wasted_abandoned_s += share

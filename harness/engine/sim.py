@@ -43,6 +43,7 @@ class SimRun:
             target.slo_s, workload.duration_s, workload.window_s,
         )
         self.target: ServingTarget | None = None
+        self.transport: InProcessTransport | None = None
         self.events: list[dict[str, Any]] = []
         self.end_s = 0.0
         self.partial = False
@@ -54,8 +55,9 @@ class SimRun:
         target = self.target = ServingTarget(self.config, random.Random(self.target_seed))
         self._schedule_faults(loop, target)
         self._sample(loop, target)
+        self.transport = InProcessTransport(target)
         driver = Driver(
-            self.schedule, ClientPolicy.from_target(self.config), InProcessTransport(target),
+            self.schedule, ClientPolicy.from_target(self.config), self.transport,
             self.recorder, random.Random(self.client_seed),
         )
         await driver.run(t0=0.0)
@@ -110,7 +112,16 @@ class SimRun:
             self.partial = True
             self.end_s = self._loop.time() if self._loop is not None else 0.0
         self.wall_s = time.perf_counter() - started
-        return self.document()
+        result = self.document()
+        # What is left at the horizon (requests parked in an overloaded backlog, pending
+        # timeouts) is freed now by reference counting: left in the target's reference
+        # cycles, it would cost a collection that walks every one of them, seconds after
+        # an overloaded run.
+        if self.target is not None:
+            self.target.clear()
+        if self.transport is not None:
+            self.transport.clear()
+        return result
 
     def document(self) -> RunResult:
         snap = self.target.snapshot() if self.target is not None else None

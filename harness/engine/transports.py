@@ -26,6 +26,11 @@ class InProcessTransport:
         self._time = self.loop.time
         self._lines: dict[float, _TimeoutLine] = {}
 
+    def clear(self) -> None:
+        """Forget the pending timeouts (a finished simulation; see ServingTarget.clear)."""
+        for line in self._lines.values():
+            line._items.clear()
+
     def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
         attempt.on_answer = on_done
         line = self._lines.get(timeout_s)
