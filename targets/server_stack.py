@@ -31,7 +31,8 @@ from targets.limits import EdgeLimits
 from targets.protocol import Attempt
 from targets.api_servers import ApiServers
 from targets.server import ApiMetrics, FrontDoor
-from targets.target import ServingTarget, live_computed_bound
+from targets.accounting import live_computed_bound
+from targets.target import ServingTarget
 
 
 class DigestExecutor(ModeledExecutor):

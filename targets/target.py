@@ -15,10 +15,10 @@ import asyncio
 import dataclasses
 import math
 import random
-from dataclasses import dataclass
 from operator import attrgetter
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
+from targets.accounting import TargetStats
 from targets.admission import TenantBuckets, predicted_latency_s, shed_retry_after_s
 from targets.balancer import create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
@@ -61,27 +61,6 @@ class SlowableExecutor(Protocol):
     torch executors are; a test's plain executor need not be)."""
 
     slowdown: float
-
-
-@dataclass
-class TargetStats:
-    received: int = 0
-    shed_tenant: int = 0        # 429: over the tenant's limit
-    shed_overload: int = 0      # 503: predicted wait over budget
-    expired: int = 0            # dropped before dispatch: deadline passed
-    lost: int = 0               # in flight on a dead GPU, never answered
-    wasted_duplicate_s: float = 0.0
-    wasted_abandoned_s: float = 0.0
-    wasted_padding_s: float = 0.0
-
-
-def live_computed_bound(config: TargetConfig) -> Bound:
-    """The bound a long-running server puts on duplicate-work accounting: uids are
-    kept twice as long as a retry may come. A duplicate computed later than that
-    (an attempt queued for longer, e.g. full-batch-only at night) counts as
-    abandoned work instead: the total wasted GPU time is unchanged."""
-    retry_window_s = config.client_timeout_s * (config.client_retries + 1) + config.client_retries * config.backoff_cap_s
-    return Bound(1_000_000, 2 * retry_window_s)
 
 
 class ServingTarget:

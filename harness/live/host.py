@@ -91,7 +91,8 @@ class TargetHost:
         from targets.limits import EdgeLimits
         from targets.api_servers import ApiServers
         from targets.server import ApiMetrics, FrontDoor
-        from targets.target import ServingTarget, live_computed_bound
+        from targets.accounting import live_computed_bound
+        from targets.target import ServingTarget
         from targets.torch_gpu import torch_gpus
 
         spec = self.spec
