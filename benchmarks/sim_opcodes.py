@@ -1,8 +1,8 @@
 """Where a simulated request's work goes: Python bytecodes and calls per request, per function.
 
-Usage: python benchmarks/sim_opcodes.py [--target hardened] [--duration 1.0] [--top 40]
+Usage: python benchmarks/sim_opcodes.py [--target hardened] [--workload steady] [--duration 1.0] [--top 40]
 
-Runs `steady` for `--duration` simulated seconds under `sys.settrace` with per-opcode
+Runs `--workload` (default steady) for `--duration` simulated seconds under `sys.settrace` with per-opcode
 events and prints, per request, the bytecodes each function executed and how often it was
 called. Bytecodes and calls are deterministic (no wall clock, no hash seed in them), and
 together they predict CPU instructions well: in CPython 3.11 a Python-level call costs about
@@ -25,6 +25,7 @@ from workloads.loader import load_workload
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", default="hardened")
+    ap.add_argument("--workload", default="steady", help="a scenario; phases and faults are kept, stretched or cut to --duration")
     ap.add_argument("--duration", type=float, default=1.0)
     ap.add_argument("--top", type=int, default=40)
     args = ap.parse_args()
@@ -43,13 +44,13 @@ def main() -> None:
             return local
         return local
 
-    workload = load_workload("steady").scaled(1.0, args.duration)
+    workload = load_workload(args.workload).scaled(1.0, args.duration)
     sys.settrace(tracer)
     try:
         n = run_sim(resolve_target(args.target), workload, seed=1).summary.requests.unique
     finally:
         sys.settrace(None)
-    print(f"{args.target}, steady for {args.duration:g} s: {n:,} requests, "
+    print(f"{args.target}, {args.workload} for {args.duration:g} s: {n:,} requests, "
           f"{sum(opcodes.values()) / n:,.0f} bytecodes and {sum(calls.values()) / n:.1f} calls per request")
     print(f"{'bytecodes':>9} {'calls':>6}  function (per request)")
     for key, count in opcodes.most_common(args.top):
