@@ -103,22 +103,6 @@ class TenantBuckets:
     def max_tenants(self) -> int:
         return self._map.bound.max_items
 
-    def take(self, tenant: str, now: float) -> TokenBucket | None:
-        """Take a token from `tenant`'s bucket: None if there was one, else the empty
-        bucket (its `wait_s` says when to retry). `bucket(tenant, now).try_take(now)`
-        in one call: a target asks once per request."""
-        b = self._map.refresh(tenant, now)  # bucket(tenant, now), inline
-        if b is None:
-            b = TokenBucket(self.rate, self.capacity, now)
-            self._map.put(tenant, b, now)
-        if now > b.updated_s:  # try_take, inline
-            b.tokens = min(b.capacity, b.tokens + (now - b.updated_s) * b.rate)
-            b.updated_s = now
-        if b.tokens >= 1.0:
-            b.tokens -= 1.0
-            return None
-        return b
-
     def bucket(self, tenant: str, now: float) -> TokenBucket:
         """`tenant`'s bucket (a full one if it has none), kept alive as used now."""
         b = self._map.refresh(tenant, now)

@@ -189,3 +189,31 @@ class RecentSet(Generic[K]):
         new = key not in self._keys
         self._map.put(key, None, now)
         return new
+
+
+class SeenSet(Generic[K]):
+    """Every key ever added, RecentSet's interface without a bound: for a finite run
+    (a simulation), where forgetting would only blur the accounting. One lookup and one
+    add per key, no entry of a bounded map's (it is asked once per request computed)."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self) -> None:
+        self._keys: set[K] = set()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def add(self, key: K, now: float) -> bool:
+        """Add `key`; True if it was not here. `now` is ignored (nothing expires)."""
+        keys = self._keys
+        if key in keys:
+            return False
+        keys.add(key)
+        return True
+
+    def clear(self) -> None:
+        self._keys.clear()

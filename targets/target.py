@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import random
 from operator import attrgetter
 from typing import Callable, Protocol, Sequence, runtime_checkable
@@ -22,7 +21,7 @@ from targets.accounting import TargetStats
 from targets.admission import TenantBuckets, predicted_latency_s, shed_retry_after_s
 from targets.balancer import create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
-from targets.bounded import Bound, RecentSet
+from targets.bounded import Bound, RecentSet, SeenSet
 from targets.cache import ResponseCache
 from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
@@ -34,6 +33,7 @@ from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
 from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
+from targets.slowness import Slowness
 from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
 from targets.versions import CanaryRouting, CanarySplit, ModelVersion
 
@@ -118,14 +118,7 @@ class ServingTarget:
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
         rate = config.tenant_limit_share * config.peak_qps
         self._buckets = TenantBuckets(rate, max(1.0, rate * config.tenant_burst_s))
-        # Measured/expected batch time, smoothed: admission must see a slowdown
-        # (throttling, a bad node) in the service rate it predicts from.
-        self.slowness = 1.0
-        self._slowness_at = 0.0
-        self._slowness_tau = max(1.0, 10 * self.batch_s)
-        # current_slowness() as of the instant it was last asked (admission and the batcher
-        # both ask on every request); NaN once a completed batch moves the estimate.
-        self._slowness_now, self._slowness_then = math.nan, 1.0
+        self._slowness = Slowness(tau_s=max(1.0, 10 * self.batch_s))
         # Read on every request: plain attributes rather than the pydantic config's.
         self._time = self.loop.time
         self._tenant_limits, self._admission = config.tenant_limits, config.admission
@@ -135,10 +128,7 @@ class ServingTarget:
         # uids computed so far (duplicate-work accounting). A sim run is finite, so by
         # default it remembers every uid and the duplicate/abandoned split is exact; a
         # server that runs for days passes `computed_bound` (see live_computed_bound).
-        self._computed: RecentSet[int] = RecentSet(computed_bound or Bound(100_000_000, math.inf))
-        # Unbounded (a sim run), the same accounting in a plain set: one lookup and one
-        # add per request computed, no call and no entry of a bounded map's.
-        self._computed_all: set[int] | None = set() if computed_bound is None else None
+        self._computed: RecentSet[int] | SeenSet[int] = RecentSet(computed_bound) if computed_bound else SeenSet()
         self.canary: CanaryFleet | None = None  # attach_canary: a rollout's second version
         # Modeled GPUs, modeled front end (targets.frontend_cpu); real servers pay real CPU.
         self.frontend = FrontendCpu.for_config(config, n) if executor_for is None else None
@@ -164,8 +154,6 @@ class ServingTarget:
             b.queue.drop_if(_always)
         self.pool.clear()
         self._computed.clear()
-        if self._computed_all is not None:
-            self._computed_all.clear()
         if self.dedupe is not None:
             self.dedupe.clear()
         if self.cache is not None:
@@ -268,8 +256,8 @@ class ServingTarget:
         if dedupe is not None and not dedupe.offer(a, now):
             return
         if self._tenant_limits:
-            bucket = self._buckets.take(a.tenant, now)
-            if bucket is not None:
+            bucket = self._buckets.bucket(a.tenant, now)
+            if not bucket.try_take(now):
                 self.stats.shed_tenant += 1
                 self._reply(a, Response(Status.TOO_MANY, retry_after_s=max(0.05, bucket.wait_s(now)), reason="tenant over its limit"))
                 return
@@ -299,8 +287,8 @@ class ServingTarget:
                 ahead = fair
         gpus = pool.alive / queues
         ahead += pool.backlog_count / queues
-        # current_slowness(now), its cached answer inline: the batcher asks at the same instant
-        slow = self._slowness_then if now == self._slowness_now else self.current_slowness(now)
+        s = self._slowness  # s.at(now), its answer of this instant read without a call
+        slow = s.value if now == s.asked_s else s.at(now)
         batch_s = self.batch_s * slow
         capacity = gpus * size / batch_s
         fill = 0.0 if ahead + 1 >= size or self._greedy else self._max_wait_s
@@ -312,16 +300,12 @@ class ServingTarget:
         return predicted_latency_s(int(ahead), capacity, own * slow, fill)
 
     def current_slowness(self, now: float | None = None) -> float:
-        """The smoothed measured/expected batch time, fading back to 1 while no
-        batch completes: if admission sheds everything, no batch would ever
-        report that the slowdown is over (a trap), so old evidence expires.
-        `now`: the loop's time, when the caller has it."""
+        """Measured / expected batch time now (targets.slowness); `now`: the loop's
+        time, when the caller has it."""
+        s = self._slowness
         if now is None:
             now = self._time()
-        if now != self._slowness_now:
-            self._slowness_now = now
-            self._slowness_then = 1.0 + (self.slowness - 1.0) * math.exp(-(now - self._slowness_at) / self._slowness_tau)
-        return self._slowness_then
+        return s.value if now == s.asked_s else s.at(now)
 
     def _expired(self, a: Attempt, now: float) -> bool:
         return a.deadline_s is not None and now + self.batch_s > a.deadline_s
@@ -347,27 +331,16 @@ class ServingTarget:
         longest = max(map(_size, batch))
         nominal = self.cost(len(batch), longest)
         if nominal > 0 and version is None:
-            slow = self.current_slowness()
-            self.slowness = slow + 0.2 * (seconds / nominal - slow)
-            self._slowness_at = self.loop.time()
-            self._slowness_now = math.nan
+            self._slowness.observe(self.loop.time(), seconds, nominal)
         stats, computed, dedupe, cache = self.stats, self._computed, self.dedupe, self.cache
         if longest > self.config.reference_length:
             tokens = sum(max(a.size, self.config.reference_length) for a in batch)
             stats.wasted_padding_s += seconds * (1 - tokens / (len(batch) * longest))
         now, inflight, canary = self.loop.time(), self.inflight, self.canary
         finish = dedupe.finish if dedupe is not None else None
-        seen = self._computed_all
         for i, a in enumerate(batch):
             inflight[a.server] -= 1
-            if seen is not None:
-                uid = a.uid
-                fresh = uid not in seen
-                if fresh:
-                    seen.add(uid)
-            else:
-                fresh = computed.add(a.uid, now)
-            if not fresh:
+            if not computed.add(a.uid, now):
                 stats.wasted_duplicate_s += share
             elif a.done and not (dedupe and any(not w.done for w in dedupe.waiters(a))):
                 stats.wasted_abandoned_s += share

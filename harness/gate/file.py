@@ -107,7 +107,7 @@ import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel
 
@@ -295,11 +295,7 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
         return target if target and spec == under_test else spec
     gates: list[Gate] = []
     for section in ("scenario", "paired"):
-        items = data.get(section, [])
-        if not isinstance(items, list):
-            raise _err(p, section, f"must be an array of tables ([[{section}]])")
-        for i, item in enumerate(items):
-            key = f"{section}[{i}]"
+        for key, item in _tables(data.get(section, []), p, section):
             if section == "scenario":
                 _table(item, p, key, {"name", "target", "duration_s", "checks"}, ("name", "checks"))
                 scen = _scenario(item["name"], p, f"{key}.name")
@@ -330,14 +326,19 @@ def load_gate_file(path: str | Path, target: str | None = None) -> GateFile:
     return GateFile(p, seed, tol, tuple(gates), seeds, canary, sweep)
 
 
+def _tables(items: Any, p: str, section: str) -> Iterator[tuple[str, Any]]:
+    """Each table of the array `[[section]]` with its key for messages (`section[i]`)."""
+    if not isinstance(items, list):
+        raise _err(p, section, f"must be an array of tables ([[{section}]])")
+    for i, item in enumerate(items):
+        yield f"{section}[{i}]", item
+
+
 def _sweep_gates(items: Any, p: str, tol: float, target: Callable[[Any, str], str],
                  under_test: str) -> tuple[SweepGate, ...]:
     """The [[sweep]] tables: a target (a spec, or an http URL as swept), keys of a sweep, no baselines."""
-    if not isinstance(items, list):
-        raise _err(p, "sweep", "must be an array of tables ([[sweep]])")
     out = []
-    for i, item in enumerate(items):
-        key = f"sweep[{i}]"
+    for key, item in _tables(items, p, "sweep"):
         _table(item, p, key, {"target", "checks"}, ("checks",))
         spec = item.get("target", under_test)
         swept = spec if isinstance(spec, str) and "://" in spec else target(spec, f"{key}.target")
@@ -348,11 +349,8 @@ def _sweep_gates(items: Any, p: str, tol: float, target: Callable[[Any, str], st
 def _canary_gates(items: Any, p: str, tol: float, target: Callable[[Any, str], str],
                   under_test: str) -> tuple[CanaryGate, ...]:
     """The [[canary]] tables: plan and day known, keys of a canary cell, no baseline checks."""
-    if not isinstance(items, list):
-        raise _err(p, "canary", "must be an array of tables ([[canary]])")
     out = []
-    for i, item in enumerate(items):
-        key = f"canary[{i}]"
+    for key, item in _tables(items, p, "canary"):
         _table(item, p, key, {"plan", "day", "target", "seeds", "checks"}, ("plan", "day", "checks"))
         plan = _resolvable(item["plan"], load_plan, "a canary plan name or plan TOML path", p, f"{key}.plan")
         if not isinstance(item["day"], str) or item["day"] not in CANARY_DAYS:
