@@ -7,6 +7,7 @@ process and minute, a bare heapq event loop of the doc's fleet over the same arr
 (round robin onto per-server full-batch queues, batches onto the GPUs, a FIFO backlog):
 the floor no Python simulation of this fleet can beat. Machines differ 2-3x and a shared
 machine drifts within minutes, so quote the ratio `req/s / reference req/s`, not req/s.
+The compiled core runs unless HARNESS_PURE_PYTHON=1 (the header says which; targets/native.py).
 Each figure is the best of `--repeat` runs (the least disturbed one), interleaved, timed in
 CPU seconds of this process (`time.process_time`), which other work on the machine disturbs far
 less than wall time; the wall time of the best run is printed beside it.
@@ -20,6 +21,7 @@ import os
 import time
 
 from harness.engine.sim import run_sim
+from targets.native import status
 from targets.spec import resolve_target
 from workloads.arrivals import build_schedule
 from workloads.loader import load_workload
@@ -95,7 +97,7 @@ def main() -> None:
             timed(name, sim)
     ref = counts["reference"][0] / best["reference"][0]
     print(f"workload {args.workload} for {args.duration:g} s; best of {args.repeat}; "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; core {status()}")
     print(f"{'loop':10} {'requests':>9} {'attempts':>9} {'CPU s':>7} {'wall s':>7} {'req/CPU-s':>10} {'x reference':>11}")
     for name in ("reference", "naive", "hardened"):
         n, att = counts[name]

@@ -189,7 +189,7 @@ class Batcher:
             gpu_free = free > 0 or not self.pull
             if self._bucketed:
                 decision, source = WAIT, None
-                for sub in queue.sub_queues():
+                for sub in queue.sub_queues():  # type: ignore[attr-defined]  # a BucketedQueue's
                     d = decide(len(sub), now - sub.oldest_s(), gpu_free, free, rate, gpus)
                     if d.take:
                         decision, source = d, sub
@@ -215,7 +215,7 @@ class Batcher:
         """Pop up to n requests, dropping any whose deadline makes them useless
         (checked here, at the head, rather than by scanning the whole queue)."""
         q, expired = self.queue, self._expired
-        got = q.pop_from(source, n) if source is not None else q.pop(n)
+        got = q.pop_from(source, n) if source is not None else q.pop(n)  # type: ignore[attr-defined]  # a BucketedQueue's
         if expired is None:
             return got
         kept: list[Attempt] = []
@@ -228,7 +228,7 @@ class Batcher:
                     kept.append(a)
             if len(kept) >= n:
                 break
-            got = q.pop_from(source, n - len(kept)) if source is not None else q.pop(n - len(kept))
+            got = q.pop_from(source, n - len(kept)) if source is not None else q.pop(n - len(kept))  # type: ignore[attr-defined]  # a BucketedQueue's
         return kept
 
     def _wake_at(self, when: float) -> None:

@@ -47,7 +47,6 @@ class BoundedMap(Generic[K, V]):
     means the bound, not the TTL, is what limits memory.
     """
 
-    __slots__ = ("bound", "_items", "evicted", "expired", "_ttl", "_max", "_front_t", "_front_key")
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
@@ -164,7 +163,6 @@ class BoundedMap(Generic[K, V]):
 class RecentSet(Generic[K]):
     """The keys added in the last `ttl_s` seconds (at most `max_items` of them)."""
 
-    __slots__ = ("_map", "_keys")
 
     def __init__(self, bound: Bound) -> None:
         self._map: BoundedMap[K, None] = BoundedMap(bound)
@@ -196,7 +194,6 @@ class SeenSet(Generic[K]):
     (a simulation), where forgetting would only blur the accounting. One lookup and one
     add per key, no entry of a bounded map's (it is asked once per request computed)."""
 
-    __slots__ = ("_keys",)
 
     def __init__(self) -> None:
         self._keys: set[K] = set()

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from targets.config import Backoff, TargetConfig
+from targets.native import mypyc_attr
 from targets.protocol import BAD_REQUEST, OK, Attempt, Response, Status
 
 
+@mypyc_attr(native_class=False)  # a plain class when compiled too: it is pickled to driver processes
 @dataclass(frozen=True)
 class ClientPolicy:
     timeout_s: float
@@ -147,7 +149,6 @@ class _Request(Attempt):
     counting frees the request as soon as the target lets go of it.
     """
 
-    __slots__ = ("client", "budget", "tries", "sent")
 
     client: Client
     budget: RetryBudget | None

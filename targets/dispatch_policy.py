@@ -35,7 +35,6 @@ class ArrivalRate:
     `observe` runs once per request: a multiply, an exp and two stores.
     """
 
-    __slots__ = ("horizon_s", "_count", "_last_s", "_first_s")
 
     def __init__(self, horizon_s: float) -> None:
         if horizon_s <= 0:

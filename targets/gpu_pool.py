@@ -15,6 +15,7 @@ death and the batch is re-dispatched, once per request.
 """
 
 from __future__ import annotations
+from targets.native import mypyc_attr
 
 import asyncio
 from collections import deque
@@ -29,6 +30,7 @@ class Executor(Protocol):
     async def run_batch(self, batch: list[Attempt]) -> list | None: ...
 
 
+@mypyc_attr(native_class=False)
 class WorkerDied(RuntimeError):
     """The worker's GPU died with the batch in flight."""
 
@@ -46,7 +48,6 @@ class PoolStats:
 
 
 class Worker:
-    __slots__ = ("index", "alive", "task", "batch", "started_s")
 
     def __init__(self, index: int) -> None:
         self.index = index
@@ -181,7 +182,7 @@ class GpuPool:
         now = self._loop.time()
         kept = []
         for a in batch:
-            if self._expired(a, now):
+            if self._expired(a, now):  # type: ignore[misc]  # called only when set
                 if self._on_drop is not None:
                     self._on_drop(a)
             else:

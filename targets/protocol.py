@@ -40,7 +40,6 @@ TIMEOUT, OK, BAD_REQUEST, TOO_MANY, ERROR, UNAVAILABLE = (
 
 
 class Response:
-    __slots__ = ("status", "retry_after_s", "cached", "output", "reason")
 
     def __init__(
         self,
@@ -74,12 +73,6 @@ class Attempt:
     the doc's protocol) but the harness uses to count wasted GPU work.
     """
 
-    __slots__ = (
-        "uid", "request_id", "tenant", "conn", "content", "variant", "size",
-        "deadline_s", "sent_s", "enqueued_s", "attempt_no", "on_answer", "done", "abandoned",
-        "redispatched",
-        "payload", "server",
-    )
 
     def __init__(
         self,
@@ -118,7 +111,7 @@ class Attempt:
         """Deliver `response` unless the attempt was already answered or abandoned."""
         if not self.done:
             self.done = True
-            self.on_answer(response)
+            self.on_answer(response)  # type: ignore[misc]  # set until answered
 
     def give_up(self) -> bool:
         """The client stops waiting (timeout). True if it was still waiting."""

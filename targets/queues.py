@@ -54,7 +54,8 @@ class FifoQueue:
         return [items.popleft() for _ in range(k)]
 
     def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
-        kept, dropped = deque(), []
+        kept: deque[Attempt] = deque()
+        dropped: list[Attempt] = []
         for item in self._items:
             (dropped if pred(item) else kept).append(item)
         self._items = kept
@@ -172,7 +173,7 @@ class FairQueue:
         self._oldest_valid = False
         dropped: list[Attempt] = []
         for tenant, q in self._queues.items():
-            kept = deque()
+            kept: deque[Attempt] = deque()
             for item in q:
                 (dropped if pred(item) else kept).append(item)
             self._queues[tenant] = kept
@@ -251,7 +252,7 @@ class BucketedQueue:
 
     def oldest_s(self) -> float | None:
         heads = [q.oldest_s() for q in self.buckets.values() if len(q)]
-        return min(heads) if heads else None
+        return min(h for h in heads if h is not None) if heads else None
 
     def sub_queues(self) -> Iterable[FifoQueue | FairQueue]:
         """Non-empty buckets, the one whose head has waited longest first."""

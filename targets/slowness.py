@@ -20,7 +20,6 @@ class Slowness:
     estimate): admission and the batcher both ask on every request, at the same
     instant, and the second may read `value` without a call."""
 
-    __slots__ = ("tau_s", "level", "at_s", "asked_s", "value")
 
     def __init__(self, tau_s: float) -> None:
         self.tau_s = tau_s       # the fading's time constant

@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import random
 from operator import attrgetter
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence
 
 from targets.accounting import TargetStats
 from targets.admission import TenantBuckets, predicted_latency_s, shed_retry_after_s
@@ -55,7 +55,6 @@ class Balancer(Protocol):
     def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int: ...
 
 
-@runtime_checkable
 class SlowableExecutor(Protocol):
     """An executor whose batches fault injection can slow down (modeled and
     torch executors are; a test's plain executor need not be)."""
@@ -105,7 +104,7 @@ class ServingTarget:
         shared = config.topology is Topology.SHARED
         queues = 1 if shared else n
         self.batchers = [
-            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,
+            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,  # type: ignore[arg-type]
                     gpu_share=1 / queues, slowness=self.current_slowness)
             for _ in range(queues)
         ]
@@ -116,8 +115,8 @@ class ServingTarget:
             self.cache = ResponseCache(config.cache, config.cache_entries, config.model_version, break_even)
             self._cache_hop = DelayLine(config.cache_hop_s, self.loop)
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
-        rate = config.tenant_limit_share * config.peak_qps
-        self._buckets = TenantBuckets(rate, max(1.0, rate * config.tenant_burst_s))
+        tenant_rate = config.tenant_limit_share * config.peak_qps
+        self._buckets = TenantBuckets(tenant_rate, max(1.0, tenant_rate * config.tenant_burst_s))
         self._slowness = Slowness(tau_s=max(1.0, 10 * self.batch_s))
         # Read on every request: plain attributes rather than the pydantic config's.
         self._time = self.loop.time
@@ -164,7 +163,7 @@ class ServingTarget:
 
     def set_slowdown(self, factor: float) -> None:
         for ex in {id(e): e for e in self.pool.executors}.values():
-            if isinstance(ex, SlowableExecutor):
+            if hasattr(ex, "slowdown"):  # a SlowableExecutor (mypyc has no runtime_checkable)
                 ex.slowdown = factor
 
     def snapshot(self) -> TargetSnapshot:
@@ -226,7 +225,7 @@ class ServingTarget:
 
     def _after_cache(self, a: Attempt) -> None:
         canary = self.canary
-        hit, output = self.cache.get(a, None if canary is None else canary.version_of(a).name)
+        hit, output = self.cache.get(a, None if canary is None else canary.version_of(a).name)  # type: ignore[union-attr]
         if hit:
             if canary is not None:
                 canary.check_cached(a, output)
@@ -278,11 +277,11 @@ class ServingTarget:
 
     def _predicted_s(self, batcher: Batcher, a: Attempt, now: float) -> float:
         q, pool, queues, size = batcher.queue, self.pool, len(self.batchers), self._batch_size
-        ahead = len(q)
+        ahead: float = float(len(q))
         if self._tenant_limits:
             # Fair queueing serves this tenant once per round: its wait is its
             # own backlog times the number of tenants sharing the rounds.
-            fair = (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants())
+            fair = (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants())  # type: ignore[attr-defined]  # a FairQueue's
             if fair < ahead:
                 ahead = fair
         gpus = pool.alive / queues

@@ -25,6 +25,7 @@ Contract:
 """
 
 from __future__ import annotations
+from targets.native import mypyc_attr
 
 import asyncio
 import contextvars
@@ -38,10 +39,12 @@ from typing import Any, Callable, Coroutine, Iterator, TypeVar
 T = TypeVar("T")
 
 
+@mypyc_attr(native_class=False)
 class SimulationError(RuntimeError):
     """Code tried something a virtual-time simulation cannot do."""
 
 
+@mypyc_attr(native_class=False)
 class SimulationStalled(SimulationError):
     """Tasks are waiting, yet no timer is left that could ever wake them."""
 
@@ -49,7 +52,6 @@ class SimulationStalled(SimulationError):
 class _Timer:
     """A scheduled callback: what `call_at` returns (`cancel()`, `when()`, `cancelled()`)."""
 
-    __slots__ = ("_when", "_callback", "_args", "_context", "_cancelled")
 
     def __init__(self, when: float, callback: Callable[..., Any], args: tuple, context: contextvars.Context | None) -> None:
         self._when = when
@@ -98,14 +100,14 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
     def time(self) -> float:
         return self._now
 
-    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,
+    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
                 context: contextvars.Context | None = None) -> _Timer:  # type: ignore[override]
         timer = _Timer(when, callback, args, context)
         self._seq = seq = self._seq + 1
         heappush(self._timers, (when, seq, timer))
         return timer
 
-    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
                    context: contextvars.Context | None = None) -> _Timer:  # type: ignore[override]
         return self.call_at(self._now + delay, callback, *args, context=context)
 
@@ -207,13 +209,13 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
             "wall clock (use live mode for real threads, sockets and processes)"
         )
 
-    def run_in_executor(self, executor: Any, func: Callable, *args: Any) -> Any:
+    def run_in_executor(self, executor: Any, func: Callable, *args: Any) -> Any:  # type: ignore[override]
         raise self._forbidden("run_in_executor (threads)")
 
     def set_default_executor(self, executor: Any) -> None:
         raise self._forbidden("set_default_executor (threads)")
 
-    def call_soon_threadsafe(self, callback: Callable, *args: Any, context: Any = None) -> Any:
+    def call_soon_threadsafe(self, callback: Callable, *args: Any, context: Any = None) -> Any:  # type: ignore[override]
         raise self._forbidden("call_soon_threadsafe (threads)")
 
     async def getaddrinfo(self, *args: Any, **kwargs: Any) -> Any:
@@ -234,13 +236,13 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
     async def subprocess_shell(self, *args: Any, **kwargs: Any) -> Any:
         raise self._forbidden("subprocess_shell (processes)")
 
-    def add_reader(self, *args: Any, **kwargs: Any) -> Any:
+    def add_reader(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         raise self._forbidden("add_reader (file descriptors)")
 
-    def add_writer(self, *args: Any, **kwargs: Any) -> Any:
+    def add_writer(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         raise self._forbidden("add_writer (file descriptors)")
 
-    def add_signal_handler(self, *args: Any, **kwargs: Any) -> Any:
+    def add_signal_handler(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         raise self._forbidden("add_signal_handler (signals)")
 
     async def shutdown_default_executor(self, timeout: float | None = None) -> None:

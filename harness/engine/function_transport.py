@@ -76,7 +76,7 @@ def _finish(task: asyncio.Future, attempt: Attempt, timer: asyncio.TimerHandle) 
 def _expire(attempt: Attempt) -> None:
     on_done = attempt.on_answer
     if attempt.give_up():
-        on_done(TIMEOUT_RESPONSE)
+        on_done(TIMEOUT_RESPONSE)  # type: ignore[misc]  # give_up() is true only while on_answer is set
 
 
 def _error(exc: BaseException) -> Response:

@@ -49,8 +49,6 @@ class _TimeoutLine:
     `targets.delayline`, specialised: most attempts are answered long before their
     timeout, and this skips them without a call)."""
 
-    __slots__ = ("timeout_s", "loop", "_items", "_armed")
-
     def __init__(self, timeout_s: float, loop: asyncio.AbstractEventLoop) -> None:
         self.timeout_s = timeout_s
         self.loop = loop
@@ -71,7 +69,7 @@ class _TimeoutLine:
             if not attempt.done:
                 # The client gives up; the target may still work on it (nothing tells it).
                 attempt.give_up()
-                attempt.on_answer(TIMEOUT_RESPONSE)
+                attempt.on_answer(TIMEOUT_RESPONSE)  # type: ignore[misc]  # set until answered
         if items:
             self.loop.call_at(max(items[0][0], now + TIMEOUT_RESOLUTION_S), self._fire)
         else:

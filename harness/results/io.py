@@ -23,7 +23,9 @@ RUNS_DIR = Path("runs")
 def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {"python": platform.python_version()}
+    from targets.native import status
+
+    out = {"python": platform.python_version(), "core": status()}  # compiled (mypyc) or pure Python, and why
     for pkg in ("inference-harness", "numpy", "hdrhistogram", "aiohttp", "torch"):
         try:
             out[pkg] = version(pkg)

@@ -70,18 +70,12 @@ def test_unanswered_requests_make_percentiles_never():
     assert s.latency_ok_s.p99 is not None
 
 
-def test_interrupted_run_leaves_a_valid_partial_result(tmp_path, monkeypatch):
-    run = SimRun(resolve_target("naive"), small("steady", 5, 1000), 1)
-    calls = {"n": 0}
-    original = run.recorder.finish
-
-    def finish(*args):
-        calls["n"] += 1
-        if calls["n"] == 500:
+def test_interrupted_run_leaves_a_valid_partial_result(tmp_path):
+    def interrupt(tick: dict) -> None:  # Ctrl-C about 1 s in (the recorder is compiled: no patching it)
+        if tick["t_s"] >= 1.0:
             raise KeyboardInterrupt
-        original(*args)
 
-    monkeypatch.setattr(run.recorder, "finish", finish)
+    run = SimRun(resolve_target("naive"), small("steady", 5, 1000), 1, progress=interrupt)
     doc = run.run()
     assert doc.summary.partial is True
     path = write_atomic(tmp_path / "r.json", doc)
@@ -90,21 +84,17 @@ def test_interrupted_run_leaves_a_valid_partial_result(tmp_path, monkeypatch):
     assert again.summary.requests.unfinished > 0
 
 
-def test_interrupted_run_summarises_only_the_requests_scheduled_before_the_interrupt(monkeypatch):
-    """Stop hardened at its 2,000th answer, about 2 s into a 5 s schedule: the figures
+def test_interrupted_run_summarises_only_the_requests_scheduled_before_the_interrupt():
+    """Stop hardened once 1,500 answers are in, 2 s into a 5 s schedule: the figures
     cover the requests scheduled by then, over the seconds that ran, not all 5,000
     (which read as goodput ~40% and amplification ~0.4x)."""
     wl = small("steady", 5, 1000)
-    run = SimRun(resolve_target("hardened"), wl, 1)
-    original, calls = run.recorder.finish, {"n": 0}
 
-    def finish(*args):
-        calls["n"] += 1
-        if calls["n"] == 2000:
+    def interrupt(tick: dict) -> None:  # Ctrl-C once 1,500 answers are in (2 s into the schedule)
+        if tick["finished"] >= 1500:
             raise KeyboardInterrupt
-        original(*args)
 
-    monkeypatch.setattr(run.recorder, "finish", finish)
+    run = SimRun(resolve_target("hardened"), wl, 1, progress=interrupt)
     doc = run.run()
     s = doc.summary
     cut = s.covered_s
@@ -113,7 +103,8 @@ def test_interrupted_run_summarises_only_the_requests_scheduled_before_the_inter
     assert s.requests.unique == scheduled < len(run.schedule)
     assert s.outcomes.unique == scheduled
     assert s.offered_rps == pytest.approx(scheduled / cut)
-    assert s.goodput_ratio > 0.95 and 1.0 <= s.amplification < 1.05  # hardened at 1,000 req/s
+    # hardened at 1,000 req/s; the ~0.1 s of requests in flight at the cut count against goodput
+    assert s.goodput_ratio > 0.9 and 1.0 <= s.amplification < 1.05
     # The ones still in flight at the cut are lost (never resolved), a few batches' worth.
     assert 0 < s.outcomes.lost.count < 0.2 * scheduled
     assert len(doc.timeseries["t_s"]) == int(math.ceil(cut)) + 1

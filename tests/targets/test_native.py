@@ -1,0 +1,90 @@
+"""The compiled core (targets.native): when it runs, and that it computes what the sources do."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import targets.batcher
+from targets.native import COMPILED, PURE_ENV, decide, status
+
+ROOT = Path(__file__).resolve().parents[2]
+SUFFIX = ".cpython-311-x86_64-linux-gnu.so"
+
+
+def _tree(tmp_path: Path, modules: list[str], built: list[str]) -> Path:
+    for name in modules:
+        src = tmp_path / (name.replace(".", "/") + ".py")
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text("x = 1\n")
+    later = time.time() + 10
+    for name in built:
+        ext = tmp_path / (name.replace(".", "/") + SUFFIX)
+        ext.write_bytes(b"")
+        os.utime(ext, (later, later))
+    return tmp_path
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fake extensions are named for CPython on Linux")
+def test_the_core_runs_compiled_only_when_every_extension_is_built_and_newer_than_its_source(tmp_path):
+    mods = ["pkg.a", "pkg.b"]
+    assert decide(_tree(tmp_path / "none", mods, []), {}, mods) == (
+        False, "pure Python (the compiled core is not built: pip install -e . with a C compiler)")
+    partial = decide(_tree(tmp_path / "half", mods, ["pkg.a"]), {}, mods)
+    assert not partial[0] and "pkg.b has no extension" in partial[1]
+    full = _tree(tmp_path / "full", mods, mods)
+    assert decide(full, {}, mods) == (True, "compiled (mypyc)")
+    assert decide(full, {PURE_ENV: "1"}, mods) == (False, f"pure Python ({PURE_ENV} is set)")
+    assert decide(full, {PURE_ENV: "0"}, mods)[0]
+    edited = full / "pkg" / "b.py"
+    later = time.time() + 20
+    os.utime(edited, (later, later))
+    stale = decide(full, {}, mods)
+    assert not stale[0] and "pkg/b.py changed after the compiled core was built" in stale[1]
+
+
+def test_this_process_imports_the_core_the_way_status_says():
+    compiled = status().startswith("compiled")
+    assert targets.batcher.__file__.endswith(".py") is not compiled
+    assert "targets.batcher" in COMPILED
+
+
+_PROBE = """
+import json, sys
+from harness.engine.sim import run_sim
+from targets.spec import resolve_target
+from targets.native import status
+from workloads.loader import load_workload
+import targets.batcher
+wl = load_workload(sys.argv[1]).model_copy(update={"duration_s": 3.0})
+s = run_sim(resolve_target(sys.argv[2]), wl, 7).summary
+print(json.dumps({"core": status(), "file": targets.batcher.__file__,
+                  "summary": s.model_dump(mode="json", exclude={"wall_s"})}))
+"""
+
+
+def _probe(workload: str, target: str, pure: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
+    if pure:
+        env[PURE_ENV] = "1"
+    out = subprocess.run([sys.executable, "-c", _PROBE, workload, target], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload,target", [("spike", "naive"), ("dominant-tenant", "hardened"),
+                                             ("gpu-outage", "hardened")])
+def test_the_compiled_core_gives_the_very_figures_of_the_sources(workload, target):
+    pure = _probe(workload, target, pure=True)
+    assert pure["core"] == f"pure Python ({PURE_ENV} is set)" and pure["file"].endswith(".py")
+    native = _probe(workload, target, pure=False)
+    assert native["core"] == status()  # compiled wherever the build compiled it (CI checks it did)
+    assert native["summary"] == pure["summary"]
+    assert pure["summary"]["requests"]["unique"] > 1000
