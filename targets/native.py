@@ -32,7 +32,8 @@ __all__ = ["COMPILED", "PURE_ENV", "decide", "install", "mypyc_attr", "status"]
 
 # The modules mypyc compiles (setup.py reads this tuple): the sim's hot path.
 COMPILED = (
-    "harness.engine.clock", "harness.engine.function_transport", "harness.engine.recorder",
+    "harness.engine.clock", "harness.engine.driver", "harness.engine.function_transport", "harness.engine.recorder",
+    "harness.engine.transports",
     "targets.accounting", "targets.admission", "targets.balancer", "targets.batcher", "targets.bounded",
     "targets.cache", "targets.client", "targets.dedupe", "targets.delayline", "targets.dispatch_policy",
     "targets.gpu_pool", "targets.limits", "targets.protocol", "targets.queues", "targets.slowness",
