@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness.analysis.canary_run import Rollout
-from harness.engine.jobs import run_jobs
+from harness.engine.jobs import run_jobs, start_jobs
 from harness.results.canary import CanaryCell, CanaryResult, CanaryRun
 from targets.spec import resolve_target
 from workloads.canary_days import CANARY_DAYS, CanaryDay
 from workloads.canary_plan import CanaryPlan, load_plan
 from workloads.loader import load_workload
 
-__all__ = ["CANARY_DAYS", "CanaryDay", "run_canary", "run_rollouts"]
+__all__ = ["CANARY_DAYS", "CanaryDay", "run_canary", "run_rollouts", "start_canary"]
 
 DESIGN_PEAK_RPS = 10_000.0  # the scenarios' rates are the design's; a plan runs them scaled to its rate
 
@@ -54,10 +54,7 @@ def run_canary(plans: list[str], target: str, seeds: int, first_seed: int = 1, d
 def run_rollouts(pairs: list[tuple[str, str]], target: str, seeds: int, first_seed: int = 1,
                  workers: int | None = None, on_done: Callable[[int, int], None] | None = None) -> CanaryResult:
     """Each (plan, day) over seeds `first_seed`..`first_seed + seeds - 1`: one cell per pair, in order."""
-    unknown = sorted({d for _, d in pairs if d not in CANARY_DAYS})
-    if unknown:
-        raise ValueError(f"unknown canary day(s) {', '.join(unknown)} (known: {', '.join(CANARY_DAYS)})")
-    jobs = [CanaryJob(p, d, target, first_seed + k) for p, d in pairs for k in range(seeds)]
+    jobs = _jobs(pairs, target, seeds, first_seed)
     count = [0]
 
     def done(*_: Any) -> None:
@@ -65,7 +62,25 @@ def run_rollouts(pairs: list[tuple[str, str]], target: str, seeds: int, first_se
         if on_done:
             on_done(count[0], len(jobs))
 
-    runs = run_jobs(jobs, workers, on_done=done)
+    return _result(pairs, target, seeds, run_jobs(jobs, workers, on_done=done))
+
+
+def start_canary(plans: list[str], target: str, seeds: int, first_seed: int = 1,
+                 workers: int | None = None) -> Callable[[], CanaryResult]:
+    """`run_canary`, started on worker processes now; the returned call waits for the result."""
+    pairs = [(p, d) for p in plans for d in CANARY_DAYS]
+    waiting = start_jobs(_jobs(pairs, target, seeds, first_seed), workers)
+    return lambda: _result(pairs, target, seeds, waiting())
+
+
+def _jobs(pairs: list[tuple[str, str]], target: str, seeds: int, first_seed: int) -> list[CanaryJob]:
+    unknown = sorted({d for _, d in pairs if d not in CANARY_DAYS})
+    if unknown:
+        raise ValueError(f"unknown canary day(s) {', '.join(unknown)} (known: {', '.join(CANARY_DAYS)})")
+    return [CanaryJob(p, d, target, first_seed + k) for p, d in pairs for k in range(seeds)]
+
+
+def _result(pairs: list[tuple[str, str]], target: str, seeds: int, runs: list[CanaryRun]) -> CanaryResult:
     loaded: dict[str, CanaryPlan] = {p: load_plan(p) for p, _ in pairs}
     cells = []
     for i, (p, d) in enumerate(pairs):

@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 from harness.analysis.ablation import ablate, ablation_job_count, exposing_plan
 from harness.analysis.llm_rank import llm_rank
 from harness.analysis.review_alerts import RunTap, alerts_answer, baseline_runs
-from harness.analysis.review_canary import canary_answer, run_canary_answer
+from harness.analysis.review_canary import canary_answer, start_canary_answer
 from harness.analysis.variants import OnDone, OnPlanned, knobs_of
 from harness.results.base import Result
 from harness.results.canary import CanaryResult
@@ -191,6 +191,9 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     factor = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
     first_seed = seeds[0] if seeds else seed
     tap = None
+    # The canary rollouts run on worker processes of their own beside the ablation's, so that
+    # no core idles while one process answers a part or the ablation's last runs finish.
+    canary_part = _canary(canary, canary_seeds, first_seed, workers, notes)
     if rank is None:
         scen = flaw_scenarios or review_scenarios()
         plan = exposing_plan(scen, "hardened", factor)
@@ -210,10 +213,9 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     llm = embedded.get("llm")
     if isinstance(llm, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
         embedded["llm"] = llm.model_copy(update={"flaws": [c for f in rank.llm.flaws for c in f.costs]})
-    canary_part = _canary(canary, canary_seeds, first_seed, workers, notes)
     return ReviewResult(
         design=flawed, seed=seed, quick=quick, rank=rank, capacity=embedded.get("capacity"),
-        pool=embedded.get("pool"), llm=embedded.get("llm"), alerts=alerts_part, canary=canary_part,
+        pool=embedded.get("pool"), llm=embedded.get("llm"), alerts=alerts_part, canary=canary_part(),
         items=items(rank), notes=notes, wall_s=time.perf_counter() - started,
     )
 
@@ -239,16 +241,29 @@ def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, work
 
 
 def _canary(saved: CanaryResult | None, seeds: int, first_seed: int, workers: int | None,
-            notes: list[str]) -> CanaryAnswer | None:
-    """The canary follow-up from a saved result, or run over `seeds` seeds; None when neither."""
+            notes: list[str]) -> Callable[[], CanaryAnswer | None]:
+    """The canary follow-up from a saved result, or run over `seeds` seeds (started now, on worker
+    processes); the returned call gives it, or None when neither (a failure becomes a note)."""
+    def failed(exc: BaseException) -> None:  # an optional follow-up must not sink a long review
+        notes.append(f"canary follow-up failed: {type(exc).__name__}: {exc}")
+
     try:
         if saved is not None:
-            return canary_answer(saved, f"a saved harness canary result ({saved.seeds} seed(s) a plan and day)")
+            answer = canary_answer(saved, f"a saved harness canary result ({saved.seeds} seed(s) a plan and day)")
+            return lambda: answer
         if seeds > 0:
-            return run_canary_answer(seeds, first_seed, workers=workers)
-    except Exception as exc:  # an optional follow-up must not sink a long review
-        notes.append(f"canary follow-up failed: {type(exc).__name__}: {exc}")
-    return None
+            waiting = start_canary_answer(seeds, first_seed, workers=workers)
+
+            def collect() -> CanaryAnswer | None:
+                try:
+                    return waiting()
+                except Exception as exc:
+                    failed(exc)
+                return None
+            return collect
+    except Exception as exc:
+        failed(exc)
+    return lambda: None
 
 
 def check_design(design: str) -> None:

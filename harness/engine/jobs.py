@@ -27,7 +27,8 @@ from targets.spec import resolve_target
 from workloads.loader import load_workload
 from workloads.model import WorkloadConfig
 
-__all__ = ["Executor", "ExecutorUnavailable", "SimJob", "configure", "default_jobs", "require", "run_jobs"]
+__all__ = ["Executor", "ExecutorUnavailable", "SimJob", "configure", "default_jobs", "require", "run_jobs",
+           "start_jobs"]
 
 OnDone = Callable[[int, Any, Any], None]
 
@@ -124,6 +125,31 @@ def run_jobs(jobs: Sequence[Any], workers: int | None = None, on_done: OnDone | 
             if on_done:
                 on_done(i, jobs[i], results_by_index[i])
     return results_by_index
+
+
+def start_jobs(jobs: Sequence[Any], workers: int | None = None,
+               executor: Executor | str | None = None) -> Callable[[], list[Any]]:
+    """Start `jobs` on worker processes now and return the call that waits for their
+    results (in job order), so this process can do other work meanwhile (the review
+    computes its Part 2/3 answers while the canary rollouts run). The call shuts the
+    workers down. Inline and Ray jobs run at that call instead, as `run_jobs` would."""
+    chosen = _default if executor is None else Executor(executor)
+    workers = default_jobs() if workers is None else workers
+    if chosen is not Executor.PROCESS or workers <= 1 or len(jobs) <= 1:
+        return lambda: run_jobs(jobs, workers, executor=executor)
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        futures = {i: pool.submit(_run, jobs[i]) for i in _longest_first(jobs)}
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+
+    def results() -> list[Any]:
+        try:
+            return [futures[i].result() for i in range(len(jobs))]
+        finally:
+            pool.shutdown(cancel_futures=True)
+    return results
 
 
 def _longest_first(jobs: Sequence[Any]) -> list[int]:

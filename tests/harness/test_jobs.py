@@ -98,6 +98,14 @@ def test_configure_sets_the_default_and_checks_it(monkeypatch: pytest.MonkeyPatc
     assert runner._default is Executor.INLINE
 
 
+def test_started_jobs_run_while_this_process_works_and_give_run_jobs_figures() -> None:
+    jobs = small_jobs()
+    waiting = runner.start_jobs(jobs, workers=2, executor="process")
+    inline = run_jobs(jobs, executor="inline")  # this process works meanwhile
+    assert [as_json(r) for r in waiting()] == [as_json(r) for r in inline]
+    assert [as_json(r) for r in runner.start_jobs(jobs[:1], workers=2)()] == [as_json(inline[0])]
+
+
 def test_workers_import_the_project_from_its_root() -> None:
     ray_jobs = pytest.importorskip("harness.engine.ray_jobs")
     assert (ray_jobs.PROJECT_ROOT / "harness" / "engine" / "ray_jobs.py").is_file()
