@@ -17,7 +17,6 @@ from targets.bounded import Bound, BoundedMap
 class TokenBucket:
     """`rate` tokens per second, at most `capacity` banked; starts full."""
 
-
     def __init__(self, rate: float, capacity: float, now: float = 0.0) -> None:
         if rate <= 0 or capacity < 1:
             raise ValueError("a token bucket needs rate > 0 and capacity >= 1")

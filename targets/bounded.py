@@ -47,7 +47,6 @@ class BoundedMap(Generic[K, V]):
     means the bound, not the TTL, is what limits memory.
     """
 
-
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
         self._items: OrderedDict[K, tuple[float, V]] = OrderedDict()
@@ -163,7 +162,6 @@ class BoundedMap(Generic[K, V]):
 class RecentSet(Generic[K]):
     """The keys added in the last `ttl_s` seconds (at most `max_items` of them)."""
 
-
     def __init__(self, bound: Bound) -> None:
         self._map: BoundedMap[K, None] = BoundedMap(bound)
         self._keys = self._map._items  # membership is asked per request: one lookup, no calls
@@ -193,7 +191,6 @@ class SeenSet(Generic[K]):
     """Every key ever added, RecentSet's interface without a bound: for a finite run
     (a simulation), where forgetting would only blur the accounting. One lookup and one
     add per key, no entry of a bounded map's (it is asked once per request computed)."""
-
 
     def __init__(self) -> None:
         self._keys: set[K] = set()

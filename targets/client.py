@@ -149,7 +149,6 @@ class _Request(Attempt):
     counting frees the request as soon as the target lets go of it.
     """
 
-
     client: Client
     budget: RetryBudget | None
     tries: int

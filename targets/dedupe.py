@@ -37,7 +37,6 @@ DEFAULT_MAX_WAITERS = 256
 class Conflict(Response):
     """The answer to a reused request ID with a different input: HTTP 409."""
 
-
     def __init__(self) -> None:
         super().__init__(Status.BAD_REQUEST, reason="request_id reused with a different input within its dedupe window")
 

@@ -35,7 +35,6 @@ class ArrivalRate:
     `observe` runs once per request: a multiply, an exp and two stores.
     """
 
-
     def __init__(self, horizon_s: float) -> None:
         if horizon_s <= 0:
             raise ValueError(f"horizon_s must be > 0, got {horizon_s}")

@@ -15,13 +15,13 @@ death and the batch is re-dispatched, once per request.
 """
 
 from __future__ import annotations
-from targets.native import mypyc_attr
 
 import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from targets.native import mypyc_attr
 from targets.protocol import Attempt
 
 

@@ -97,7 +97,6 @@ class LogBudget:
     suppressed since the last one allowed (to say so in the line).
     """
 
-
     def __init__(self, per_window: int = 10, window_s: float = 10.0) -> None:
         if per_window < 1 or window_s <= 0:
             raise ValueError("a log budget needs per_window >= 1 and window_s > 0")

@@ -73,7 +73,6 @@ class Attempt:
     the doc's protocol) but the harness uses to count wasted GPU work.
     """
 
-
     def __init__(
         self,
         uid: int,

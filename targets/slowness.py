@@ -20,7 +20,6 @@ class Slowness:
     estimate): admission and the batcher both ask on every request, at the same
     instant, and the second may read `value` without a call."""
 
-
     def __init__(self, tau_s: float) -> None:
         self.tau_s = tau_s       # the fading's time constant
         self.level = 1.0         # the estimate as of the last completed batch...

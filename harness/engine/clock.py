@@ -25,7 +25,6 @@ Contract:
 """
 
 from __future__ import annotations
-from targets.native import mypyc_attr
 
 import asyncio
 import contextvars
@@ -35,6 +34,8 @@ from collections import deque
 from contextlib import contextmanager
 from heapq import heappop, heappush
 from typing import Any, Callable, Coroutine, Iterator, TypeVar
+
+from targets.native import mypyc_attr
 
 T = TypeVar("T")
 
@@ -51,7 +52,6 @@ class SimulationStalled(SimulationError):
 
 class _Timer:
     """A scheduled callback: what `call_at` returns (`cancel()`, `when()`, `cancelled()`)."""
-
 
     def __init__(self, when: float, callback: Callable[..., Any], args: tuple, context: contextvars.Context | None) -> None:
         self._when = when
@@ -101,14 +101,14 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         return self._now
 
     def call_at(self, when: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
-                context: contextvars.Context | None = None) -> _Timer:  # type: ignore[override]
+                context: contextvars.Context | None = None) -> _Timer:
         timer = _Timer(when, callback, args, context)
         self._seq = seq = self._seq + 1
         heappush(self._timers, (when, seq, timer))
         return timer
 
     def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
-                   context: contextvars.Context | None = None) -> _Timer:  # type: ignore[override]
+                   context: contextvars.Context | None = None) -> _Timer:
         return self.call_at(self._now + delay, callback, *args, context=context)
 
     def feed_at(self, when: float, callback: Callable[[], Any]) -> None:
