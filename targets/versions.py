@@ -5,7 +5,10 @@ of the request or sticky by tenant, at the rollout's current weight), what a
 version answers (`answer_label`: a deterministic class label per request,
 which the canary can shift) and whether it fails (`fails`). The target runs the
 canary on its own GPUs (a canary deployment is its own replicas), so the
-canary's cost factor slows only the canary's batches.
+canary's cost factor slows only the canary's batches. Compiled with the core
+(`targets.native`): the split and the answers run for every attempt of a rollout;
+`ModelVersion` (a pydantic model) and `VersionedOutput` (a tuple) live in
+`targets.model_version`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import zlib
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from targets.model_version import BASELINE, ModelVersion, VersionedOutput
 
 __all__ = ["BASELINE", "CanaryRouting", "CanarySplit", "ModelVersion", "VersionedOutput", "answer_label", "fails",
            "LABELS", "tagged", "version_of"]
@@ -22,21 +25,6 @@ __all__ = ["BASELINE", "CanaryRouting", "CanarySplit", "ModelVersion", "Versione
 LABELS = 10  # output classes of the modeled classifier
 
 _MASK = (1 << 64) - 1
-
-
-class ModelVersion(BaseModel):
-    """A model version: its batch-time factor, its share of 5xx answers, and how
-    often it answers a different class than the baseline would (a wrong model)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field("v1", min_length=1)
-    cost_factor: float = Field(1.0, gt=0, description="batch time x this")
-    error_rate: float = Field(0.0, ge=0, le=1, description="share of its answers that are 5xx")
-    output_shift: float = Field(0.0, ge=0, le=1, description="share of its answers moved to another class")
-
-
-BASELINE = ModelVersion()
 
 
 class CanaryRouting(StrEnum):
@@ -69,30 +57,25 @@ class CanarySplit:
         self.routing = routing
         self.weight = weight
         self.salt = salt
+        # A request is asked about several times in a row (the transport, the cache, the
+        # target), and a tenant on every request: its hash point is kept, not recomputed.
+        self._last_key = -1
+        self._last_unit = 0.0
+        self._tenant_units: dict[str, float] = {}
 
     def to_canary(self, request_key: int, tenant: str) -> bool:
-        if self.weight <= 0.0:
+        weight = self.weight
+        if weight <= 0.0:
             return False
         if self.routing is CanaryRouting.STICKY_TENANT:
-            return _unit(zlib.crc32(tenant.encode()), 2 + 2 * self.salt) < self.weight
-        return _unit(request_key, 1 + 2 * self.salt) < self.weight
-
-
-class VersionedOutput(tuple):
-    """(label, version name): an answer and the version that computed it."""
-
-    __slots__ = ()
-
-    def __new__(cls, label: int, version: str) -> "VersionedOutput":
-        return super().__new__(cls, (label, version))
-
-    @property
-    def label(self) -> int:
-        return self[0]
-
-    @property
-    def version(self) -> str:
-        return self[1]
+            u = self._tenant_units.get(tenant)
+            if u is None:
+                u = self._tenant_units[tenant] = _unit(zlib.crc32(tenant.encode()), 2 + 2 * self.salt)
+            return u < weight
+        if request_key != self._last_key:
+            self._last_unit = _unit(request_key, 1 + 2 * self.salt)
+            self._last_key = request_key
+        return self._last_unit < weight
 
 
 def tagged(output: Any, version: ModelVersion, content: int) -> Any:

@@ -1,8 +1,8 @@
 """One canary rollout in sim: a plan's steps on a target serving two versions, judged step by step.
 
-The driver sends the plan's traffic open-loop; a recording transport notes, for
-every answered attempt, which version the split routed it to, its status,
-latency and answer label. At each step's end the step's canary answers are
+The driver sends the plan's traffic open-loop; a tap on the transport
+(`harness.engine.canary_tap`) notes, for every answered attempt, which version
+the split routed it to, its status, latency and answer label. At each step's end the step's canary answers are
 judged against the baseline's (`harness.analysis.canary.judge`): roll back
 (weight to 0, the run ends), hold (the step runs again, at most `max_holds`
 times) or go on; passing the last step promotes. Seeded and deterministic.
@@ -14,26 +14,30 @@ import asyncio
 import math
 import random
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from harness.analysis.canary import Action, Sample, Thresholds, judge
-from harness.engine.clock import run_virtual
+from harness.engine.canary_tap import NullSink, StepTap, TapTransport
+from harness.engine.clock import fewer_collections, run_virtual
 from harness.engine.driver import Driver
 from harness.engine.transports import InProcessTransport
 from harness.results.canary import CanaryRun
-from targets.canary_fleet import CanaryFleet
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
-from targets.protocol import Attempt, Response, Status
 from targets.target import ServingTarget
-from targets.versions import LABELS, CanaryRouting, ModelVersion, VersionedOutput
+from targets.versions import CanaryRouting, ModelVersion
 from workloads.arrivals import build_schedule
 from workloads.canary_plan import CanaryPlan
 from workloads.model import WorkloadConfig
 
 __all__ = ["Rollout", "StepMachine", "canary_gpus"]
+
+
+def _sample(tap: StepTap, version: int) -> Sample:
+    """The step's answers of one version (0 baseline, 1 canary), as `judge` reads them."""
+    latencies, errors, labels = tap.take(version)
+    return Sample(latencies_s=latencies, errors=errors, labels=np.array(labels, dtype=np.int64))
 
 
 def canary_gpus(plan: CanaryPlan, config: TargetConfig) -> int:
@@ -74,56 +78,6 @@ class StepMachine:
         return action
 
 
-class _NullSink:
-    """The driver's sink: the rollout judges from its own records."""
-
-    def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
-        pass
-
-    def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None:
-        pass
-
-
-class _Samples:
-    """Per step, per version (0 baseline, 1 canary): what `judge` reads."""
-
-    def __init__(self) -> None:
-        self.step = [Sample(labels=np.zeros(LABELS, dtype=np.int64)) for _ in range(2)]
-        self.canary_requests = 0  # attempts routed to the canary so far (the exposure)
-
-    def reset(self) -> None:
-        self.step = [Sample(labels=np.zeros(LABELS, dtype=np.int64)) for _ in range(2)]
-
-    def record(self, canary: bool, response: Response, latency_s: float) -> None:
-        s = self.step[canary]
-        if response.status is Status.OK:
-            s.latencies_s.append(latency_s)
-            if isinstance(response.output, VersionedOutput):
-                s.labels[response.output.label] += 1
-        elif response.status is Status.ERROR:
-            s.errors += 1
-
-
-class _RecordingTransport:
-    def __init__(self, inner: InProcessTransport, fleet: CanaryFleet, samples: _Samples,
-                 loop: asyncio.AbstractEventLoop) -> None:
-        self.inner = inner
-        self.fleet = fleet
-        self.samples = samples
-        self.loop = loop
-
-    def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
-        canary = self.fleet.split.to_canary(attempt.uid, attempt.tenant)
-        self.samples.canary_requests += canary
-        sent = self.loop.time()
-
-        def done(response: Response) -> None:
-            self.samples.record(canary, response, self.loop.time() - sent)
-            on_done(response)
-
-        self.inner.send(attempt, timeout_s, done)
-
-
 @dataclass(frozen=True)
 class Rollout:
     """One plan, one canary version, one workload, one target, one seed."""
@@ -135,26 +89,34 @@ class Rollout:
     seed: int
 
     def run(self) -> CanaryRun:
-        return run_virtual(self._main())
+        # As in SimRun: the collector stays held off until the target and the transport
+        # have let go of what is left at the decision, which its first pass would walk.
+        held: list[ServingTarget | TapTransport] = []
+        with fewer_collections():
+            try:
+                return run_virtual(self._main(held))
+            finally:
+                for part in held:
+                    part.clear()
 
-    async def _main(self) -> CanaryRun:
+    async def _main(self, held: list[ServingTarget | TapTransport]) -> CanaryRun:
         loop = asyncio.get_running_loop()
         rng = random.Random(self.seed)
         schedule = build_schedule(self.workload, self.seed)
         target = ServingTarget(self.config, random.Random(rng.randrange(2**31)))
         split = target.attach_canary(self.version, CanaryRouting(self.plan.routing), canary_gpus(self.plan, self.config),
                                      salt=self.seed)
-        samples = _Samples()
-        transport = _RecordingTransport(InProcessTransport(target), target.canary, samples, loop)
-        driver = Driver(schedule, ClientPolicy.from_target(self.config), transport, _NullSink(),
+        tap = StepTap()
+        transport = TapTransport(InProcessTransport(target), split, tap, loop)
+        held += [target, transport]
+        driver = Driver(schedule, ClientPolicy.from_target(self.config), transport, NullSink(),
                         random.Random(rng.randrange(2**31)))
         decided: asyncio.Future[CanaryRun] = loop.create_future()
         th = Thresholds(**self.plan.analysis.model_dump())
         steps = StepMachine(self.plan)
 
         def end_step() -> None:
-            verdict = judge(samples.step[1], samples.step[0], th)
-            samples.reset()
+            verdict = judge(_sample(tap, 1), _sample(tap, 0), th)
             decision = steps.after(verdict.action)
             if decision is None:
                 split.weight = steps.weight
@@ -164,7 +126,7 @@ class Rollout:
                 split.weight = 0.0
             decided.set_result(CanaryRun(
                 seed=self.seed, decision=decision.value, decided_at_s=loop.time(), step=steps.step,
-                failed=list(verdict.failed), canary_requests=samples.canary_requests,
+                failed=list(verdict.failed), canary_requests=tap.canary_requests,
                 wrong_version=target.canary.stats.wrong_version))
 
         split.weight = steps.weight
@@ -174,6 +136,6 @@ class Rollout:
         traffic.cancel()
         if not decided.done():  # the traffic ran out before the plan decided
             return CanaryRun(seed=self.seed, decision=Action.HOLD.value, decided_at_s=None, step=steps.step,
-                             failed=[], canary_requests=samples.canary_requests,
+                             failed=[], canary_requests=tap.canary_requests,
                              wrong_version=target.canary.stats.wrong_version)
         return decided.result()

@@ -30,6 +30,7 @@ embedded rank result.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from harness.analysis.ablation import ablate, ablation_job_count, exposing_plan
@@ -190,10 +191,13 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     notes: list[str] = []
     factor = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
     first_seed = seeds[0] if seeds else seed
-    tap = None
     # The canary rollouts run on worker processes of their own beside the ablation's, so that
     # no core idles while one process answers a part or the ablation's last runs finish.
     canary_part = _canary(canary, canary_seeds, first_seed, workers, notes)
+    # The Part 2/3 answers are built meanwhile, on a thread of this process, which otherwise
+    # only waits for the workers: built after the ablation, they would leave a core idle.
+    built = _start_parts(parts, notes)
+    tap = None
     if rank is None:
         scen = flaw_scenarios or review_scenarios()
         plan = exposing_plan(scen, "hardened", factor)
@@ -205,11 +209,7 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     elif rank.llm is None:  # a rank saved before it had an LLM section
         rank = rank.model_copy(update={"llm": llm_rank(first_seed)})
     alerts_part = _alerts(rank, tap, factor, first_seed, workers, notes) if alerts else None
-    embedded: dict[str, Result] = {}
-    for name, build in parts:
-        part = _part(name, build, notes)
-        if part is not None:
-            embedded[part.kind] = part
+    embedded = built()
     llm = embedded.get("llm")
     if isinstance(llm, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
         embedded["llm"] = llm.model_copy(update={"flaws": [c for f in rank.llm.flaws for c in f.costs]})
@@ -218,6 +218,17 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
         pool=embedded.get("pool"), llm=embedded.get("llm"), alerts=alerts_part, canary=canary_part(),
         items=items(rank), notes=notes, wall_s=time.perf_counter() - started,
     )
+
+
+def _start_parts(parts: Sequence[Part], notes: list[str]) -> Callable[[], dict[str, Result]]:
+    """Build `parts` on a thread, started now; the returned call waits for them ({kind: result};
+    a part that failed is left out, with a note)."""
+    if not parts:
+        return dict
+    builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="review-parts")
+    built = builder.submit(lambda: [_part(name, build, notes) for name, build in parts])
+    builder.shutdown(wait=False)  # the thread still builds them all, then ends
+    return lambda: {part.kind: part for part in built.result() if part is not None}
 
 
 def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, workers: int | None,
