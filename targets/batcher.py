@@ -28,8 +28,7 @@ asks to be woken, and hands batches to the GPU pool.
 from __future__ import annotations
 
 import asyncio
-from functools import cached_property
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Protocol, Sized
 
 from targets.config import Batching
@@ -68,14 +67,15 @@ class BatchPolicy:
     utilization: float = 0.7
     rate_horizon_s: float = 0.1
 
+    # Decision(take=q) for q = 0..B, made once: `decide` runs on every enqueue. A field set
+    # in __post_init__, not a cached_property: compiled (targets.native), that one would
+    # make all B + 1 of them again on every call.
+    _takes: tuple[Decision, ...] = field(default=(), init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         if self.kind is Batching.RATE and len(self.per_gpu_rps) != self.max_batch + 1:
             raise ValueError(f"rate batching needs per_gpu_rps for batch sizes 0..{self.max_batch}")
-
-    @cached_property
-    def _takes(self) -> tuple[Decision, ...]:
-        """Decision(take=q) for q = 0..B, made once: `decide` runs on every enqueue."""
-        return tuple(Decision(take=q) for q in range(self.max_batch + 1))
+        object.__setattr__(self, "_takes", tuple(Decision(take=q) for q in range(self.max_batch + 1)))
 
     def decide(self, queued: int, oldest_wait_s: float, gpu_free: bool, free_gpus: int | None = None,
                rate_rps: float = 0.0, gpus: float = 0.0) -> Decision:
