@@ -16,7 +16,7 @@ import math
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Generic, Hashable, Iterator, TypeVar
+from typing import Final, Generic, Hashable, Iterator, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -36,7 +36,7 @@ class Bound:
             raise ValueError(f"ttl_s must be >= 0, got {self.ttl_s}")
 
 
-_NONE = object()  # no key: the front is unknown
+_NONE: Final = object()  # no key: the front is unknown
 
 
 class BoundedMap(Generic[K, V]):

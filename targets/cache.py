@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Final, Hashable
 
 from targets.config import CacheMode
 from targets.protocol import Attempt
+
+_MISS: Final = object()  # not cached (a cached output may be None)
 
 
 @dataclass
@@ -77,13 +79,17 @@ class ResponseCache:
     def get(self, a: Attempt, version: str | None = None) -> tuple[bool, Any]:
         key = self.key(a, version)
         self.stats.lookups += 1
-        hit = key in self._data
+        data = self._data
+        output = data.get(key, _MISS)  # one lookup for membership and value (outputs may be None)
+        hit = output is not _MISS
         if hit:
             self.stats.hits += 1
-            self._data.move_to_end(key)
+            data.move_to_end(key)
+        else:
+            output = None
         if self._auto:
             self._observe(hit)
-        return hit, (self._data[key] if hit else None)
+        return hit, output
 
     def put(self, a: Attempt, output: Any, version: str | None = None) -> None:
         # Filled even while bypassed (off the request path), so the probes can

@@ -25,7 +25,7 @@ import hashlib
 import json
 from array import array
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any, Final, Hashable, Sequence
 
 from targets.bounded import Bound, BoundedMap
 from targets.protocol import Attempt, Response, Status
@@ -41,7 +41,7 @@ class Conflict(Response):
         super().__init__(Status.BAD_REQUEST, reason="request_id reused with a different input within its dedupe window")
 
 
-_TOO_MANY_WAITERS = Response(Status.TOO_MANY, retry_after_s=0.1, reason="too many duplicates of one request_id in flight")
+_TOO_MANY_WAITERS: Final = Response(Status.TOO_MANY, retry_after_s=0.1, reason="too many duplicates of one request_id in flight")
 
 
 @dataclass

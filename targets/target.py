@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import random
 from operator import attrgetter
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Final, Protocol, Sequence
 
 from targets.accounting import TargetStats
 from targets.admission import TenantBuckets, predicted_latency_s, shed_retry_after_s
@@ -38,10 +38,10 @@ from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, Target
 from targets.versions import CanaryRouting, CanarySplit, ModelVersion
 
 
-_size = attrgetter("size")
+_size: Final = attrgetter("size")
 
 
-_OWN_COSTS_KEPT = 65_536  # distinct input lengths whose batch cost admission remembers
+_OWN_COSTS_KEPT: Final = 65_536  # distinct input lengths whose batch cost admission remembers
 
 
 def _always(_: Attempt) -> bool:

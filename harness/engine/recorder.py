@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Any
+from typing import Any, Callable, Final
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -26,8 +26,8 @@ from targets.protocol import OK, Status
 
 
 # Client outcome codes per request (what `finish` saw); PENDING: no final answer yet.
-OUTCOME_CODES = {Status.OK: 0, Status.TIMEOUT: 1, Status.TOO_MANY: 2, Status.UNAVAILABLE: 2, Status.ERROR: 3, Status.BAD_REQUEST: 3}
-PENDING = -1
+OUTCOME_CODES: Final = {Status.OK: 0, Status.TIMEOUT: 1, Status.TOO_MANY: 2, Status.UNAVAILABLE: 2, Status.ERROR: 3, Status.BAD_REQUEST: 3}
+PENDING: Final = -1
 _STATUS_CODE = {st: int(st) for st in Status}
 # The summary's outcome categories, in order; the OK ones first (index <= _LATE).
 OUTCOMES = tuple(Outcome)
@@ -70,6 +70,11 @@ class Recorder:
         self.attempt_sent = array("d")
         self.attempt_latency = array("d")
         self.attempt_code = array("h")
+        # Their bound appends, looked up once (compiled, a method call on an array looks the
+        # method up on every call).
+        self._append_sent: Callable[[float], None] = self.attempt_sent.append
+        self._append_latency: Callable[[float], None] = self.attempt_latency.append
+        self._append_code: Callable[[int], None] = self.attempt_code.append
         self._attempt_cut: np.ndarray | None = None   # cover(): the attempts that ended by the cut
 
     def _windows_of(self, t: np.ndarray) -> np.ndarray:
@@ -79,9 +84,9 @@ class Recorder:
     # -- streaming ---------------------------------------------------------------------
     def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
         self.attempts += 1
-        self.attempt_sent.append(sent_s)
-        self.attempt_latency.append(latency_s)
-        self.attempt_code.append(status)
+        self._append_sent(sent_s)
+        self._append_latency(latency_s)
+        self._append_code(status)
 
     def finish(self, index: int, status: Status, done_s: float, tries: int) -> None:
         self.finished += 1

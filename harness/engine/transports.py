@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Callable
+from typing import Callable, Final
 
 from targets.protocol import TIMEOUT_RESPONSE, Attempt, Response
 
 
 # Client timeouts fire within 1 ms of their deadline (real loops have such
 # timer slack too); batching them saves a loop iteration per attempt.
-TIMEOUT_RESOLUTION_S = 0.001
+TIMEOUT_RESOLUTION_S: Final = 0.001
 
 
 class InProcessTransport:
