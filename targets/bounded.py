@@ -12,11 +12,9 @@ front and stops at the first live entry: amortised O(1) per call.
 
 from __future__ import annotations
 
-import math
-
-from collections import OrderedDict
+from collections import deque
 from dataclasses import dataclass
-from typing import Final, Generic, Hashable, Iterator, TypeVar
+from typing import Generic, Hashable, Iterator, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -36,7 +34,14 @@ class Bound:
             raise ValueError(f"ttl_s must be >= 0, got {self.ttl_s}")
 
 
-_NONE: Final = object()  # no key: the front is unknown
+class _Entry(Generic[K, V]):
+    """One put or touch of a key: an object, not a tuple, as the map tells a live entry
+    from a replaced one by identity (compiled, a tuple is unboxed and boxed anew)."""
+
+    def __init__(self, t: float, value: V, key: K) -> None:
+        self.t = t
+        self.value = value
+        self.key = key
 
 
 class BoundedMap(Generic[K, V]):
@@ -45,19 +50,23 @@ class BoundedMap(Generic[K, V]):
 
     `evicted` counts entries dropped for room (not for age): a nonzero count
     means the bound, not the TTL, is what limits memory.
+
+    Each put or touch makes an entry (time, value, key) and appends it to a log as
+    well; an entry is live while the map still holds that very object under its key.
+    The log is therefore in last-touch order, oldest first: expiry and eviction pop
+    from its front, skipping entries a later touch replaced, and stop at the first
+    live one (amortised O(1), each a plain dict and deque operation). The log holds at
+    most about twice the live entries (`_compact`), so `max_items` still bounds memory.
     """
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
-        self._items: OrderedDict[K, tuple[float, V]] = OrderedDict()
+        self._items: dict[K, _Entry[K, V]] = {}
+        self._log: deque[_Entry[K, V]] = deque()
         self.evicted = 0
         self.expired = 0
         self._ttl = bound.ttl_s
         self._max = bound.max_items
-        # The front (oldest) entry's key and time, once prune has seen it; -inf once
-        # that entry moved or left. Nothing expires while the front is live: prune's O(1) exit.
-        self._front_t = -math.inf
-        self._front_key: object = _NONE
 
     def __len__(self) -> int:
         return len(self._items)
@@ -65,96 +74,88 @@ class BoundedMap(Generic[K, V]):
     def clear(self) -> None:
         """Forget every entry (not counted as expired or evicted)."""
         self._items.clear()
-        self._front_t, self._front_key = -math.inf, _NONE
+        self._log.clear()
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
     def __iter__(self) -> Iterator[K]:
-        return iter(self._items)
+        """The keys, oldest touch first."""
+        items = self._items
+        return iter([e.key for e in self._log if items.get(e.key) is e])
+
+    def _set(self, key: K, value: V, now: float) -> None:
+        entry = _Entry(now, value, key)
+        self._items[key] = entry
+        log = self._log
+        log.append(entry)
+        if len(log) > 2 * len(self._items) + 64:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the log's replaced entries (touches of keys that were touched again)."""
+        items = self._items
+        self._log = deque([e for e in self._log if items.get(e.key) is e])
 
     def get(self, key: K, now: float) -> V | None:
         """The live value at `key`, or None (an expired entry is dropped)."""
         item = self._items.get(key)
         if item is None:
             return None
-        if now - item[0] > self._ttl:
+        if now - item.t > self._ttl:
             del self._items[key]
             self.expired += 1
-            self._moved(key)
             return None
-        return item[1]
+        return item.value
 
     def refresh(self, key: K, now: float) -> V | None:
         """The live value at `key` with its TTL restarted (it was used), or None (an
         expired entry is dropped): `get` then `put` of the same value, in one call."""
-        items = self._items
-        item = items.get(key)
+        item = self._items.get(key)
         if item is None:
             return None
-        if now - item[0] > self._ttl:
-            del items[key]
+        if now - item.t > self._ttl:
+            del self._items[key]
             self.expired += 1
-            self._moved(key)
             return None
-        value = item[1]
-        items.move_to_end(key)
-        if key == self._front_key:
-            self._front_t, self._front_key = -math.inf, _NONE
-        items[key] = (now, value)
-        if now - self._front_t > self._ttl:
-            self.prune(now)
-        return value
+        self._set(key, item.value, now)
+        self.prune(now)
+        return item.value
 
     def put(self, key: K, value: V, now: float) -> None:
         """Store `value`, restarting its TTL; expire and evict to stay in bounds."""
+        self._set(key, value, now)
+        self.prune(now)
         items = self._items
-        if key in items:
-            items.move_to_end(key)
-            self._moved(key)
-        items[key] = (now, value)  # a new key goes last: the order stays oldest first
-        if now - self._front_t > self._ttl:  # never under an infinite TTL (sim's accounting)
-            self.prune(now)
         if len(items) > self._max:
+            log = self._log
             while len(items) > self._max:
-                items.popitem(last=False)
-                self.evicted += 1
-            self._front_t, self._front_key = -math.inf, _NONE
+                e = log.popleft()
+                if items.get(e.key) is e:
+                    del items[e.key]
+                    self.evicted += 1
 
     def touch(self, key: K, now: float) -> None:
         """Restart `key`'s TTL (it was used), if present."""
         item = self._items.get(key)
         if item is not None:
-            self._items[key] = (now, item[1])
-            self._items.move_to_end(key)
-            self._moved(key)
+            self._set(key, item.value, now)
 
     def pop(self, key: K) -> V | None:
         item = self._items.pop(key, None)
-        if item is None:
-            return None
-        self._moved(key)
-        return item[1]
-
-    def _moved(self, key: object) -> None:
-        """`key` left its place; if it was the front, the front is unknown now."""
-        if key == self._front_key:
-            self._front_t, self._front_key = -math.inf, _NONE
+        return None if item is None else item.value
 
     def prune(self, now: float) -> int:
         """Drop every entry older than the TTL; return how many."""
-        ttl = self._ttl
-        if now - self._front_t <= ttl:
-            return 0
-        items, n = self._items, 0
-        self._front_t, self._front_key = -math.inf, _NONE
-        while items:
-            key, (t, _) = next(iter(items.items()))
-            if now - t <= ttl:
-                self._front_t, self._front_key = t, key
+        ttl, log, items, n = self._ttl, self._log, self._items, 0
+        while log:
+            e = log[0]
+            if now - e.t <= ttl:  # never past an infinite TTL (sim's accounting)
                 break
-            del items[key]
-            n += 1
+            log.popleft()
+            if items.get(e.key) is e:
+                del items[e.key]
+                n += 1
         self.expired += n
         return n
 
