@@ -3,7 +3,7 @@
 `pip install -e .` (setup.py) compiles the modules of `COMPILED` with mypyc into
 C extensions beside their sources, when a C compiler is at hand; the sources stay
 the reference and the fallback, so the compiled core is the *same* target code
-live mode runs, only faster (about 1.3x naive, 1.6x hardened in
+live mode runs, only faster (about 1.8x naive, 2.5x hardened in
 `benchmarks/sim_speed.py`). A module compiled is imported from its extension
 unless, at the first import of `targets` or `harness`:
 
