@@ -1,5 +1,6 @@
-"""BoundedMap against a plain model: the O(1) early exits (prune's front-time check)
-must never change what the map holds, expires or evicts."""
+"""BoundedMap against a plain model: its log of touches (expiry and eviction from the
+front, replaced entries skipped, compaction) must never change what the map holds,
+expires or evicts, nor the order it holds them in."""
 
 import math
 
@@ -8,8 +9,8 @@ from hypothesis import strategies as st
 
 from targets.bounded import Bound, BoundedMap
 
-OPS = st.lists(st.tuples(st.sampled_from(["put", "get", "touch", "pop", "prune"]),
-                         st.integers(0, 6), st.floats(0.0, 3.0)), max_size=80)
+OPS = st.lists(st.tuples(st.sampled_from(["put", "get", "touch", "refresh", "pop", "prune"]),
+                         st.integers(0, 6), st.floats(0.0, 3.0)), max_size=300)
 
 
 class Model:
@@ -50,6 +51,14 @@ class Model:
         if k in self.items:
             self.items[k] = (now, self.items.pop(k)[1])
 
+    def refresh(self, k, now):
+        value = self.get(k, now)
+        if k in self.items:
+            self.touch(k, now)
+            if self.ttl != math.inf:
+                self.prune(now)
+        return value
+
 
 @settings(max_examples=150, deadline=None)
 @given(OPS, st.integers(1, 5), st.sampled_from([0.0, 0.5, 1.0, math.inf]))
@@ -66,6 +75,8 @@ def test_bounded_map_matches_a_plain_model(ops, max_items, ttl):
         elif op == "touch":
             m.touch(key, now)
             ref.touch(key, now)
+        elif op == "refresh":
+            assert m.refresh(key, now) == ref.refresh(key, now)
         elif op == "pop":
             assert m.pop(key) == (ref.items.pop(key)[1] if key in ref.items else None)
         else:
@@ -73,3 +84,17 @@ def test_bounded_map_matches_a_plain_model(ops, max_items, ttl):
             ref.prune(now)
         assert list(m) == list(ref.items)
         assert (m.evicted, m.expired) == (ref.evicted, ref.expired)
+
+
+def test_touching_the_same_keys_forever_keeps_the_log_within_twice_the_entries():
+    """Every touch logs an entry and the replaced ones wait in the log: compaction keeps
+    memory bounded by the live entries, not by the traffic (an infinite TTL never prunes)."""
+    m = BoundedMap(Bound(10, math.inf))
+    for i in range(10):
+        m.put(i, i, 0.0)
+    for t in range(1, 20_000):
+        m.touch(t % 10, float(t))
+        assert len(m._log) <= 2 * len(m) + 64
+    assert len(m) == 10 and list(m) == [(t % 10) for t in range(19_990, 20_000)]
+    m.put(10, 10, 20_000.0)  # past max_items: the least recently touched goes
+    assert 19_990 % 10 not in m and m.evicted == 1

@@ -88,3 +88,37 @@ def test_the_compiled_core_gives_the_very_figures_of_the_sources(workload, targe
     assert native["core"] == status()  # compiled wherever the build compiled it (CI checks it did)
     assert native["summary"] == pure["summary"]
     assert pure["summary"]["requests"]["unique"] > 1000
+
+
+_CANARY_PROBE = """
+import json, sys
+from harness.analysis.canary_days import CanaryJob
+from targets.native import status
+import targets.versions
+runs = [CanaryJob(plan, day, "hardened", 3).run().model_dump(mode="json")
+        for plan, day in (("fast", "wrong"), ("careful", "erroring"), ("fast", "wrong-behind-exact-cache"))]
+print(json.dumps({"core": status(), "file": targets.versions.__file__, "runs": runs}))
+"""
+
+
+@pytest.mark.slow
+def test_the_compiled_canary_path_decides_as_the_sources_do():
+    """The rollout's split, answers and tap (targets.versions, targets.canary_fleet,
+    harness.engine.canary_tap) compiled against their sources: the same decisions,
+    at the same instants, on the same exposure."""
+    def probe(pure: bool) -> dict:
+        env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
+        if pure:
+            env[PURE_ENV] = "1"
+        out = subprocess.run([sys.executable, "-c", _CANARY_PROBE], env=env, cwd=ROOT, capture_output=True,
+                             text=True, timeout=300, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    pure, native = probe(pure=True), probe(pure=False)
+    assert pure["file"].endswith(".py") and native["core"] == status()
+    assert native["runs"] == pure["runs"]
+    # Both bad canaries are caught; behind the exact-payload cache the wrong one is answered
+    # with the baseline's cached outputs and promotes (the doc's flaw, which no plan can fix).
+    assert [r["decision"] for r in pure["runs"]] == ["rollback", "rollback", "promote"]
+    assert pure["runs"][2]["wrong_version"] > 0
+    assert all(r["canary_requests"] > 0 for r in pure["runs"])

@@ -6,6 +6,8 @@ import asyncio
 import random
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.engine.clock import run_virtual
 from targets.cache import ResponseCache
@@ -105,3 +107,17 @@ def test_a_cached_live_answer_of_the_other_version_is_counted() -> None:
         target.canary.check_cached(_attempt(canary), {"label": 1, "version": "v2"})
         return target.canary.stats.wrong_version
     assert run_virtual(main()) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from([0.0, 0.05, 0.5, 1.0]),
+                          st.sampled_from(["a", "b", "c"])), max_size=60),
+       st.sampled_from(list(CanaryRouting)), st.integers(0, 3))
+def test_a_split_answers_each_call_as_a_fresh_split_would(calls, routing, salt):
+    """The split keeps the last request's and every tenant's hash point: asked again (the
+    transport, the cache and the target ask in a row), at any weight, it answers alike."""
+    split = CanarySplit(ModelVersion(name="v2"), routing, salt=salt)
+    for key, weight, tenant in calls:
+        split.weight = weight
+        fresh = CanarySplit(ModelVersion(name="v2"), routing, weight, salt)
+        assert split.to_canary(key, tenant) == fresh.to_canary(key, tenant)
