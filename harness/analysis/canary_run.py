@@ -2,10 +2,11 @@
 
 The driver sends the plan's traffic open-loop; a tap on the transport
 (`harness.engine.canary_tap`) notes, for every answered attempt, which version
-the split routed it to, its status, latency and answer label. At each step's end the step's canary answers are
-judged against the baseline's (`harness.analysis.canary.judge`): roll back
-(weight to 0, the run ends), hold (the step runs again, at most `max_holds`
-times) or go on; passing the last step promotes. Seeded and deterministic.
+the split routed it to, its status, latency and answer label. At each step's
+end the step's canary answers are judged against the baseline's
+(`harness.analysis.canary.judge`): roll back (weight to 0, the run ends), hold
+(the step runs again, at most `max_holds` times) or go on; passing the last
+step promotes. Seeded and deterministic.
 """
 
 from __future__ import annotations
