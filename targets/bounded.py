@@ -97,26 +97,25 @@ class BoundedMap(Generic[K, V]):
         items = self._items
         self._log = deque([e for e in self._log if items.get(e.key) is e])
 
-    def get(self, key: K, now: float) -> V | None:
-        """The live value at `key`, or None (an expired entry is dropped)."""
+    def _live(self, key: K, now: float) -> _Entry[K, V] | None:
+        """`key`'s entry if it is live; an expired one is dropped (counted)."""
         item = self._items.get(key)
-        if item is None:
-            return None
-        if now - item.t > self._ttl:
+        if item is not None and now - item.t > self._ttl:
             del self._items[key]
             self.expired += 1
             return None
-        return item.value
+        return item
+
+    def get(self, key: K, now: float) -> V | None:
+        """The live value at `key`, or None (an expired entry is dropped)."""
+        item = self._live(key, now)
+        return None if item is None else item.value
 
     def refresh(self, key: K, now: float) -> V | None:
         """The live value at `key` with its TTL restarted (it was used), or None (an
         expired entry is dropped): `get` then `put` of the same value, in one call."""
-        item = self._items.get(key)
+        item = self._live(key, now)
         if item is None:
-            return None
-        if now - item.t > self._ttl:
-            del self._items[key]
-            self.expired += 1
             return None
         self._set(key, item.value, now)
         self.prune(now)

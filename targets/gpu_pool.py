@@ -48,7 +48,6 @@ class PoolStats:
 
 
 class Worker:
-
     def __init__(self, index: int) -> None:
         self.index = index
         self.alive = True

@@ -32,12 +32,12 @@ __all__ = ["COMPILED", "PURE_ENV", "decide", "install", "mypyc_attr", "status"]
 
 # The modules mypyc compiles (setup.py reads this tuple): the sim's hot path.
 COMPILED = (
-    "harness.engine.canary_tap", "harness.engine.clock", "harness.engine.driver", "harness.engine.function_transport", "harness.engine.recorder",
-    "harness.engine.transports",
+    "harness.engine.canary_tap", "harness.engine.clock", "harness.engine.driver", "harness.engine.function_transport",
+    "harness.engine.recorder", "harness.engine.transports",
     "targets.accounting", "targets.admission", "targets.balancer", "targets.batcher", "targets.bounded",
-    "targets.cache", "targets.canary_fleet", "targets.client", "targets.dedupe", "targets.delayline", "targets.dispatch_policy",
-    "targets.gpu_pool", "targets.limits", "targets.protocol", "targets.queues", "targets.slowness",
-    "targets.target", "targets.versions",
+    "targets.cache", "targets.canary_fleet", "targets.client", "targets.dedupe", "targets.delayline",
+    "targets.dispatch_policy", "targets.gpu_pool", "targets.limits", "targets.protocol", "targets.queues",
+    "targets.slowness", "targets.target", "targets.versions",
 )
 PURE_ENV = "HARNESS_PURE_PYTHON"
 _ROOT = Path(__file__).resolve().parent.parent

@@ -47,8 +47,7 @@ class CanaryJob:
 def run_canary(plans: list[str], target: str, seeds: int, first_seed: int = 1, days: list[str] | None = None,
                workers: int | None = None, on_done: Callable[[int, int], None] | None = None) -> CanaryResult:
     """Every plan on every day (or on `days`) over `seeds` seeds."""
-    pairs = [(p, d) for p in plans for d in days or list(CANARY_DAYS)]
-    return run_rollouts(pairs, target, seeds, first_seed, workers, on_done)
+    return run_rollouts(_pairs(plans, days), target, seeds, first_seed, workers, on_done)
 
 
 def run_rollouts(pairs: list[tuple[str, str]], target: str, seeds: int, first_seed: int = 1,
@@ -65,12 +64,17 @@ def run_rollouts(pairs: list[tuple[str, str]], target: str, seeds: int, first_se
     return _result(pairs, target, seeds, run_jobs(jobs, workers, on_done=done))
 
 
-def start_canary(plans: list[str], target: str, seeds: int, first_seed: int = 1,
+def start_canary(plans: list[str], target: str, seeds: int, first_seed: int = 1, days: list[str] | None = None,
                  workers: int | None = None) -> Callable[[], CanaryResult]:
     """`run_canary`, started on worker processes now; the returned call waits for the result."""
-    pairs = [(p, d) for p in plans for d in CANARY_DAYS]
+    pairs = _pairs(plans, days)
     waiting = start_jobs(_jobs(pairs, target, seeds, first_seed), workers)
     return lambda: _result(pairs, target, seeds, waiting())
+
+
+def _pairs(plans: list[str], days: list[str] | None) -> list[tuple[str, str]]:
+    """Every plan on every day (or on `days`), plan by plan."""
+    return [(p, d) for p in plans for d in days or list(CANARY_DAYS)]
 
 
 def _jobs(pairs: list[tuple[str, str]], target: str, seeds: int, first_seed: int) -> list[CanaryJob]:

@@ -18,13 +18,12 @@ from typing import Callable
 
 from scipy.stats import binomtest
 
-from harness.analysis.canary_days import CANARY_DAYS, run_canary, start_canary
+from harness.analysis.canary_days import CANARY_DAYS, start_canary
 from harness.results.canary import CanaryResult, CanaryRun
 from harness.results.followups import CanaryAnswer, PlanFigures
 from workloads.canary_plan import plan_names
 
-__all__ = ["MAX_FALSE_ROLLBACK", "MIN_CAUGHT", "canary_answer", "judge_plans", "run_canary_answer",
-           "start_canary_answer"]
+__all__ = ["MAX_FALSE_ROLLBACK", "MIN_CAUGHT", "canary_answer", "judge_plans", "start_canary_answer"]
 
 MIN_CAUGHT = 0.95          # bad canaries rolled back
 MAX_FALSE_ROLLBACK = 0.05  # good canaries rolled back
@@ -65,16 +64,9 @@ def canary_answer(result: CanaryResult, source: str) -> CanaryAnswer:
     return CanaryAnswer(result=result, source=source, plans=plans, recommended=best.plan if best else None)
 
 
-def run_canary_answer(seeds: int, first_seed: int = 1, target: str = "hardened", workers: int | None = None,
-                      on_done: Callable[[int, int], None] | None = None) -> CanaryAnswer:
-    """The built-in plans on every canary day over `seeds` seeds, judged."""
-    result = run_canary(plan_names(), target, seeds, first_seed, workers=workers, on_done=on_done)
-    return canary_answer(result, f"run here: {seeds} seed(s) a plan and day")
-
-
 def start_canary_answer(seeds: int, first_seed: int = 1, target: str = "hardened",
                         workers: int | None = None) -> Callable[[], CanaryAnswer]:
-    """`run_canary_answer`, its rollouts started on worker processes now; the returned call
-    waits for them and judges."""
+    """The built-in plans on every canary day over `seeds` seeds, started on worker processes
+    now; the returned call waits for them and judges."""
     waiting = start_canary(plan_names(), target, seeds, first_seed, workers=workers)
     return lambda: canary_answer(waiting(), f"run here: {seeds} seed(s) a plan and day")

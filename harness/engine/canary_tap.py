@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from harness.engine.transports import InProcessTransport
-from targets.protocol import Attempt, Response, Status
+from targets.protocol import ERROR, OK, Attempt, Response, Status
 from targets.versions import LABELS, CanarySplit, VersionedOutput
 
 __all__ = ["NullSink", "StepTap", "TapTransport"]
@@ -29,12 +29,13 @@ class StepTap:
         self.canary_requests = 0
 
     def record(self, canary: int, response: Response, latency_s: float) -> None:
-        if response.status is Status.OK:
+        status = response.status
+        if status is OK:
             self.latencies_s[canary].append(latency_s)
             output = response.output
             if isinstance(output, VersionedOutput):
                 self.labels[canary][output[0]] += 1
-        elif response.status is Status.ERROR:
+        elif status is ERROR:
             self.errors[canary] += 1
 
     def take(self, canary: int) -> tuple[list[float], int, list[int]]:
@@ -55,10 +56,9 @@ class TapTransport:
 
     def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
         canary = 1 if self.split.to_canary(attempt.uid, attempt.tenant) else 0
-        tap = self.tap
+        tap, time = self.tap, self._time
         tap.canary_requests += canary
-        sent = self._time()
-        time = self._time
+        sent = time()
 
         def done(response: Response) -> None:
             tap.record(canary, response, time() - sent)
