@@ -88,7 +88,7 @@ class ApiServers:
             proxy.guard = ProxyGuard.for_slo(cfg.slo_s, share)
         if proxy.guard is not None:
             for door in self.doors:
-                door.at_gpu = proxy.at_gpu
+                door.to_gpu = proxy.to_gpu
 
     async def stop(self) -> None:
         if self.lag is not None:

@@ -26,7 +26,7 @@ With a `guard` (targets.server_overload.ProxyGuard) it refuses overload before
 aiohttp sees it: it keeps the requests relayed and not yet answered (from the
 head's last byte to the answer's first), in arrival order, less their time at
 the GPUs (the API server says when a request goes there and comes back,
-`at_gpu`; it re-enters timed from its return), and while the guard's quorum of
+`to_gpu`; it re-enters timed from its return), and while the guard's quorum of
 them have waited over its limit it answers each new request itself with a
 canned 503 + Retry-After (targets.edge_refusal) and relays nothing. The
 connection stays open when the request's end is readable from its first chunk (the rest of its
@@ -46,11 +46,12 @@ import json
 import logging
 import resource
 from dataclasses import dataclass, field
+from typing import Callable
 
 from targets.conn_table import Admit, ConnTable, Expiry, Phase
 from targets.edge_refusal import refusal, request_end
 from targets.limits import EdgeLimits, LogBudget, check_exposure
-from targets.server_overload import FrontEndWaits, ProxyGuard
+from targets.server_overload import FrontEndWaits, ProxyGuard, relay_key
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class _Side(asyncio.Protocol):
         self.closed = False
         self.eof = False                 # this side has sent us its FIN
         self.head_s: float | None = None  # client side: when the current request's first byte arrived
-        self.backend_addr: tuple | None = None  # client side: the backend connection's local address
+        self.backend_addr: tuple | None = None  # client side: its backend connection's relay_key
         self.skip = 0                    # client side: body bytes of a refused request still to come
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -123,18 +124,18 @@ class _Side(asyncio.Protocol):
             phase = proxy.table.phase(self)
             if phase in _BETWEEN_REQUESTS:  # this chunk starts a request
                 self.head_s = now
+                proxy.waits.end(self)  # whatever came before on this connection is over
                 if proxy.guard is not None and proxy._refused(self, data, now):
                     return
             proxy.table.upstream(self, data, now)
             if proxy.guard is not None and phase is not Phase.WAITING \
                     and proxy.table.phase(self) is Phase.WAITING:  # its head is complete: it waits for an answer
-                proxy.waits.start(self, now)
+                proxy.waits.begin(self, now)
         else:
             proxy.stats.bytes_down += len(data)
             if self.peer is not None:
                 proxy.table.downstream(self.peer, now)
-                if proxy.guard is not None:
-                    proxy.waits.stop(self.peer)
+                proxy.waits.end(self.peer)  # its answer began
         if peer is None or peer.transport is None:
             self.buffer.append(data)
             if self.up and not self.connecting and not self.closed:
@@ -220,23 +221,23 @@ class L4Proxy:
         self._spawn(self._sweep())
         return self.port
 
-    def request_started_s(self, backend_addr: tuple | None) -> float | None:
-        """When the request now on the backend connection from ``backend_addr`` (the peer
-        address an API server sees) reached this proxy: its first byte's loop time. None
-        when that is no connection of this proxy's."""
-        client = self._by_backend.get(backend_addr[:2]) if backend_addr else None
+    def request_started_s(self, key: tuple | None) -> float | None:
+        """When the request now on the backend connection ``key`` (`relay_key` as its API server
+        sees it) reached this proxy: its first byte's loop time. None when that is no
+        connection of this proxy's."""
+        client = self._by_backend.get(key) if key else None
         return None if client is None else client.head_s
 
-    def at_gpu(self, backend_addr: tuple | None, waiting: bool) -> None:
-        """The request on the backend connection from ``backend_addr`` went to the GPUs (``waiting``)
-        or is back with its answer: its time there is not the front end's (admission judges it),
-        so it leaves the guard's count, and comes back timed from its return."""
-        client = self._by_backend.get(backend_addr[:2]) if backend_addr else None
-        if client is None:
-            return
-        self.waits.stop(client)
-        if not waiting:
-            self.waits.start(client, self.now())
+    def to_gpu(self, key: tuple | None) -> Callable[[], None] | None:
+        """The request now on the backend connection ``key`` goes to the GPUs: its time there is
+        not the front end's (admission judges it), so it leaves the guard's count. Returns what
+        to call when it is back with its answer (it waits again, timed from then; nothing
+        happens if that request has ended meanwhile), or None when it is not in flight here."""
+        client = self._by_backend.get(key) if key else None
+        request = None if client is None else self.waits.current(client)
+        if request is None or not self.waits.to_gpu(client, request):
+            return None
+        return lambda: self.waits.from_gpu(client, request, self.now())
 
     def _refused(self, client: _Side, data: bytes, now: float) -> bool:
         """Answer the request that ``data`` starts with a 503 when the guard says so."""
@@ -299,10 +300,10 @@ class L4Proxy:
             backend.transport.close()
             return
         client.peer, backend.peer = backend, client
-        addr = backend.transport.get_extra_info("sockname")
-        if isinstance(addr, tuple):
-            client.backend_addr = addr[:2]
-            self._by_backend[client.backend_addr] = client
+        key = relay_key(backend.transport.get_extra_info("sockname"), backend.transport.get_extra_info("peername"))
+        if key is not None:
+            client.backend_addr = key
+            self._by_backend[key] = client
         for chunk in client.buffer:
             backend.transport.write(chunk)
         client.buffer.clear()
@@ -334,7 +335,7 @@ class L4Proxy:
 
     def _gone(self, client: _Side, exc: Exception | None) -> None:
         self.table.remove(client)
-        self.waits.stop(client)
+        self.waits.end(client)
         if client.backend_addr is not None and self._by_backend.get(client.backend_addr) is client:
             del self._by_backend[client.backend_addr]
         if client in self._clients:

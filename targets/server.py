@@ -76,7 +76,7 @@ from targets.dedupe import Conflict, input_digest
 from targets.limits import EdgeLimits, LogBudget
 from targets.protocol import Attempt, Response, Status
 from targets.server_metrics import NO_VERSION, ApiMetrics
-from targets.server_overload import AgeGuard, LagGuard, LoopLag
+from targets.server_overload import AgeGuard, LagGuard, LoopLag, relay_key
 from targets.server_parse import (FIELDS, MAX_DEADLINE_MS, BadRequest, PredictRequest, clip,  # noqa: F401 - re-exported
                                   parse_predict)
 from targets.versions import version_of
@@ -115,8 +115,8 @@ class FrontDoor:
     overload: LagGuard | None = None  # shed while `lag` is over its limit (targets.server_overload)
     lag: LoopLag | None = None
     age_guard: AgeGuard | None = None  # shed a request older than its limit at its handler (server_overload)
-    arrival: Callable[[Any], float | None] | None = None  # peer address -> its request's first byte (proxy)
-    at_gpu: Callable[[Any, bool], None] | None = None  # (peer address, waiting): the proxy's guard's signal
+    arrival: Callable[[Any], float | None] | None = None  # relay key -> its request's first byte (proxy)
+    to_gpu: Callable[[Any], Callable[[], None] | None] | None = None  # the proxy's guard's signal (L4Proxy.to_gpu)
     _uids: Any = field(default_factory=lambda: itertools.count(-1, -1))
 
 
@@ -148,21 +148,29 @@ def _header_int(request: web.Request, name: str) -> int | None:
     return int(raw)
 
 
+def _relay_key(request: web.Request) -> tuple | None:
+    """The proxy's name for this request's connection (targets.server_overload.relay_key)."""
+    transport = request.transport
+    if transport is None:
+        return None
+    return relay_key(transport.get_extra_info("peername"), transport.get_extra_info("sockname"))
+
+
 def _age_s(request: web.Request, arrival: Callable[[Any], float | None]) -> float | None:
     """Seconds since the request's first byte reached the proxy in front (None: not known)."""
-    transport = request.transport
-    started = arrival(transport.get_extra_info("peername")) if transport is not None else None
+    started = arrival(_relay_key(request))
     return None if started is None else asyncio.get_running_loop().time() - started
 
 
-def _back_from_gpu(at_gpu: Callable[[Any, bool], None], peer: Any,
+def _back_from_gpu(to_gpu: Callable[[Any], Callable[[], None] | None], key: Any,
                    done: asyncio.Future) -> Callable[[Response], None]:
     """Tell the proxy the request went to the GPUs now, and when it is back; the answer goes to ``done``."""
-    at_gpu(peer, True)
+    back = to_gpu(key)
 
     def answered(r: Response) -> None:
         if not done.done():
-            at_gpu(peer, False)
+            if back is not None:
+                back()
             done.set_result(r)
 
     return answered
@@ -254,8 +262,8 @@ async def _predict(request: web.Request) -> web.Response:
     )
     done: asyncio.Future[Response] = loop.create_future()
     a.on_answer = lambda r: done.done() or done.set_result(r)
-    if door.at_gpu is not None and request.transport is not None:  # the GPUs' time is not the front end's
-        a.on_answer = _back_from_gpu(door.at_gpu, request.transport.get_extra_info("peername"), done)
+    if door.to_gpu is not None:  # the GPUs' time is not the front end's
+        a.on_answer = _back_from_gpu(door.to_gpu, _relay_key(request), done)
     door.target.submit(a, door.server)
     try:
         async with asyncio.timeout(door.hold_s):

@@ -53,11 +53,21 @@ budget, a share of the SLO; 0.1 in hardened, None in naive: the proxy never refu
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
-from typing import Hashable
+from typing import Any, Hashable
 
-__all__ = ["AgeGuard", "FrontEndWaits", "LagGuard", "LoopLag", "ProxyGuard"]
+__all__ = ["AgeGuard", "FrontEndWaits", "LagGuard", "LoopLag", "ProxyGuard", "relay_key"]
+
+
+def relay_key(proxy_side: Any, server_side: Any) -> tuple | None:
+    """What names one proxy-to-API-server connection on both ends: (the proxy's address, the API
+    server's), each (host, port). The API server reads it as (its peer, its own address). Both
+    halves: Linux gives the same ephemeral port to connections to different API servers, so the
+    proxy's address alone names two connections (it mixed up requests, and latched the guard)."""
+    if not (isinstance(proxy_side, tuple) and isinstance(server_side, tuple)):
+        return None
+    return (tuple(proxy_side[:2]), tuple(server_side[:2]))
 
 
 @dataclass(frozen=True)
@@ -113,27 +123,74 @@ class ProxyGuard:
 
 
 class FrontEndWaits:
-    """The requests waiting in the front end for an answer, oldest first: what `ProxyGuard` reads.
+    """The requests in flight through the proxy that wait in the front end, oldest first: what
+    `ProxyGuard` reads.
 
-    Pure and clock-free (callers pass `now`); a key is whatever names a request's
-    connection (the proxy's client side). `start` (again) moves a key to the newest
-    place, `stop` removes it."""
+    Pure and clock-free (callers pass `now`); a key names a client connection, which carries at
+    most one request at a time (HTTP/1.1; the proxy does not relay pipelined requests apart).
+    A connection's request is absent (none in flight), waiting in the front end since some
+    time, or at the GPUs (not counted: admission judges that queue). Every request is
+    numbered by `begin`, and `to_gpu` / `from_gpu` act only on the request they name while it is
+    in flight, so a late signal (an answer that comes back after its request was answered,
+    refused, timed out or its connection reused) cannot put anything in the books. `end`
+    (the answer began, the connection is gone) and a new `begin` on the same connection
+    take its request out. So only requests in flight are ever counted, and the books drain
+    as their requests end in any way: the guard cannot latch on a request that is gone."""
 
     def __init__(self) -> None:
-        self._since: OrderedDict[Hashable, float] = OrderedDict()
+        self._since: dict[Hashable, float] = {}    # waiting in the front end, in the order they began waiting
+        self._request: dict[Hashable, int] = {}    # connection -> the number of its request in flight
+        self._n = 0
 
-    def start(self, key: Hashable, now: float) -> None:
-        self._since.pop(key, None)
+    def __len__(self) -> int:
+        """Requests in flight (waiting in the front end or at the GPUs)."""
+        return len(self._request)
+
+    @property
+    def waiting(self) -> int:
+        """Requests in flight that wait in the front end (not at the GPUs)."""
+        return len(self._since)
+
+    def begin(self, key: Hashable, now: float) -> int:
+        """A request's head is in on ``key``: it waits from ``now``; returns its number. Whatever
+        was in flight on ``key`` before has ended (one request at a time per connection)."""
+        self.end(key)
+        self._n += 1
+        self._request[key] = self._n
         self._since[key] = now
+        return self._n
 
-    def stop(self, key: Hashable) -> None:
+    def current(self, key: Hashable) -> int | None:
+        """The number of the request in flight on ``key`` (None: none)."""
+        return self._request.get(key)
+
+    def to_gpu(self, key: Hashable, request: int) -> bool:
+        """Request ``request`` on ``key`` went to the GPUs: it stops counting. False (and nothing
+        changes) when it is no longer in flight."""
+        if self._request.get(key) != request:
+            return False
+        self._since.pop(key, None)
+        return True
+
+    def from_gpu(self, key: Hashable, request: int, now: float) -> bool:
+        """Request ``request`` is back from the GPUs with its answer: it waits again, from ``now``
+        (the newest, so the order stays oldest first). False when it is no longer in flight."""
+        if self._request.get(key) != request or key in self._since:
+            return False
+        self._since[key] = now
+        return True
+
+    def end(self, key: Hashable) -> None:
+        """The request on ``key`` ended (its answer began, it was refused, its connection is gone)."""
+        self._request.pop(key, None)
         self._since.pop(key, None)
 
     def clear(self) -> None:
         self._since.clear()
+        self._request.clear()
 
     def oldest(self, now: float, k: int) -> list[float]:
-        """How long the ``k`` oldest have waited, oldest first."""
+        """How long the ``k`` oldest waiting in the front end have waited, oldest first."""
         out = []
         for since in self._since.values():
             if len(out) == k:

@@ -149,15 +149,42 @@ async def test_a_server_behind_the_proxy_sheds_a_burst_it_cannot_serve() -> None
     assert len(parsed) == 12 - len(shed)      # a shed request's body was never parsed
 
 
-def test_front_end_waits_are_read_oldest_first_and_a_restart_moves_to_the_back() -> None:
+def test_front_end_waits_are_read_oldest_first_and_a_new_request_moves_to_the_back() -> None:
     from targets.server_overload import FrontEndWaits
 
     w = FrontEndWaits()
     for key, t in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
-        w.start(key, t)
+        w.begin(key, t)
     assert w.oldest(10.0, 2) == [9.0, 8.0]
-    w.start("a", 5.0)  # its next request: waits from now, behind the others
-    w.stop("b")
+    w.begin("a", 5.0)  # its next request: waits from now, behind the others
+    w.end("b")
     assert w.oldest(10.0, 3) == [7.0, 5.0]
     w.clear()
-    assert w.oldest(10.0, 3) == []
+    assert w.oldest(10.0, 3) == [] and len(w) == 0
+
+
+def test_a_late_answer_cannot_put_an_ended_request_back_in_the_books() -> None:
+    # What latched the live guard: an answer coming back for a request that had already ended
+    # re-entered its connection into the books, where nothing would ever take it out again.
+    from targets.server_overload import FrontEndWaits
+
+    w = FrontEndWaits()
+    first = w.begin("a", 1.0)
+    assert w.to_gpu("a", first) and w.waiting == 0
+    w.end("a")                                  # answered (say the handler gave up on it)
+    assert not w.from_gpu("a", first, 2.0)      # its answer comes back late: ignored
+    second = w.begin("a", 3.0)                  # the connection's next request
+    assert w.to_gpu("a", second)
+    assert not w.from_gpu("a", first, 4.0)      # the first one's answer again: still not this request
+    assert w.oldest(9.0, 3) == [] and len(w) == 1
+    assert w.from_gpu("a", second, 5.0) and w.oldest(9.0, 3) == [4.0]
+
+
+def test_the_relay_key_names_both_ends() -> None:
+    from targets.server_overload import relay_key
+
+    # Linux gives one ephemeral port to connections towards two API servers: both halves tell them apart.
+    a = relay_key(("127.0.0.1", 40000), ("127.0.0.1", 9001))
+    b = relay_key(("127.0.0.1", 40000), ("127.0.0.1", 9002))
+    assert a != b and a == relay_key(("127.0.0.1", 40000, 0, 0), ("127.0.0.1", 9001))
+    assert relay_key(None, ("127.0.0.1", 9001)) is None
