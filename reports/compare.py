@@ -18,11 +18,12 @@ import html as _html
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape as _escape
 from rich.table import Table
 from rich.text import Text
 
 from harness.results.compare import CompareResult, FigureVerdict, Winner
-from harness.results.run import RunSummary
+from harness.results.run import RunResult, RunSummary
 from harness.results.stats import Interval
 from reports.charts import SIDE_COLORS
 from reports.fmt import fmt_pct, fmt_s
@@ -30,8 +31,8 @@ from reports.page import Section
 from reports.run import run_sections, summary_table
 from reports.run_charts import Side
 
-__all__ = ["ceiling_line", "diff_text", "interval_text", "overview", "overview_table", "render", "sections", "title",
-           "verdict_lines", "verdicts_html", "verdicts_table"]
+__all__ = ["ceiling_line", "diff_text", "interval_text", "overview", "overview_table", "partial_lines", "render",
+           "sections", "title", "verdict_lines", "verdicts_html", "verdicts_table"]
 
 # Outcome columns of the console table: (outcome key, header). within_slo is the goodput column.
 OUTCOME_COLUMNS = (("late", "late"), ("shed", "shed"), ("timed_out", "t/o"), ("failed", "fail"),
@@ -45,7 +46,44 @@ OUTCOME_WIDTH = 6
 def title(result: CompareResult) -> str:
     seeds = (f"seeds {result.seeds[0]}..{result.seeds[-1]} (95% intervals)" if result.seeds
              else f"seed {result.seed}")
-    return f"Compare: {result.a} (A) vs {result.b} (B), {len(result.scenarios)} scenario(s), {seeds}"
+    cut = (f" (PARTIAL: {len(result.partial.finished)} of "
+           f"{len(result.partial.finished) + len(result.partial.unfinished)} finished)" if result.partial else "")
+    return f"Compare: {result.a} (A) vs {result.b} (B), {len(result.scenarios)} scenario(s){cut}, {seeds}"
+
+
+def _ran_text(label: str, run: RunResult | None) -> str:
+    """'A naive ran to the end', 'B hardened cut short: 12.3 s of 600 s', 'B hardened not run'."""
+    if run is None:
+        return f"{label} not run"
+    s = run.summary
+    if not s.partial:
+        return f"{label} ran to the end"
+    if s.covered_s is not None and s.covered_s >= s.duration_s:
+        return f"{label} cut short while its last requests were in flight"
+    return f"{label} cut short: {fmt_s(s.covered_s)} of {s.duration_s:g} s"
+
+
+def partial_lines(result: CompareResult) -> list[str]:
+    """An interrupted compare's account (none for a whole one): which scenarios finished
+    and are judged, and for each that did not, what of it ran (kept in the file, unjudged)."""
+    p = result.partial
+    if p is None:
+        return []
+    planned = len(p.finished) + len(p.unfinished)
+    lines = [f"interrupted; {len(p.finished)} of {planned} scenarios finished on both sides, and only they are "
+             f"judged: {', '.join(p.finished)}." if p.finished else
+             f"interrupted; none of the {planned} scenarios finished on both sides: nothing is judged."]
+    for w in p.unfinished:
+        pair = p.runs.get(w, {})
+        if pair:
+            sides = [_ran_text(f"A {result.a}", pair.get(result.a)), _ran_text(f"B {result.b}", pair.get(result.b))]
+            seeds = (f"seed {result.seeds[0]}: ", f"; not every seed of {len(result.seeds)} finished") \
+                if result.seeds else ("", "")
+            lines.append(f"{w}: not judged ({seeds[0]}{'; '.join(sides)}{seeds[1]}).")
+    untouched = [w for w in p.unfinished if not p.runs.get(w)]
+    if untouched:
+        lines.append(f"Not started{f' (seed {result.seeds[0]})' if result.seeds else ''}: {', '.join(untouched)}.")
+    return lines
 
 
 def _amp(s: RunSummary) -> str:
@@ -264,7 +302,12 @@ def verdicts_table(result: CompareResult) -> Table:
 
 
 def render(result: CompareResult, console: Console) -> None:
-    """The overview table, what each scenario asks, and a legend; fits 80 columns."""
+    """The overview table, what each scenario asks, and a legend; fits 80 columns. An
+    interrupted compare says so first, and what it covers."""
+    for i, line in enumerate(partial_lines(result)):
+        console.print(("[bold red]PARTIAL[/]: " if i == 0 else "  ") + _escape(line), highlight=False)
+    if not result.scenarios:
+        return
     console.print(overview(result))
     shown = {k for k, _ in _shown_outcomes(result)}
     missing = [h for k, h in OUTCOME_COLUMNS if k not in shown]
@@ -364,10 +407,21 @@ def verdicts_html(result: CompareResult) -> str:
     return legend + f"<table class='data'>{head}{''.join(rows)}</table>"
 
 
+def _partial_section(result: CompareResult) -> list[Section]:
+    """An interrupted compare's account as a section (none for a whole compare)."""
+    lines = partial_lines(result)
+    if not lines:
+        return []
+    lines[0] = lines[0][:1].upper() + lines[0][1:]
+    items = "".join(f"<li>{_html.escape(line)}</li>" for line in lines)
+    return [Section("Partial: interrupted", html=f"<ul>{items}</ul>")]
+
+
 def sections(result: CompareResult) -> list[Section]:
-    """The overview and the verdicts, then per scenario its summary numbers, time series,
-    latency distribution and tenants (scenarios without saved runs: numbers only)."""
-    out = [Section("A vs B in every scenario", html=overview_table(result)),
+    """The overview and the verdicts (after what an interrupted compare covers), then per
+    scenario its summary numbers, time series, latency distribution and tenants (scenarios
+    without saved runs: numbers only)."""
+    out = [*_partial_section(result), Section("A vs B in every scenario", html=overview_table(result)),
            Section("What each scenario asks", html=verdicts_html(result))]
     for w in result.scenarios:
         if w not in result.runs:

@@ -1,13 +1,19 @@
-"""Compare two targets over a set of workloads, side by side, same seeds."""
+"""Compare two targets over a set of workloads, side by side, same seeds.
+
+Interrupted (Ctrl-C, or SIGTERM where the caller turns it into KeyboardInterrupt), a
+compare returns what finished instead of raising: a scenario counts only when both
+sides ran it to the end (every seed); the result's `partial` lists the rest, and only
+the finished scenarios are judged.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from harness.analysis.seeds import seed_set
 from harness.analysis.verdicts import add_verdicts
-from harness.engine.jobs import SimJob, run_jobs
-from harness.results.compare import CompareResult
+from harness.engine.jobs import JobsInterrupted, SimJob, run_jobs
+from harness.results.compare import CompareResult, PartialCompare
 from harness.results.run import RunResult, RunSummary, SeedSet
 
 
@@ -25,6 +31,8 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
     `overrides` apply to both sides; give a side its own knobs with a spec
     (`hardened:gpus=40`) or a TOML file. `duration_s` applies to every
     workload; else `durations` (a suite's table) to the ones it names.
+
+    A KeyboardInterrupt stops the jobs and returns the scenarios that finished (`partial`).
     """
     durations = durations or {}
     seeds = seeds or [seed]
@@ -32,20 +40,73 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
     sides = [(a, a), (b, label_b)]
     keys = [(w, s, t, side) for w in workloads for s in seeds for t, side in sides]
     jobs = [SimJob(t, w, s, overrides or {}, duration_s or durations.get(w), rate_rps) for w, s, t, _ in keys]
-    results = run_jobs(jobs, workers, on_done)
+    results = _until_interrupted(jobs, workers, on_done)
+    done = {w for w in workloads if all(_whole(res) for key, res in zip(keys, results) if key[0] == w)}
     scenarios: dict[str, dict[str, RunSummary]] = {}
     runs: dict[str, dict[str, RunResult]] = {}
     per_seed: dict[str, dict[str, list[RunSummary]]] = {}
     for (w, s, _, side), res in zip(keys, results):
+        if res is None:
+            continue
         if s == seeds[0]:
             scenarios.setdefault(w, {})[side] = res.summary
             runs.setdefault(w, {})[side] = res
-        per_seed.setdefault(w, {}).setdefault(side, []).append(res.summary)
+        if w in done:
+            per_seed.setdefault(w, {}).setdefault(side, []).append(res.summary)
     over: dict[str, dict[str, SeedSet]] | None = None
     if len(seeds) > 1:
         over = {w: {side: seed_set(seeds, ss) for side, ss in by_side.items()} for w, by_side in per_seed.items()}
-    return add_verdicts(CompareResult(a=a, b=label_b, seed=seeds[0], mode="sim", scenarios=scenarios, runs=runs,
-                                      seeds=seeds if over else None, over_seeds=over))
+    ran = CompareResult(a=a, b=label_b, seed=seeds[0], mode="sim", scenarios=scenarios, runs=runs,
+                        seeds=seeds if len(seeds) > 1 else None, over_seeds=over)
+    return add_verdicts(finished_only(ran, workloads, done))
+
+
+def _until_interrupted(jobs: Sequence[SimJob], workers: int | None, on_done: Callable | None) -> list[RunResult | None]:
+    """Every job's result in job order; after a KeyboardInterrupt, the results of the jobs
+    that finished and None for the rest (all None where the executor cannot tell). A
+    partial run (a sim summarises the part that ran when Ctrl-C reaches it) stops the
+    rest as the interruption it is."""
+    def done(i: int, job: SimJob, res: RunResult) -> None:
+        if on_done:
+            on_done(i, job, res)
+        if res.summary.partial:
+            raise KeyboardInterrupt
+
+    try:
+        return run_jobs(jobs, workers, done)
+    except JobsInterrupted as exc:
+        return exc.results
+    except KeyboardInterrupt:
+        return [None] * len(jobs)
+
+
+def _whole(res: RunResult | None) -> bool:
+    return res is not None and not res.summary.partial
+
+
+def finished_only(result: CompareResult, planned: list[str], finished: set[str]) -> CompareResult:
+    """`result` as is when every `planned` scenario is in `finished`; else cut to the finished
+    ones (`scenarios`, `runs`, `over_seeds`), with `partial` listing which finished and which
+    did not, and keeping what ran of the others (unjudged)."""
+    order = list(dict.fromkeys(planned))
+    if all(w in finished for w in order):
+        return result
+
+    def kept(table: dict[str, Any]) -> dict[str, Any]:
+        return {w: v for w, v in table.items() if w in finished}
+
+    partial = PartialCompare(finished=[w for w in order if w in finished],
+                             unfinished=[w for w in order if w not in finished],
+                             runs={w: v for w, v in result.runs.items() if w not in finished})
+    return result.model_copy(update={
+        "scenarios": kept(result.scenarios), "runs": kept(result.runs), "partial": partial,
+        "over_seeds": None if result.over_seeds is None else kept(result.over_seeds)})
+
+
+def live_finished(result: CompareResult) -> set[str]:
+    """The scenarios of a live compare that both sides ran to the end."""
+    return {w for w, pair in result.scenarios.items()
+            if {result.a, result.b} <= pair.keys() and not any(s.partial for s in pair.values())}
 
 
 def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
@@ -53,8 +114,10 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
                  device: str = "auto", run_one: Callable | None = None, warmup_s: float | None = None) -> CompareResult:
     """The live comparison (harness.live.plan.compare_live: each workload on A then B, one
     at a time, each after `warmup_s` of warm-up traffic, None: the default), judged per
-    scenario like the sim one."""
+    scenario like the sim one. Interrupted (a run cut short, or Ctrl-C between runs), it
+    returns the scenarios that finished (`partial`), as `compare` does."""
     from harness.live.plan import compare_live as run_live_pairs
 
-    return add_verdicts(run_live_pairs(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
-                                       run_one=run_one, warmup_s=warmup_s))
+    ran = run_live_pairs(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
+                         run_one=run_one, warmup_s=warmup_s)
+    return add_verdicts(finished_only(ran, workloads, live_finished(ran)))

@@ -13,8 +13,11 @@ option carries its own rule wherever it is used.
 from __future__ import annotations
 
 import math
+import signal
+import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, NoReturn
+from typing import Any, Callable, Iterable, Iterator, NoReturn
 
 import typer
 from rich.console import Console
@@ -27,9 +30,47 @@ MODELS = ("mlp", "cnn", "transformer")  # targets.models.MODEL_NAMES, without im
 EXECUTORS = ("process", "ray")  # harness.engine.jobs.Executor, less inline (that is --jobs 1)
 
 
+# The exit code of an interrupted command (128 + SIGINT), whether Ctrl-C or SIGTERM stopped
+# it: what Typer gives a KeyboardInterrupt, and what a command that keeps the part that ran
+# gives after writing it.
+INTERRUPTED = 130
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+# How long after Python dropped an interruption (see `interruptible`) it is raised again.
+REDELIVER_S = 0.05
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Within: SIGTERM stops the work as Ctrl-C does (KeyboardInterrupt in the main thread), so
+    it stops the one way it knows (a compare keeps what finished). An interruption Python had
+    to drop (raised inside a `__del__` or a weakref callback, where it cannot propagate: it
+    reaches `sys.unraisablehook`) is raised again REDELIVER_S later, by SIGALRM, wherever the
+    work then is, instead of being lost. Handlers and hook are put back after. Main thread only
+    (where signal handlers are set)."""
+    def interrupt(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    def redeliver(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            signal.setitimer(signal.ITIMER_REAL, REDELIVER_S)  # raised here, it would be dropped again
+        else:
+            previous_hook(unraisable)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGALRM)}
+    previous_hook, sys.unraisablehook = sys.unraisablehook, redeliver
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.unraisablehook = previous_hook
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 # -- option checks (typer callbacks: they get the parsed value and return it) ---------------------

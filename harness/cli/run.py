@@ -12,10 +12,12 @@ import typer
 from harness.analysis.compare import compare as run_compare
 from harness.analysis.seeds import run_seeds
 from harness.analysis.stats import seeds_from
-from harness.cli.common import (DEVICE, DURATION, EXECUTOR, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT, QUIET, RATE, SEED,
-                                SEEDS, SET, bounded, check_target_mode, err, existing_file, fail, one_of, out)
+from harness.cli.common import (DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT,
+                                QUIET, RATE, SEED, SEEDS, SET, bounded, check_target_mode, err, existing_file, fail,
+                                interruptible, one_of, out)
 from harness.cli.live import DRIVER_PROCS, WARMUP
 from harness.engine.jobs import SimJob, configure
+from harness.results import CompareResult
 from harness.results import io as results
 from reports import compare as compare_view
 from reports import run as run_view
@@ -127,7 +129,8 @@ def compare(
     warmup: Optional[float] = WARMUP,
     driver_procs: int = DRIVER_PROCS,
 ) -> None:
-    """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep."""
+    """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep.
+    Ctrl-C or SIGTERM: the scenarios that finished are written and judged (exit 130)."""
     if a.startswith("llm-") or b.startswith("llm-"):
         from harness.cli.llm import compare_llm  # LLM policies: their own sweep and result kind
 
@@ -153,21 +156,36 @@ def compare(
         fail("--warmup applies to --mode live only (this compare is sim)")
     if mode == "sim" and driver_procs != 1:
         fail("--driver-procs applies to --mode live only (this compare is sim)")
-    if mode != "sim":
-        from harness.cli.live import compare_live
+    with interruptible():  # SIGTERM stops it as Ctrl-C does: the finished scenarios are kept
+        if mode != "sim":
+            from harness.cli.live import compare_live
 
-        result = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json,
-                              warmup_s=warmup, driver_procs=driver_procs)
-    else:
-        from harness.cli.progress import job_progress
+            result = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json,
+                                  warmup_s=warmup, driver_procs=driver_procs)
+        else:
+            from harness.cli.progress import job_progress
 
-        with job_progress(2 * len(names) * seeds, enabled=not (quiet or as_json) and err.is_terminal,
-                          console=err) as tick:
-            result = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick,
-                                 durations=durations, seeds=seeds_from(seed, seeds))
+            with job_progress(2 * len(names) * seeds, enabled=not (quiet or as_json) and err.is_terminal,
+                              console=err) as tick:
+                result = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick,
+                                     durations=durations, seeds=seeds_from(seed, seeds))
     path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), result)
     if as_json:
         sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
+    else:
+        compare_view.render(result, out)
+        out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
+    _interrupted(result)
+
+
+def _interrupted(result: CompareResult) -> None:
+    """An interrupted compare (written by now) says what it covers on stderr and exits 130."""
+    if result.partial is None:
         return
-    compare_view.render(result, out)
-    out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
+    p = result.partial
+    planned = len(p.finished) + len(p.unfinished)
+    covers = (f"the result covers the {len(p.finished)} of {planned} scenarios that finished" if p.finished
+              else f"none of the {planned} scenarios finished; the result keeps what ran")
+    err.print(f"[bold red]interrupted[/]: {covers}; not judged: {', '.join(p.unfinished)}", highlight=False,
+              soft_wrap=True)
+    raise typer.Exit(INTERRUPTED)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -27,8 +28,8 @@ from targets.spec import resolve_target
 from workloads.loader import load_workload
 from workloads.model import WorkloadConfig
 
-__all__ = ["Executor", "ExecutorUnavailable", "SimJob", "configure", "default_jobs", "require", "run_jobs",
-           "start_jobs"]
+__all__ = ["Executor", "ExecutorUnavailable", "JobsInterrupted", "SimJob", "configure", "default_jobs", "require",
+           "run_jobs", "start_jobs"]
 
 OnDone = Callable[[int, Any, Any], None]
 
@@ -47,6 +48,17 @@ _default = Executor.PROCESS
 
 class ExecutorUnavailable(RuntimeError):
     """The chosen executor's optional package is not installed."""
+
+
+class JobsInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or whatever raised KeyboardInterrupt: a SIGTERM handler, an `on_done`) stopped
+    `run_jobs`. `results`: in job order, each finished job's result and None for the rest;
+    the worker processes are gone. A KeyboardInterrupt, so a caller that does not look
+    inside still stops as it would on Ctrl-C."""
+
+    def __init__(self, results: list[Any]) -> None:
+        super().__init__("interrupted")
+        self.results = results
 
 
 def require(executor: Executor | str) -> Executor:
@@ -89,6 +101,24 @@ def _run(job: Any) -> Any:
     return job.run()
 
 
+def _worker_signals() -> None:
+    """In each worker process: Ctrl-C is the parent's to handle (it stops the workers), and
+    SIGTERM ends the worker at once, whatever handler the parent had."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """Cancel the jobs not started and end the running ones' workers (a job's partial work
+    is lost with its worker)."""
+    workers = list((pool._processes or {}).values())  # no public way to end running jobs before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in workers:
+        proc.terminate()
+    for proc in workers:
+        proc.join(timeout=5)
+
+
 def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
@@ -98,7 +128,11 @@ def run_jobs(jobs: Sequence[Any], workers: int | None = None, on_done: OnDone | 
     """Each job's `run()` result, in job order; `on_done(index, job, result)` as each
     finishes, in completion order. `workers`: processes (default one per core, at most
     8), or a local Ray instance's CPUs (default all cores). `executor` defaults to the
-    configured one (process)."""
+    configured one (process).
+
+    A KeyboardInterrupt (Ctrl-C, or one `on_done` raises) stops every job still running
+    or waiting and raises JobsInterrupted with the results of those that finished (process
+    and inline; on Ray it propagates as raised)."""
     chosen = _default if executor is None else Executor(executor)
     if not jobs:
         return []
@@ -110,21 +144,33 @@ def run_jobs(jobs: Sequence[Any], workers: int | None = None, on_done: OnDone | 
         return run_on_ray(jobs, _longest_first(jobs), workers, on_done)
     workers = default_jobs() if workers is None else workers
     if chosen is Executor.INLINE or workers <= 1 or len(jobs) == 1:
-        results = []
+        return _run_inline(jobs, on_done)
+    results_by_index: list[Any] = [None] * len(jobs)
+    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_signals) as pool:
+        try:
+            futures = {pool.submit(_run, jobs[i]): i for i in _longest_first(jobs)}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                results_by_index[i] = fut.result()
+                if on_done:
+                    on_done(i, jobs[i], results_by_index[i])
+        except KeyboardInterrupt:
+            _stop_now(pool)
+            raise JobsInterrupted(results_by_index) from None
+    return results_by_index
+
+
+def _run_inline(jobs: Sequence[Any], on_done: OnDone | None) -> list[Any]:
+    """`run_jobs` in this process, one job after another (JobsInterrupted as there)."""
+    results: list[Any] = []
+    try:
         for i, job in enumerate(jobs):
             results.append(job.run())
             if on_done:
                 on_done(i, job, results[i])
-        return results
-    results_by_index: list[Any] = [None] * len(jobs)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(_run, jobs[i]): i for i in _longest_first(jobs)}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            results_by_index[i] = fut.result()
-            if on_done:
-                on_done(i, jobs[i], results_by_index[i])
-    return results_by_index
+    except KeyboardInterrupt:
+        raise JobsInterrupted(results + [None] * (len(jobs) - len(results))) from None
+    return results
 
 
 def start_jobs(jobs: Sequence[Any], workers: int | None = None,

@@ -115,6 +115,8 @@ class SimRun:
                 # The figures then cover the requests scheduled before this instant.
                 self.partial = True
                 self.end_s = self._loop.time() if self._loop is not None else 0.0
+                if self._loop is not None:  # the task it passed through must not log it again
+                    self._loop.set_exception_handler(_quiet_about_interrupts)
             self.wall_s = time.perf_counter() - started
             result = self.document()
             # What is left at the horizon (requests parked in an overloaded backlog, pending
@@ -133,6 +135,14 @@ class SimRun:
             self.recorder, self.config, self.workload, snap, self.seed, "sim",
             self.end_s, self.wall_s, self.partial, self.events,
         )
+
+
+def _quiet_about_interrupts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """An interrupted run's loop handler: the KeyboardInterrupt a task ended with was handled
+    (the run is summarised as partial), so 'Task exception was never retrieved' is not said;
+    anything else is reported as usual."""
+    if not isinstance(context.get("exception"), KeyboardInterrupt):
+        loop.default_exception_handler(context)
 
 
 def run_sim(target: TargetConfig, workload: WorkloadConfig, seed: int = 1, progress: Progress | None = None) -> RunResult:

@@ -118,7 +118,10 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
                  model: str = "mlp", device: str = "auto",
                  run_one: Callable[[LivePlan], RunResult] | None = None,
                  warmup_s: float | None = None) -> CompareResult:
-    """Each workload on A then B at one scale snapped from A; stops after a partial run.
+    """Each workload on A then B at one scale snapped from A; stops after a partial run
+    (Ctrl-C or SIGTERM during it) or a KeyboardInterrupt between runs, and returns what
+    ran: then the last scenario may have one side, or a partial one (the caller decides
+    what counts, harness.analysis.compare.finished_only).
 
     `run_one(plan)` runs a plan (default: `plan.run()`), so a caller can show
     the plan and a progress bar around each run.
@@ -128,15 +131,16 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
     label_b = b if b != a else f"{b} (B)"
     scenarios: dict[str, dict[str, Any]] = {}
     runs: dict[str, dict[str, RunResult]] = {}
-    for w in workloads:
-        for target, side in ((a, a), (b, label_b)):
-            plan = plan_live(target, w, seed, overrides, duration_s, rate_rps, scale, model, device,
-                             scale_from=base, warmup_s=warmup_s)
-            res = run_one(plan)
-            scenarios.setdefault(w, {})[side] = res.summary
-            runs.setdefault(w, {})[side] = res
-            if res.summary.partial:
-                break
-        if any(s.partial for s in scenarios[w].values()):
-            break
+    try:
+        for w in workloads:
+            for target, side in ((a, a), (b, label_b)):
+                plan = plan_live(target, w, seed, overrides, duration_s, rate_rps, scale, model, device,
+                                 scale_from=base, warmup_s=warmup_s)
+                res = run_one(plan)
+                scenarios.setdefault(w, {})[side] = res.summary
+                runs.setdefault(w, {})[side] = res
+                if res.summary.partial:
+                    raise KeyboardInterrupt  # that run was interrupted: so is the compare
+    except KeyboardInterrupt:
+        pass  # what ran is the result
     return CompareResult(a=a, b=label_b, seed=seed, mode="live", scenarios=scenarios, runs=runs)

@@ -140,6 +140,7 @@ class LiveRun:
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
+        previous_sigterm = signal.getsignal(signal.SIGTERM)  # a caller's (a compare's), put back after
         loop.add_signal_handler(signal.SIGTERM, me.cancel)  # type: ignore[union-attr]
         t0: float | None = None
         helpers: list[asyncio.Task] = []
@@ -211,7 +212,9 @@ class LiveRun:
             if guard is not None and guard.dropped:
                 self.driver_priority = "realtime, dropped: over half a core"
             priority.close()
-            loop.remove_signal_handler(signal.SIGTERM)
+            loop.remove_signal_handler(signal.SIGTERM)  # it leaves SIGTERM at its default: ends the process
+            if previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, previous_sigterm)
 
     async def _connect(self, host: str, port: int, path: str) -> HttpTransport | DriverPool:
         """Open the driver's connections: here, or in each driver process (their share)."""

@@ -11,7 +11,7 @@ from harness.results.base import Figures, Result
 from harness.results.run import RunResult, RunSummary, SeedSet
 from harness.results.stats import Difference, Interval
 
-__all__ = ["Ceiling", "CompareResult", "FigureVerdict", "ScenarioVerdicts", "Winner", "winner"]
+__all__ = ["Ceiling", "CompareResult", "FigureVerdict", "PartialCompare", "ScenarioVerdicts", "Winner", "winner"]
 
 GOODPUT_TIE = 0.005   # goodput ratios this close are a tie; p99 decides
 
@@ -134,6 +134,22 @@ class ScenarioVerdicts(Figures):
         return next((v for v in self.headline or [] if v.figure == key), None)
 
 
+class PartialCompare(Figures):
+    """What an interrupted compare (Ctrl-C, SIGTERM) covers.
+
+    `finished`: the scenarios both sides ran to the end (every seed), in the order they
+    were planned: the result's `scenarios`, `runs` and `verdicts` hold these and no other.
+    `unfinished`: the planned scenarios that did not, begun or not. A scenario with only
+    one side run, or a side cut short, is unfinished: it is not judged. `runs[workload][side]`
+    keeps what did run of an unfinished scenario (a whole side, or the part of one that ran:
+    its `summary.partial`), first seed only, for reading, never for a verdict.
+    """
+
+    finished: list[str]
+    unfinished: list[str]
+    runs: dict[str, dict[str, RunResult]] = Field(default_factory=dict)
+
+
 class CompareResult(Result):
     """`scenarios[workload][side]` is that side's summary; `runs` the same as whole run results.
 
@@ -141,10 +157,13 @@ class CompareResult(Result):
     With --seeds N, `seeds` lists the seeds (`seed` is the first), `scenarios` and
     `runs` are the first seed's, and `over_seeds[workload][side]` holds every seed's
     summary and the headline intervals; both absent with one seed.
+
+    `partial` (absent when every planned scenario finished): the compare was interrupted,
+    and every other key covers only the scenarios it lists as finished.
     """
 
     KIND = "compare"
-    OMIT_IF_NONE = frozenset({"live", "seeds", "over_seeds"})
+    OMIT_IF_NONE = frozenset({"live", "seeds", "over_seeds", "partial"})
 
     kind: Literal["compare"] = "compare"
     a: str
@@ -159,6 +178,7 @@ class CompareResult(Result):
     live: dict[str, Any] | None = None
     seeds: list[int] | None = None
     over_seeds: dict[str, dict[str, SeedSet]] | None = None
+    partial: PartialCompare | None = None
 
     def _sides(self, pair: dict[str, Any]) -> tuple[Any, Any]:
         # Older files keyed the sides "A" and "B".
@@ -194,7 +214,11 @@ class CompareResult(Result):
 
     def summary_json(self) -> dict[str, Any]:
         """What `compare --json` prints: the summaries, no time series (with seeds: the first
-        seed's summaries, the seeds, and the verdicts with their intervals)."""
+        seed's summaries, the seeds, and the verdicts with their intervals; interrupted: which
+        scenarios finished and which did not)."""
         doc = self.to_json()
         seeds = {"seeds": doc["seeds"]} if "seeds" in doc else {}
-        return {"a": doc["a"], "b": doc["b"], **seeds, "scenarios": doc["scenarios"], "verdicts": doc["verdicts"]}
+        partial = ({"partial": {k: doc["partial"][k] for k in ("finished", "unfinished")}}
+                   if "partial" in doc else {})
+        return {"a": doc["a"], "b": doc["b"], **seeds, **partial, "scenarios": doc["scenarios"],
+                "verdicts": doc["verdicts"]}
