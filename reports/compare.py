@@ -334,6 +334,41 @@ def render(result: CompareResult, console: Console) -> None:
     wins = list(result.winners().values())
     console.print(f"A won {wins.count(Winner.A)}, B won {wins.count(Winner.B)} of "
                   f"{len(result.scenarios)} scenarios.", highlight=False)
+    _render_live(result, console)
+
+
+def _render_live(result: CompareResult, console: Console) -> None:
+    """A live compare: how each script was shortened, and each scenario's live winner beside
+    the sim's on the same configs (harness.analysis.compare_live)."""
+    block = result.live or {}
+    shortened = block.get("shortened")
+    if shortened:
+        cut = [f"{w} {d['run_s']:.0f} s of {d['full_s']:.0f}" for w, d in shortened.items()
+               if d["run_s"] < d["full_s"] - 1e-9]
+        if cut:
+            console.print("Shortened for live (calm cut, disturbances kept): " + ", ".join(cut) + ".",
+                          highlight=False)
+    sim = block.get("sim")
+    if not sim:
+        return
+    t = Table(title="live vs sim on the same configs", header_style="bold", box=box.SIMPLE_HEAD,
+              pad_edge=False, padding=(0, 1), show_edge=False)
+    t.add_column("scenario", no_wrap=True)
+    t.add_column("won live", justify="center", no_wrap=True)
+    t.add_column("won sim", justify="center", no_wrap=True)
+    for side in ("A", "B"):
+        t.add_column(f"{side} goodput live/sim", justify="right", no_wrap=True)
+    t.add_column("", justify="center", no_wrap=True)
+    for name, row in sim.items():
+        cells = []
+        for label in (result.a, result.b):
+            live, simulated = row["goodput"][label]
+            cells.append(f"{_share(live or 0.0)} / {_share(simulated or 0.0)}")
+        t.add_row(_clip(name, NAME_WIDTH), row["live"], row["sim"], *cells,
+                  "[green]=[/]" if row["agree"] else "[red]≠[/]")
+    console.print(t)
+    agree = sum(r["agree"] for r in sim.values())
+    console.print(f"live and sim name the same winner in {agree} of {len(sim)} scenarios.", highlight=False)
 
 
 # -- HTML ---------------------------------------------------------------------------------------

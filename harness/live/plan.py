@@ -83,19 +83,20 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
               model: str = "mlp", device: str = "auto", pad_to_s: float | None = None,
               template: str | None = None, allow_remote: bool = False,
               scale_from: TargetConfig | None = None, warmup_s: float | None = None,
-              driver_procs: int = 1) -> LivePlan:
+              driver_procs: int = 1, workload_config: WorkloadConfig | None = None) -> LivePlan:
     """Plan one live run. The scale is `scale`, else the one that makes the peak
     `rate_rps`, else `default_scale`; for a built target it is snapped (from
     `scale_from`, default the target itself) to a whole number of GPUs at the
     design's per-GPU rate. `warmup_s` None: DEFAULT_WARMUP_S. `driver_procs`: driver
-    processes (1: this one). Raises ConfigError / ValueError / OSError naming the problem."""
+    processes (1: this one). `workload_config`: the workload itself (e.g. shortened), in place of
+    loading `workload` by name. Raises ConfigError / ValueError / OSError naming the problem."""
     overrides = overrides or {}
     warmup_s = DEFAULT_WARMUP_S if warmup_s is None else warmup_s
     if warmup_s < 0:
         raise ValueError(f"--warmup must be >= 0 s, got {warmup_s:g}")
     if driver_procs < 1:
         raise ValueError(f"--driver-procs must be >= 1, got {driver_procs}")
-    wl = load_workload(workload).at_rate(None, duration_s)
+    wl = (workload_config or load_workload(workload)).at_rate(None, duration_s)
     asked = scale or (wl.rate_factor(rate_rps) if rate_rps else default_scale(wl))
     payloads = Payloads(model, template, seed)
     if "://" in target:
@@ -117,14 +118,16 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
                  duration_s: float | None = None, rate_rps: float | None = None, scale: float | None = None,
                  model: str = "mlp", device: str = "auto",
                  run_one: Callable[[LivePlan], RunResult] | None = None,
-                 warmup_s: float | None = None) -> CompareResult:
+                 warmup_s: float | None = None,
+                 workload_of: Callable[[str], WorkloadConfig] | None = None) -> CompareResult:
     """Each workload on A then B at one scale snapped from A; stops after a partial run
     (Ctrl-C or SIGTERM during it) or a KeyboardInterrupt between runs, and returns what
     ran: then the last scenario may have one side, or a partial one (the caller decides
     what counts, harness.analysis.compare.finished_only).
 
     `run_one(plan)` runs a plan (default: `plan.run()`), so a caller can show
-    the plan and a progress bar around each run.
+    the plan and a progress bar around each run. `workload_of(name)`: the workload to
+    run for a name (e.g. shortened; default: the named file as it is).
     """
     run_one = run_one or (lambda plan: plan.run())
     base = resolve_target(a, overrides or {})
@@ -135,7 +138,8 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
         for w in workloads:
             for target, side in ((a, a), (b, label_b)):
                 plan = plan_live(target, w, seed, overrides, duration_s, rate_rps, scale, model, device,
-                                 scale_from=base, warmup_s=warmup_s)
+                                 scale_from=base, warmup_s=warmup_s,
+                                 workload_config=None if workload_of is None else workload_of(w))
                 res = run_one(plan)
                 scenarios.setdefault(w, {})[side] = res.summary
                 runs.setdefault(w, {})[side] = res

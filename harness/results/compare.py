@@ -220,5 +220,6 @@ class CompareResult(Result):
         seeds = {"seeds": doc["seeds"]} if "seeds" in doc else {}
         partial = ({"partial": {k: doc["partial"][k] for k in ("finished", "unfinished")}}
                    if "partial" in doc else {})
+        live = {"live": doc["live"]} if doc.get("live") else {}
         return {"a": doc["a"], "b": doc["b"], **seeds, **partial, "scenarios": doc["scenarios"],
-                "verdicts": doc["verdicts"]}
+                "verdicts": doc["verdicts"], **live}
