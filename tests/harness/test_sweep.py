@@ -133,3 +133,15 @@ def test_a_gate_file_judges_saved_sweeps(tmp_path) -> None:
     bad.write_text('[[sweep]]\nchecks = ["goodput_ratio >= 0.9"]\n')
     with pytest.raises(ConfigError, match="unknown sweep key"):
         run_gate(str(bad), results=[_saved_sweep("hardened", 600.0)])
+
+
+def test_a_knee_near_the_fleets_ceiling_is_called_the_fleets() -> None:
+    from harness.analysis.sweep import fleet_note
+    from targets.config import TargetConfig
+
+    cfg = TargetConfig(gpus=3, batch_size=32, batch_time_s=0.1)  # ceiling 960 req/s
+    note = fleet_note(cfg, 923.0, "live", None)
+    assert note is not None and "96% of the fleet's ceiling" in note and "--scale" in note
+    assert "--set gpus" in (fleet_note(cfg, 923.0, "sim", None) or "")
+    assert fleet_note(cfg, 700.0, "live", None) is None          # 73%: the front end's (or the SLO's)
+    assert fleet_note(cfg, None, "live", None) is None
