@@ -133,6 +133,8 @@ def fleet_note(cfg: TargetConfig, knee_rps: float | None, kind: str, scale: floa
     of the same machine served 1,445 req/s within the SLO with 15 GPUs)."""
     if knee_rps is None or kind == "url" or cfg.batch_time_s <= 0:
         return None
+    if kind == "sim" and cfg.frontend_cost_s <= 0:
+        return None  # a sim without a front end's cost has nothing else to bind it
     ceiling = cfg.fleet_gpus * cfg.batch_size / cfg.batch_time_s
     if knee_rps < FLEET_BOUND * ceiling:
         return None

@@ -47,6 +47,11 @@ class Result(Figures):
         """The document as JSON-safe data (non-finite floats become null)."""
         return clean(self.model_dump(mode="python", by_alias=True))
 
+    def summary_json(self) -> dict[str, Any]:
+        """What a command's `--json` prints: the whole document, unless a kind says less
+        (e.g. no time series)."""
+        return self.to_json()
+
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Self:
         """The result back from its JSON data; pydantic's ValidationError names the bad key."""

@@ -142,6 +142,21 @@ def test_a_knee_near_the_fleets_ceiling_is_called_the_fleets() -> None:
     cfg = TargetConfig(gpus=3, batch_size=32, batch_time_s=0.1)  # ceiling 960 req/s
     note = fleet_note(cfg, 923.0, "live", None)
     assert note is not None and "96% of the fleet's ceiling" in note and "--scale" in note
-    assert "--set gpus" in (fleet_note(cfg, 923.0, "sim", None) or "")
+    assert fleet_note(cfg, 923.0, "sim", None) is None                # sim without a front end: nothing else binds
+    fronted = TargetConfig(gpus=3, batch_size=32, batch_time_s=0.1, frontend_cost_s=0.0005)
+    assert "--set gpus" in (fleet_note(fronted, 923.0, "sim", None) or "")
     assert fleet_note(cfg, 700.0, "live", None) is None          # 73%: the front end's (or the SLO's)
     assert fleet_note(cfg, None, "live", None) is None
+
+
+def test_sweep_json_prints_a_document() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    out = CliRunner().invoke(app, ["sweep", "hardened", "--json", "--set", "gpus=2", "--set", "peak_qps=400"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["kind"] == "sweep" and doc["max_rate_within_slo"] > 0
