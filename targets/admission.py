@@ -4,12 +4,14 @@
 request admitted now would take, from the work queued ahead of it and the
 capacity serving that queue; `admit` sheds a request whose predicted latency
 exceeds its budget (the SLO, or less if its deadline is nearer), so queues
-stay bounded by time rather than by count.
+stay bounded by time rather than by count. `answer_within_s` is the other
+side of that budget: how long a front end holds a request for the target's
+answer before answering it 503 itself.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from targets.bounded import Bound, BoundedMap
 
@@ -77,6 +79,24 @@ def shed_retry_after_s(predicted_s: float, budget_s: float) -> float | None:
     if predicted_s <= budget_s:
         return None
     return min(1.0, max(0.05, predicted_s - budget_s))
+
+
+# A request without a deadline is answered within this many SLOs, 503 if the target has not
+# answered by then: admission admits only what it predicts within 0.9 SLO, so ten is a target
+# ten times slower than it predicted, or a request it lost (a dead GPU), not a slow answer.
+HOLD_SLOS: Final = 10.0
+
+
+def answer_within_s(deadline_s: float | None, slo_s: float | None, hold_s: float) -> float:
+    """Seconds a front end waits for the target's answer to a request before answering it 503:
+    until its deadline (`deadline_s`, the caller's remaining budget) when it has one, nobody
+    being left to use a later answer; else `HOLD_SLOS` x `slo_s`; never more than `hold_s`
+    (the front end's own ceiling, the whole of it without an SLO)."""
+    if deadline_s is not None:
+        return min(hold_s, deadline_s)
+    if slo_s is not None:
+        return min(hold_s, HOLD_SLOS * slo_s)
+    return hold_s
 
 
 class TenantBuckets:

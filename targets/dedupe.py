@@ -12,9 +12,17 @@ The contract:
   error, answered with a `Conflict` (HTTP 409), never with the other input's
   answer.
 - At most `max_waiters` attempts attach to one in-flight key; more are refused
-  with 429 (one ID cannot pin unbounded memory). Remembered answers are
-  bounded by count (`max_done`) and age (`ttl_s`); in-flight keys by the
-  work in flight, which admission bounds.
+  with 429 (one ID cannot pin unbounded memory; attempts that stopped waiting
+  leave room). Remembered answers are bounded by count (`max_done`) and age
+  (`ttl_s`); in-flight keys by the work in flight, which admission bounds.
+- Every attempt attached to a key gets exactly one answer, whichever way the
+  key's work ends: `finish` hands its answer (a shed, an expiry or an error
+  too) to all of them, and `orphan` (the work was lost with its GPU) frees the
+  key and returns the attached attempts for the caller to answer. Nor does an
+  attempt wait past its own deadline for work another attempt's later
+  deadline keeps alive: `expire(now)` returns each attached attempt, and each
+  key's first attempt, still unanswered `grace_s` past its own deadline (the
+  caller answers each 503); `next_expiry()` says when to ask next.
 
 The policy is clock-free: every call takes `now`, so it runs in sim as in live.
 """
@@ -24,7 +32,10 @@ from __future__ import annotations
 import hashlib
 import json
 from array import array
+
+import numpy as np
 from dataclasses import dataclass
+from heapq import heappop, heappush
 from typing import Any, Final, Hashable, Sequence
 
 from targets.bounded import Bound, BoundedMap
@@ -32,6 +43,10 @@ from targets.protocol import Attempt, Response, Status
 
 DEFAULT_MAX_DONE = 50_000
 DEFAULT_MAX_WAITERS = 256
+# An attempt waiting on another is answered this long after its own deadline: a client
+# whose timeout is that deadline (a sim client, within TIMEOUT_RESOLUTION_S = 1 ms) has
+# given up by then, so the answer reaches only clients still waiting.
+DEFAULT_GRACE_S = 0.005
 
 
 class Conflict(Response):
@@ -42,6 +57,8 @@ class Conflict(Response):
 
 
 _TOO_MANY_WAITERS: Final = Response(Status.TOO_MANY, retry_after_s=0.1, reason="too many duplicates of one request_id in flight")
+ORPHANED: Final = Response(Status.UNAVAILABLE, retry_after_s=0.05,
+                           reason="the request this one joined was lost with its GPU; a retry runs afresh")
 
 
 @dataclass
@@ -50,13 +67,16 @@ class DedupeStats:
     replayed: int = 0
     conflicts: int = 0
     refused: int = 0             # over max_waiters
+    expired: int = 0             # attached attempts handed back at their own deadline
+    orphaned: int = 0            # attached attempts handed back when their key's work was lost
 
 
 def input_digest(value: Any) -> bytes:
     """A 16-byte digest of a model input: equal inputs, equal digests (1 == 1.0).
 
     Flat lists of numbers (the common case) are hashed as float64s; anything
-    else as canonical JSON. Raises ValueError/RecursionError only for a value
+    else as canonical JSON. A numpy array (an API server's validated input) hashes
+    as its `tolist()` does, a flat numeric one without converting it. Raises ValueError/RecursionError only for a value
     no JSON parser produces.
     """
     h = hashlib.blake2b(digest_size=16)
@@ -65,6 +85,12 @@ def input_digest(value: Any) -> bytes:
 
 
 def _feed(h: Any, value: Any) -> None:
+    if isinstance(value, np.ndarray):  # a validated input (targets.models): as its tolist() would hash
+        if value.ndim == 1 and value.dtype.kind in "iuf":
+            h.update(b"L%d;" % len(value))
+            h.update(np.ascontiguousarray(value, dtype=np.float64).tobytes())
+            return
+        value = value.tolist()
     if isinstance(value, list):
         if all(type(v) is float or type(v) is int for v in value):
             try:
@@ -94,16 +120,21 @@ class Deduper:
     """Coalesces and replays by (tenant, request_id); see the module docstring."""
 
     def __init__(self, ttl_s: float = 5.0, max_done: int = DEFAULT_MAX_DONE,
-                 max_waiters: int = DEFAULT_MAX_WAITERS) -> None:
+                 max_waiters: int = DEFAULT_MAX_WAITERS, grace_s: float = DEFAULT_GRACE_S) -> None:
         self.ttl_s = ttl_s
         self.max_done = max_done
         self.max_waiters = max_waiters
+        self.grace_s = grace_s
         # Each key in flight: (the attempt doing the work, its input digest), a plain tuple
         # as one is made per request with an ID; the attempts coalesced onto it, once any are.
         self._inflight: dict[tuple[str, str], tuple[Attempt, Hashable]] = {}
         self._waiters: dict[tuple[str, str], list[Attempt]] = {}
         self._done: BoundedMap[tuple[str, str], tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
         self._done_keys = self._done._items  # membership, asked per request: one lookup, no call
+        # Attached attempts (and each key's first, once another attached) by their own deadline:
+        # (deadline, sequence, key, attempt); an entry answered meanwhile is skipped when popped.
+        self._due: list[tuple[float, int, tuple[str, str], Attempt]] = []
+        self._seq = 0
         self.stats = DedupeStats()
 
     def clear(self) -> None:
@@ -111,6 +142,7 @@ class Deduper:
         self._inflight.clear()
         self._waiters.clear()
         self._done.clear()
+        self._due.clear()
 
     def __len__(self) -> int:
         """Keys held: in flight plus remembered answers."""
@@ -165,10 +197,14 @@ class Deduper:
         waiters = self._waiters.get(key)
         if waiters is None:
             waiters = self._waiters[key] = []
+            if p.deadline_s is not None:  # the first attempt's own deadline, before a waiter extends it
+                self._due_at(p.deadline_s, key, p)
         if len(waiters) >= self.max_waiters:
-            self.stats.refused += 1
-            a.answer(_TOO_MANY_WAITERS)
-            return False
+            waiters[:] = [w for w in waiters if not w.done]  # those that stopped waiting leave room
+            if len(waiters) >= self.max_waiters:
+                self.stats.refused += 1
+                a.answer(_TOO_MANY_WAITERS)
+                return False
         self.stats.coalesced += 1
         waiters.append(a)
         # The work must now live as long as the newest waiter needs it.
@@ -176,7 +212,47 @@ class Deduper:
             p.deadline_s = None
         else:
             p.deadline_s = max(p.deadline_s, a.deadline_s)
+        if a.deadline_s is not None:
+            self._due_at(a.deadline_s, key, a)
         return False
+
+    def _due_at(self, deadline_s: float, key: tuple[str, str], a: Attempt) -> None:
+        self._seq += 1
+        heappush(self._due, (deadline_s, self._seq, key, a))
+
+    def next_expiry(self) -> float | None:
+        """When `expire` may next hand an attempt back (None: none is due ever)."""
+        due = self._due
+        return due[0][0] + self.grace_s if due else None
+
+    def expire(self, now: float) -> list[Attempt]:
+        """The attempts attached to a key in flight, or first on one another joined, that are
+        still unanswered `grace_s` past their own deadline; the caller answers each (and the key's
+        work goes on for the others: the first attempt stays the one that runs it)."""
+        due, out, grace = self._due, [], self.grace_s
+        while due and due[0][0] + grace <= now:  # next_expiry's own sum: due at the instant it says
+            _, _, key, a = heappop(due)
+            if a.done:
+                continue  # answered (its key finished), or its client stopped waiting
+            entry = self._inflight.get(key)
+            if entry is None:
+                continue  # pragma: no cover - every key's end answers its attempts
+            if entry[0] is not a:
+                waiters = self._waiters.get(key)
+                if waiters is None or a not in waiters:
+                    continue  # pragma: no cover - an unanswered attempt waits on its key
+                waiters.remove(a)
+            self.stats.expired += 1
+            out.append(a)
+        return out
+
+    def orphan(self, a: Attempt, now: float) -> list[Attempt]:
+        """`a`'s work was lost (a dead GPU): forget its key, so a retry runs afresh, and return
+        the attempts that waited on it, for the caller to answer (`ORPHANED`). `a` itself is
+        not among them: the lost attempt is the target's to answer or not."""
+        waiters = self.finish(a, ORPHANED, now)[1:]
+        self.stats.orphaned += len(waiters)
+        return waiters
 
     def waiters(self, a: Attempt) -> Sequence[Attempt]:
         if a.request_id is None:

@@ -86,6 +86,9 @@ _HEAD_TIMEOUT = _canned("408 Request Timeout", "header-timeout", "the request he
 
 
 _BETWEEN_REQUESTS = (Phase.FRESH, Phase.IDLE)
+# The kernel caps it at net.core.somaxconn (4,096 here); 1,024 overflowed under bursts of new
+# connections (TcpExtListenOverflows), and each dropped SYN is retried 1, 3, 7 s later.
+LISTEN_BACKLOG = 65_535
 
 
 class _Side(asyncio.Protocol):
@@ -216,7 +219,8 @@ class L4Proxy:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         self.limits = self.limits.for_fd_limit(soft)
         self.table = ConnTable(self.limits)
-        self._server = await loop.create_server(lambda: _Side(self, up=True), self.host, self.port, backlog=1024)
+        self._server = await loop.create_server(lambda: _Side(self, up=True), self.host, self.port,
+                                                backlog=LISTEN_BACKLOG)
         self.port = self._server.sockets[0].getsockname()[1]
         self._spawn(self._sweep())
         return self.port

@@ -88,9 +88,11 @@ class ModelHandle(ABC):
         self.module.to(self.device)
         return self
 
-    def validate(self, item: Any) -> None:
-        """Raise ``ValueError`` saying what is wrong with one request input; else return."""
-        self._check(item)
+    def validate(self, item: Any) -> np.ndarray:
+        """Raise ``ValueError`` saying what is wrong with one request input; else return it as the
+        array the model takes (an API server keeps it as the request's payload, so neither the
+        dedupe's digest nor the batch's collate converts the JSON list again)."""
+        return self._check(item)
 
     def input_length(self, item: Any) -> int | None:
         """The input's length in tokens (``None`` for fixed-shape models). Does not validate."""

@@ -72,6 +72,7 @@ from typing import Any, Callable
 from aiohttp import http_exceptions as hx
 from aiohttp import web
 
+from targets.admission import answer_within_s
 from targets.dedupe import Conflict, input_digest
 from targets.limits import EdgeLimits, LogBudget
 from targets.protocol import Attempt, Response, Status
@@ -95,14 +96,16 @@ class FrontDoor:
     `server`: the API server index passed to `target.submit` (the real L4
     proxy chose this server); None lets the target's own (L7) balancer choose.
     `size_of(input)`: the input's length in tokens for the cost model.
-    `hold_s`: longest a request is held unanswered (a lost request would
-    otherwise pin its handler forever); then 503. `token`: when set,
+    `hold_s`: longest a request is held unanswered, whatever its deadline (a
+    lost request would otherwise pin its handler forever); then 503. Most are
+    held less (targets.admission.answer_within_s): until their deadline, or
+    ten SLOs without one. `token`: when set,
     /predict and /metrics need ``Authorization: Bearer <token>`` (else 401).
     """
 
     target: Any
     server: int | None
-    validate: Callable[[Any], None]
+    validate: Callable[[Any], Any]  # raises ValueError; returns the input as the model takes it (or None)
     size_of: Callable[[Any], int]
     metrics: ApiMetrics
     tenants: frozenset[str] | None = None
@@ -160,6 +163,13 @@ def _age_s(request: web.Request, arrival: Callable[[Any], float | None]) -> floa
     """Seconds since the request's first byte reached the proxy in front (None: not known)."""
     started = arrival(_relay_key(request))
     return None if started is None else asyncio.get_running_loop().time() - started
+
+
+def _received_s(request: web.Request, door: FrontDoor, now: float) -> float:
+    """When the request reached this host: its first byte at the proxy in front when known (so a
+    deadline counts the time it queued before its handler), else now."""
+    started = door.arrival(_relay_key(request)) if door.arrival is not None else None
+    return now if started is None or started > now else started
 
 
 def _back_from_gpu(to_gpu: Callable[[Any], Callable[[], None] | None], key: Any,
@@ -257,7 +267,7 @@ async def _predict(request: web.Request) -> web.Response:
         uid=next(door._uids) if uid is None else uid, tenant=req.tenant, conn=0, content=content,
         variant=variant, size=door.size_of(req.input), sent_s=now, attempt_no=attempt_no,
         request_id=req.request_id,
-        deadline_s=None if req.deadline_ms is None else now + req.deadline_ms / 1000.0,
+        deadline_s=None if req.deadline_ms is None else _received_s(request, door, now) + req.deadline_ms / 1000.0,
         payload=req.input,
     )
     done: asyncio.Future[Response] = loop.create_future()
@@ -265,12 +275,19 @@ async def _predict(request: web.Request) -> web.Response:
     if door.to_gpu is not None:  # the GPUs' time is not the front end's
         a.on_answer = _back_from_gpu(door.to_gpu, _relay_key(request), done)
     door.target.submit(a, door.server)
+    # Held until its deadline, or a few SLOs without one (targets.admission.answer_within_s): a
+    # request the target cannot answer in time (lost with a GPU, queued while none is alive) is
+    # answered 503 here, never left to the client's own timeout.
+    deadline_s = None if a.deadline_s is None else max(0.0, a.deadline_s - now)
+    within_s = answer_within_s(deadline_s, getattr(getattr(door.target, "config", None), "slo_s", None), door.hold_s)
     try:
-        async with asyncio.timeout(door.hold_s):
+        async with asyncio.timeout(within_s):
             response = await done
     except TimeoutError:
         a.give_up()
-        response = Response(Status.UNAVAILABLE, retry_after_s=1.0, reason=f"not answered within {door.hold_s:g} s")
+        response = (Response(Status.UNAVAILABLE, reason="deadline passed before an answer")
+                    if deadline_s is not None and within_s == deadline_s else
+                    Response(Status.UNAVAILABLE, retry_after_s=1.0, reason=f"not answered within {within_s:g} s"))
     except asyncio.CancelledError:  # the client went away (aiohttp cancels its handler)
         a.give_up()
         _dropped(door, "while waiting for its answer")

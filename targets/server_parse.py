@@ -51,10 +51,12 @@ def _no_constants(name: str) -> Any:
 
 
 def parse_predict(body: bytes, tenants: frozenset[str] | None,
-                  validate: Callable[[Any], None]) -> PredictRequest:
+                  validate: Callable[[Any], Any]) -> PredictRequest:
     """Parse and validate one /predict body; raise BadRequest (400 or 422) naming the fault.
 
-    `validate(input)` raises ValueError for an input the model cannot take.
+    `validate(input)` raises ValueError for an input the model cannot take; what it returns,
+    when not None, is the input as the model takes it (an array), and becomes the request's
+    `input` (the JSON value itself otherwise).
     """
     if not body:
         raise BadRequest(400, "empty-body", "request body is empty; expected a JSON object")
@@ -95,7 +97,7 @@ def parse_predict(body: bytes, tenants: frozenset[str] | None,
             raise BadRequest(422, "absurd-deadline", f"'deadline_ms' must be within 1..{MAX_DEADLINE_MS}")
         deadline = float(deadline)
     try:
-        validate(data["input"])
+        prepared = validate(data["input"])
     except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
         raise BadRequest(422, "bad-input", f"'input': {_QUOTED.sub('(a value)', str(exc))}") from None
-    return PredictRequest(tenant, rid, deadline, data["input"])
+    return PredictRequest(tenant, rid, deadline, data["input"] if prepared is None else prepared)

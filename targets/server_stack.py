@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import math
 import os
@@ -73,8 +74,10 @@ class Stack:
 
 async def start_stack(config: TargetConfig, limits: EdgeLimits | None = None, token: str | None = None,
                       tenants: frozenset[str] | None = None, max_body_bytes: int = 64 * 1024,
-                      hold_s: float = 30.0) -> Stack:
-    """Start a served target on 127.0.0.1 (proxy on a free port)."""
+                      hold_s: float = 30.0, guard: bool = False) -> Stack:
+    """Start a served target on 127.0.0.1 (proxy on a free port). `guard`: wire the servers behind
+    the proxy as `harness serve` does (each request's arrival; the proxy's own guard when the
+    config sets frontend_proxy_share)."""
     limits = limits or EdgeLimits()
     executor = DigestExecutor(cost_function(config))
     target = ServingTarget(config, random.Random(0), executor_for=lambda i: executor,
@@ -89,6 +92,8 @@ async def start_stack(config: TargetConfig, limits: EdgeLimits | None = None, to
     ports = await servers.start()
     proxy = L4Proxy([("127.0.0.1", p) for p in ports], limits=limits)
     metrics.watch_proxy(proxy)
+    if guard:
+        servers.behind(proxy)
     port = await proxy.start()
     return Stack(target, metrics, servers, proxy, port, ports)
 
@@ -97,9 +102,9 @@ async def _main(args: argparse.Namespace) -> None:
     from targets.spec import resolve_target
 
     cfg = resolve_target(args.target, json.loads(args.set))
-    stack = await start_stack(cfg, EdgeLimits(**json.loads(args.limits)), args.token)
+    stack = await start_stack(cfg, EdgeLimits(**json.loads(args.limits)), args.token, guard=args.guard)
     print(json.dumps({"port": stack.port, "api_ports": stack.api_ports, "pid": os.getpid(),
-                      "limits": vars(stack.proxy.limits)}), flush=True)
+                      "limits": dataclasses.asdict(stack.proxy.limits)}), flush=True)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -119,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="knob overrides as a JSON object")
     p.add_argument("--limits", default="{}", help="EdgeLimits fields as a JSON object")
     p.add_argument("--token", default=None)
+    p.add_argument("--guard", action="store_true", help="the proxy's guard and arrival stamps, as `harness serve`")
     args = p.parse_args(argv)
     import resource
 

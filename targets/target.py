@@ -25,7 +25,7 @@ from targets.bounded import Bound, RecentSet, SeenSet
 from targets.cache import ResponseCache
 from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
-from targets.dedupe import Deduper
+from targets.dedupe import ORPHANED, Deduper
 from targets.delayline import DelayLine
 from targets.dispatch_policy import per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
@@ -42,6 +42,8 @@ _size: Final = attrgetter("size")
 
 
 _OWN_COSTS_KEPT: Final = 65_536  # distinct input lengths whose batch cost admission remembers
+# An attempt whose own deadline passed while it waited on another's work (targets.dedupe).
+DEADLINE_PASSED: Final = Response(Status.UNAVAILABLE, reason="deadline passed while waiting on its twin's work")
 
 
 def _always(_: Attempt) -> bool:
@@ -115,6 +117,9 @@ class ServingTarget:
             self.cache = ResponseCache(config.cache, config.cache_entries, config.model_version, break_even)
             self._cache_hop = DelayLine(config.cache_hop_s, self.loop)
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
+        # The dedupe's deadline timer (see _dedupe_expire): armed for its next due attempt only.
+        self._dedupe_timer: asyncio.TimerHandle | None = None
+        self._dedupe_timer_at = float("inf")
         tenant_rate = config.tenant_limit_share * config.peak_qps
         self._buckets = TenantBuckets(tenant_rate, max(1.0, tenant_rate * config.tenant_burst_s))
         self._slowness = Slowness(tau_s=max(1.0, 10 * self.batch_s))
@@ -155,6 +160,9 @@ class ServingTarget:
         self._computed.clear()
         if self.dedupe is not None:
             self.dedupe.clear()
+        if self._dedupe_timer is not None:
+            self._dedupe_timer.cancel()
+            self._dedupe_timer, self._dedupe_timer_at = None, float("inf")
         if self.cache is not None:
             self.cache.clear()
         if self.canary is not None:
@@ -253,6 +261,10 @@ class ServingTarget:
         a.server = server
         dedupe = self.dedupe
         if dedupe is not None and not dedupe.offer(a, now):
+            # Answered here, or attached to the key's work: then due by its own deadline.
+            due = dedupe.next_expiry()
+            if due is not None and due < self._dedupe_timer_at:
+                self._arm_dedupe(due)
             return
         if self._tenant_limits:
             bucket = self._buckets.bucket(a.tenant, now)
@@ -313,6 +325,24 @@ class ServingTarget:
         self.stats.expired += 1
         self.inflight[a.server] -= 1
         self._reply(a, DEADLINE_EXCEEDED)
+
+    def _arm_dedupe(self, when: float) -> None:
+        if self._dedupe_timer is not None:
+            self._dedupe_timer.cancel()
+        self._dedupe_timer_at = when
+        self._dedupe_timer = self.loop.call_at(when, self._dedupe_expire)
+
+    def _dedupe_expire(self) -> None:
+        """Answer each attempt that waits on another's work past its own deadline."""
+        self._dedupe_timer, self._dedupe_timer_at = None, float("inf")
+        dedupe = self.dedupe
+        if dedupe is None:
+            return
+        for a in dedupe.expire(self.loop.time()):
+            a.answer(DEADLINE_PASSED)
+        due = dedupe.next_expiry()
+        if due is not None:
+            self._arm_dedupe(due)
 
     def _reply(self, a: Attempt, response: Response) -> None:
         if self.dedupe is not None:
@@ -377,5 +407,7 @@ class ServingTarget:
         self.stats.lost += 1
         self.inflight[a.server] -= 1
         if self.dedupe is not None:
-            # The server never learns the answer; forget the ID so a retry runs.
-            self.dedupe.finish(a, Response(Status.ERROR, reason="lost"), self.loop.time())
+            # The server never learns the answer; forget the ID so a retry runs, and tell the
+            # attempts that waited on this one (they would otherwise wait for nothing).
+            for w in self.dedupe.orphan(a, self.loop.time()):
+                w.answer(ORPHANED)
