@@ -55,7 +55,7 @@ def main() -> None:
     if args.frontend:
         from harness.live.frontend_profile import profile_frontend
 
-        cost = profile_frontend(args.target, duration_s=5.0)
+        cost = profile_frontend(args.target, duration_s=5.0, pad_to_s=None, scale=args.scale)  # the swept host
         front = {k: v for k, v in cost.sim_knobs(cfg).items() if k.startswith("frontend_")}
         knobs.update(front)
         print(f"  front-end knobs (harness profile frontend): {front}", flush=True)

@@ -72,3 +72,23 @@ def test_cost_is_the_loops_occupancy_and_the_knobs_model_the_live_host() -> None
                          proxy_shed_cost_s=0.00004)
     assert proxy.sim_knobs(live) == {**knobs, "frontend_proxy_shed_cost_s": 0.00004}  # a proxy refusal's cost too
 
+
+
+def test_the_profile_serves_the_host_it_is_asked_for(monkeypatch) -> None:
+    # A live run's front end costs what its own host costs (padded batches, its fleet): the
+    # profile must serve that host, here and for its refusal steps.
+    from harness.live import frontend_profile as fp
+
+    served: list[tuple] = []
+
+    def fake_serve(target, model, overrides, pad_to_s=0.0, scale=None):
+        served.append((pad_to_s, scale))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(fp, "serve_process", fake_serve)
+    with pytest.raises(RuntimeError):
+        fp.profile_frontend("hardened", pad_to_s=None, scale=0.35)
+    assert served == [(None, 0.35)]
+    with pytest.raises(RuntimeError):
+        fp._refusing("hardened", "mlp", [], 100.0, 1.0, None, 0.35)
+    assert served[-1] == (None, 0.35)
