@@ -133,5 +133,8 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
     result = add_verdicts(finished_only(ran, workloads, live_finished(ran)))
     block: dict[str, Any] = {"shortened": plan_for_json(shortened) if shortened else None}
     if against_sim and result.scenarios:
-        block["sim"] = sim_beside(result, seed)
+        try:
+            block["sim"] = sim_beside(result, seed)
+        except KeyboardInterrupt:  # Ctrl-C during the sim check: the live result stands without it
+            block["sim"] = None
     return result.model_copy(update={"live": block})
