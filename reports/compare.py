@@ -351,20 +351,19 @@ def _render_live(result: CompareResult, console: Console) -> None:
     sim = block.get("sim")
     if not sim:
         return
-    t = Table(title="live vs sim on the same configs", header_style="bold", box=box.SIMPLE_HEAD,
-              pad_edge=False, padding=(0, 1), show_edge=False)
+    t = Table(title="live / sim on the same configs", header_style="bold",
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), show_edge=False)
     t.add_column("scenario", no_wrap=True)
-    t.add_column("won live", justify="center", no_wrap=True)
-    t.add_column("won sim", justify="center", no_wrap=True)
+    t.add_column("won", justify="center", no_wrap=True)
     for side in ("A", "B"):
-        t.add_column(f"{side} goodput live/sim", justify="right", no_wrap=True)
+        t.add_column(f"{side} goodput", justify="right", no_wrap=True)
     t.add_column("", justify="center", no_wrap=True)
     for name, row in sim.items():
         cells = []
         for label in (result.a, result.b):
             live, simulated = row["goodput"][label]
             cells.append(f"{_share(live or 0.0)} / {_share(simulated or 0.0)}")
-        t.add_row(_clip(name, NAME_WIDTH), row["live"], row["sim"], *cells,
+        t.add_row(_clip(name, NAME_WIDTH), f"{row['live']} / {row['sim']}", *cells,
                   "[green]=[/]" if row["agree"] else "[red]≠[/]")
     console.print(t)
     agree = sum(r["agree"] for r in sim.values())

@@ -57,7 +57,8 @@ def test_a_live_compare_records_its_shortening_and_the_sim_beside_it() -> None:
     console = Console(width=80, record=True)
     render(result, console)
     text = console.export_text()
-    assert "live vs sim on the same configs" in text and "same winner in 2 of 2" in text
+    assert "live / sim on the same configs" in text and "same winner in 2 of 2" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
     assert "steady 20 s of 60" in text
 
 
