@@ -19,7 +19,7 @@ from reports.page import Section
 
 __all__ = ["render", "sections", "title", "step_row"]
 
-_HEAD = ("offered/s", "goodput/s", "in SLO", "p99", "p99 OK", "shed", "timeout", "lag p99", "ran s", "verdict")
+_HEAD = ("offered", "goodput", "in SLO", "p99", "p99 ok", "shed", "t/o", "lag p99", "ran s", "")
 
 
 def title(result: SweepResult) -> str:
@@ -30,7 +30,7 @@ def title(result: SweepResult) -> str:
 
 def step_row(step: SweepStep, knee: SweepStep | None) -> tuple[str, ...]:
     ran = f"{step.ran_s:.1f}" + ("" if not step.stopped_early else f"/{step.duration_s:g}")
-    verdict = ("KNEE " if step is knee else "") + ("pass" if step.passed else "fail")
+    verdict = "KNEE" if step is knee else ("pass" if step.passed else "fail")
     return (f"{step.rate_rps:,.0f}", f"{step.goodput_rps:,.0f}", fmt_pct(step.goodput_ratio), fmt_ms(step.p99_s),
             fmt_ms(step.p99_ok_s), f"{step.shed:,}", f"{step.timed_out:,}",
             "-" if step.send_lag_p99_s is None else fmt_ms(step.send_lag_p99_s), ran,
@@ -39,15 +39,17 @@ def step_row(step: SweepStep, knee: SweepStep | None) -> tuple[str, ...]:
 
 def render(result: SweepResult, console: Console) -> None:
     console.print(f"[bold]{title(result)}[/]")
-    t = Table(box=box.SIMPLE_HEAD)
+    t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, show_edge=False)
     for col in _HEAD:
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=True)
     knee = result.knee
     for s in sorted(result.steps, key=lambda s: s.rate_rps):
         t.add_row(*step_row(s, knee), style="bold green" if s is knee else None)
     console.print(t)
     fail = result.first_failing_rate
-    console.print(f"SLO: {result.min_goodput_ratio:.0%} of requests within {result.slo_s * 1000:,.0f} ms; "
+    console.print(f"offered and goodput in req/s; t/o: timed out; lag p99: the driver's send lag; KNEE: the "
+                  "highest rate that passed. "
+                  f"SLO: {result.min_goodput_ratio:.0%} of requests within {result.slo_s * 1000:,.0f} ms; "
                   f"search to {result.rel_tol:.0%}; {len(result.steps)} steps in {result.wall_s:,.0f} s"
                   + (f"; first failing rate {fail:,.0f} req/s" if fail else ""), highlight=False)
     for s in result.steps:

@@ -160,3 +160,17 @@ def test_sweep_json_prints_a_document() -> None:
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     assert doc["kind"] == "sweep" and doc["max_rate_within_slo"] > 0
+
+
+def test_the_sweep_view_fits_80_columns_without_cutting_a_cell() -> None:
+    from rich.console import Console
+
+    from harness.analysis.sweep import run_sweep
+    from reports.sweep import render
+
+    result = run_sweep("hardened", "sim", overrides={"gpus": 2, "peak_qps": 400})
+    console = Console(width=80, record=True)
+    render(result, console)
+    text = console.export_text()
+    assert "…" not in text and "KNEE" in text, text
+    assert all(len(line) <= 80 for line in text.splitlines())
