@@ -75,12 +75,27 @@ def test_sim_front_end_caps_the_fleet_and_sheds_early() -> None:
 
 
 def test_proxy_refuses_first_and_cheaper() -> None:
-    # One CPU, 10 ms a request; the proxy refuses at a wait of 15 ms for 0.1 ms, the handler
-    # would at 20 ms for 1 ms. Five arrive at once: waits 0, 10, 20 -> the third is refused by the proxy.
+    # One CPU, 10 ms a request; the proxy refuses while the third oldest request in the front end
+    # has waited 15 ms (0.1 ms a refusal), the handler at a wait over 20 ms (1 ms). Five arrive at
+    # once: nobody has waited yet, so the proxy lets them by and the handler sheds the last two.
     fe = FrontendCpu(1, cost_s=0.01, shed_cost_s=0.001, limit_s=0.02, proxy_limit_s=0.015, proxy_shed_cost_s=0.0001)
     got = [fe.admit(0, 0.0) for _ in range(5)]
-    assert [(a.shed, a.by_proxy) for a in got] == [(False, False), (False, False)] + [(True, True)] * 3
-    assert [a.done_s for a in got] == pytest.approx([0.01, 0.02, 0.0201, 0.0202, 0.0203])
+    assert [(a.shed, a.by_proxy) for a in got] == [(False, False)] * 3 + [(True, False)] * 2
+    # A sustained overload, one every 5 ms (twice what it serves): the signal is an age, so it
+    # reaches 15 ms only at 45 ms, when the back of the queue already waits 40 ms; then the
+    # proxy refuses, cheaply, while the admitted drain.
+    fe = FrontendCpu(1, cost_s=0.01, proxy_limit_s=0.015, proxy_shed_cost_s=0.0001)
+    got = [fe.admit(0, 0.005 * i) for i in range(11)]
+    assert [a.by_proxy for a in got] == [False] * 9 + [True] * 2
+    assert got[8].wait_s == pytest.approx(0.04) and got[9].done_s == pytest.approx(0.0901)
+    assert fe.proxy_signal(0.05) == pytest.approx(0.015)
+
+
+def test_the_sim_proxy_reads_the_live_guards_quorum() -> None:
+    from targets.frontend_cpu import PROXY_QUORUM
+    from targets.server_overload import ProxyGuard
+
+    assert PROXY_QUORUM == ProxyGuard(0.01).quorum
 
 
 @pytest.mark.parametrize("share, proxy_limit_s", [(None, None), (0.25, 0.075), (0.0, 0.0)])
