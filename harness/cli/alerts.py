@@ -1,7 +1,8 @@
 """`harness alerts`: write a target's Prometheus alert rules and Grafana dashboard, and prove the rules in sim.
 
 Parses options, calls ``harness.ops`` (the files) and ``harness.analysis.alert_days``
-(the rules on each scenario), writes the result and renders it with ``reports.alerts``.
+(the rules on each scenario), writes the promtool unit tests built from those scenarios
+(``harness.analysis.alert_promtest``), writes the result and renders it with ``reports.alerts``.
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ def alerts(
     quiet: bool = QUIET,
     html: Optional[Path] = HTML,
 ) -> None:
-    """Prometheus alert rules (goodput burn rate, leading signals) and a Grafana dashboard, proven on the bad days."""
-    from harness.analysis.alert_days import prove_rules, rule_figures
+    """Prometheus alert rules (goodput burn rate, leading signals) and a Grafana dashboard, proven on the bad days.
+
+    With --eval, also `TARGET-alerts.test.yaml` beside the rules: `promtool test rules` unit
+    tests built from the same days' series (each day's alerts fire when the sim evaluator says,
+    the calm days fire none)."""
+    from harness.analysis.alert_days import prove_days, rule_figures
+    from harness.analysis.alert_promtest import write_promtool_tests
     from harness.ops.files import write_ops_files
     from harness.ops.rules import build_rules
     from harness.results.alerts import AlertsResult
@@ -46,8 +52,9 @@ def alerts(
         if evaluate:
             names = list(dict.fromkeys([*load_suite(suite), *CALM]))
             done = (lambda name: err.print(f"  {name} done", style="dim")) if not (quiet or as_json) else None
-            result = prove_rules(target, config, rules, names, suite_durations(suite), seed, hour_s, objective,
-                                 calm=CALM, workers=jobs, on_done=done)
+            result, days = prove_days(target, config, rules, names, suite_durations(suite), seed, hour_s, objective,
+                                      calm=CALM, workers=jobs, on_done=done)
+            files.append(str(write_promtool_tests(config, rules, days, Path(files[0]))))
         else:
             result = AlertsResult(target=target, hour_s=hour_s, objective=objective, seed=seed,
                                   rules=rule_figures(config, rules))

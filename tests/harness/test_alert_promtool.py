@@ -1,0 +1,126 @@
+"""Prometheus's own tools judge the alert rules `harness alerts` writes: `promtool check rules`
+on the rule file, and `promtool test rules` on the unit tests built from the bad days' series
+(each day's alerts fire when the sim evaluator says, the calm days fire none). The tests also
+show the unit tests have teeth: an alert expected on a calm day, or a detection expected one
+interval early, fails them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from harness.analysis.alert_promtest import expand
+from harness.cli import app
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian's `prometheus` "
+                                    "package; .ci/run installs it)")
+
+# The quickest `harness alerts` that still proves something: two bad days of different kinds
+# (an overload that trips the burn-rate pages and leading signals, a GPU outage) and the calm
+# days, each run for 20 s (phases, faults and bursts keep their shape).
+QUICK_SUITE = """\
+scenarios = ["spike", "gpu-outage", "steady", "diurnal", "night"]
+[durations]
+spike = 20
+gpu-outage = 20
+steady = 20
+diurnal = 20
+night = 20
+"""
+
+
+def test_expand_writes_promtools_notation_exactly() -> None:
+    assert expand([0, 1, 2, 3]) == "0+1x3"
+    assert expand([10, 8, 6, 4, 4]) == "10-2x3 4"
+    assert expand([0, 5]) == "0 5"
+    assert expand([0.5, 0.5, 0.5, 0.7]) == "0.5x2 0.7"
+    assert expand([0.1, 0.2, 0.3, 0.4]) == "0.1 0.2 0.3 0.4"  # float steps would not expand exactly
+    assert expand([None, 41, 41, 41, None]) == "stale 41x2 stale"
+
+
+def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert PROMTOOL is not None
+    return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if PROMTOOL is None:
+        pytest.skip("promtool is not installed (Debian's `prometheus` package; .ci/run installs it)")
+    out = tmp_path_factory.mktemp("alerts")
+    suite = out / "quick.toml"
+    suite.write_text(QUICK_SUITE)
+    res = CliRunner().invoke(app, ["alerts", "hardened", "--out", str(out), "--suite", str(suite), "-q"])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+@pytest.mark.slow
+@needs_promtool
+def test_promtool_checks_the_rules_and_passes_the_unit_tests_built_from_the_bad_days(written: Path) -> None:
+    checked = promtool("check", "rules", "hardened-alerts.yaml", cwd=written)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 7 rules found" in checked.stdout
+    tested = promtool("test", "rules", str(written / "hardened-alerts.test.yaml"), cwd=Path("/"))
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+    doc = yaml.safe_load((written / "hardened-alerts.test.yaml").read_text())
+    groups = {g["name"]: g for g in doc["tests"]}
+    assert set(groups) == {"spike", "gpu-outage", "steady (calm)", "diurnal (calm)", "night (calm)"}
+    fires = {name: {t["alertname"] for t in g.get("alert_rule_test", []) if t["exp_alerts"]}
+             for name, g in groups.items()}
+    assert {"GoodputBudgetFastBurn", "QueueDelayHigh", "SheddingLoad"} <= fires["spike"]
+    assert fires["gpu-outage"] == {"GpuCapacityLost"}
+    for calm in ("steady (calm)", "diurnal (calm)", "night (calm)"):
+        assert not fires[calm]
+        (quiet,) = groups[calm]["promql_expr_test"]
+        assert quiet["exp_samples"] == [] and quiet["expr"].endswith(f"[{quiet['eval_time']}])")
+        assert int(quiet["eval_time"].removesuffix("s")) >= 20  # the whole day
+
+
+def corrupted(written: Path, name: str, change) -> subprocess.CompletedProcess[str]:
+    doc = yaml.safe_load((written / "hardened-alerts.test.yaml").read_text())
+    change(doc["tests"])
+    path = written / f"{name}.test.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, width=100_000))
+    return promtool("test", "rules", str(path), cwd=written)
+
+
+@pytest.mark.slow
+@needs_promtool
+def test_the_unit_tests_fail_on_an_alert_expected_on_a_calm_day(written: Path) -> None:
+    def expect_on_steady(tests: list[dict]) -> None:
+        steady = next(g for g in tests if g["name"] == "steady (calm)")
+        steady["alert_rule_test"] = [{"eval_time": "15s", "alertname": "GpuCapacityLost", "exp_alerts": [
+            {"exp_labels": {"severity": "warning", "target": "hardened"},
+             "exp_annotations": {"summary": "GPU workers are down"}}]}]
+
+    res = corrupted(written, "calm-fires", expect_on_steady)
+    assert res.returncode != 0 and "GpuCapacityLost" in res.stdout + res.stderr
+
+
+@pytest.mark.slow
+@needs_promtool
+def test_the_unit_tests_fail_when_a_detection_comes_later_or_a_calm_day_fires(written: Path) -> None:
+    def early(tests: list[dict]) -> None:  # the outage's alert expected one interval before the evaluator's time
+        outage = next(g for g in tests if g["name"] == "gpu-outage")
+        firing = next(t for t in outage["alert_rule_test"] if t["exp_alerts"])
+        firing["eval_time"] = f"{int(firing['eval_time'].removesuffix('s')) - 1}s"
+
+    res = corrupted(written, "early", early)
+    assert res.returncode != 0 and "GpuCapacityLost" in res.stdout + res.stderr
+
+    def quiet_spike(tests: list[dict]) -> None:  # "nothing fires" stretched over the spike's whole day
+        spike = next(g for g in tests if g["name"] == "spike")
+        (quiet,) = spike["promql_expr_test"]
+        quiet["expr"] = 'count_over_time(ALERTS{alertstate="firing"}[20s])'
+        quiet["eval_time"] = "20s"
+
+    res = corrupted(written, "quiet-spike", quiet_spike)
+    assert res.returncode != 0 and "ALERTS" in res.stdout + res.stderr
