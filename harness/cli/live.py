@@ -175,7 +175,9 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
 
 
 def serve(
-    target: str = typer.Argument(..., help="Target spec (naive, hardened, ...) or TOML file."),
+    target: str = typer.Argument(..., help="Target spec (naive, hardened, ...) or TOML file; or an LLM policy "
+                                 "(llm-static, llm-dynamic, llm-continuous): the tiny decoder behind an "
+                                 "OpenAI-compatible /v1/completions."),
     port: int = typer.Option(8000, "--port", help="Port of the layer-4 proxy, the target's front door (0: any free).",
                              callback=bounded("--port", ge=0, le=65535)),
     host: str = typer.Option("127.0.0.1", "--host", help="Address the proxy binds (API servers stay on loopback)."),
@@ -185,12 +187,25 @@ def serve(
                                              callback=bounded("--pad-to-s", ge=0, unit=" s")),
     scale: Optional[float] = LIVE_SCALE,
     tenant: Optional[List[str]] = typer.Option(None, "--tenant", help="Accept only these tenants (repeatable; default: any)."),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable; LLM: engine "
+                                             "knobs and tenant limits, as `compare llm-A llm-B`)."),
     expose: bool = typer.Option(False, "--expose", help="Allow --host beyond loopback (serves every interface it names)."),
     token: Optional[str] = typer.Option(None, "--token", envvar="HARNESS_TOKEN",
-                                        help="Bearer token /predict and /metrics require (env HARNESS_TOKEN)."),
+                                        help="Bearer token /predict and /metrics require (LLM: every /v1/ path)."),
 ) -> None:
-    """Start a target for real (proxy, API servers, GPU workers) until Ctrl-C."""
+    """Start a target for real (proxy, API servers, GPU workers; an LLM policy: the tiny decoder) until Ctrl-C.
+
+    An LLM policy (llm-static, llm-dynamic, llm-continuous) is served behind an OpenAI-compatible
+    /v1/completions (streaming with "stream": true) with the same binding, --token and --set flags."""
+    from harness.cli.llm import is_llm
+
+    if is_llm(target):
+        from harness.cli.llm import serve_llm_cmd
+
+        unused = [flag for flag, given in (("--model", model != "mlp"), ("--device", device != "auto"),
+                                           ("--pad-to-s", pad_to_s is not None), ("--scale", scale is not None),
+                                           ("--tenant", bool(tenant))) if given]
+        return serve_llm_cmd(target, port, host, expose, token, set_ or [], unused)
     from harness.live.scaling import shrink
     from harness.live.host import HostSpec, TargetHost
     from targets.limits import check_exposure

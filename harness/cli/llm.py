@@ -10,6 +10,10 @@ Builds an ``LlmSweep``, calls ``harness.analysis.llm_compare.run_sweep`` and
 publishes the ``llm`` result; `--mode live` serves the tiny decoder with each policy
 instead (``harness.live.llm_live``, at `--rate`, default 4 req/s, for `--duration`,
 default 20 s). No arithmetic lives here.
+
+`harness serve llm-POLICY` hands over here too (`serve_llm_cmd`): the tiny
+decoder with that policy's scheduler behind the OpenAI-compatible
+`/v1/completions` (``harness.live.llm_serve``), until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from targets.llm import LlmEngineSpec, LlmPolicy, create_scheduler, policy_names
 from targets.llm.knobs import engine_with
 from targets.spec import parse_value
 
-__all__ = ["compare_llm", "is_llm"]
+__all__ = ["compare_llm", "is_llm", "serve_llm_cmd"]
 
 _SWEEP_KNOBS = ("slo_ttft_s", "slo_tpot_s", "attainment")
 _COST_FILE = "cost"  # --set cost=FILE: the step cost `harness profile llm` fitted
@@ -122,3 +126,74 @@ def profile_llm_cmd(out_path: Path | None, repeats: int, threads: int | None) ->
               highlight=False)
     out.print(f"cost file: {path}  (use: harness compare llm-static llm-continuous --set cost={path})",
               highlight=False)
+
+
+def serve_llm_cmd(policy: str, port: int, host: str, expose: bool, token: str | None, set_: list[str],
+                  unused: list[str]) -> None:
+    """`harness serve llm-POLICY`: the tiny decoder behind /v1/completions on host:port until Ctrl-C.
+    `--set` takes the engine knobs (and cost=FILE) as `compare llm-A llm-B`; `unused`: the `serve` flags
+    given that an LLM target cannot honour (an exit 2 naming them)."""
+    import asyncio
+    import signal
+
+    from harness.cli.common import out
+    from harness.live.driver_loop import new_loop
+    from harness.live.llm_profile import LIVE_ENGINE
+    from harness.live.llm_serve import MAX_LEN, MODEL_NAME, start_llm_server
+    from targets.limits import check_exposure
+
+    if policy not in policy_names():
+        fail(f"unknown LLM policy '{policy}': valid are {', '.join(policy_names())}")
+    if unused:
+        fail(f"{', '.join(unused)}: not used by an LLM target (serve {policy} takes --port, --host, --expose, "
+             "--token and --set)")
+    knobs: dict[str, str] = {}
+    for pair in set_:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"--set '{pair}' is not KEY=VALUE")
+        knobs[key] = raw
+    try:
+        exposed = check_exposure(host, expose)
+        base = replace(LIVE_ENGINE, policy=LlmPolicy(policy))
+        if _COST_FILE in knobs:
+            from harness.live.llm_profile import load_cost
+
+            base = replace(base, cost=load_cost(knobs.pop(_COST_FILE)))
+        spec = engine_with(base, knobs)
+        create_scheduler(spec)  # bad knob values fail here, before binding
+    except ValueError as exc:
+        fail(str(exc))
+
+    async def main() -> None:
+        try:
+            server = await start_llm_server(spec, host, port, token=token or None)
+        except OSError as exc:
+            fail(f"cannot serve on {host}:{port}: {exc}", code=1)
+        out.print(f"serving {policy} at {server.url} (and /v1/models)\n"
+                  f"  the tiny decoder (model \"{MODEL_NAME}\", {MAX_LEN} tokens of context) on the CPU, "
+                  f"{spec.max_seqs if policy == LlmPolicy.CONTINUOUS.value else spec.batch_size} sequences at "
+                  "most per step\n"
+                  '  body: OpenAI completions {"model", "prompt" (text or token ids), "max_tokens", "stream"?, '
+                  '"user"?}; Ctrl-C stops', highlight=False, soft_wrap=True)
+        if exposed:
+            where = "every interface of this machine" if host in ("0.0.0.0", "::") else f"address {host}"
+            err.print(f"[bold red]EXPOSED[/] beyond loopback: port {server.port} serves /v1/completions and "
+                      f"/v1/models on {where}; "
+                      + ("a bearer token is required on every /v1/ path" if token
+                         else "[bold]no token[/]: anyone who connects can use the API (set --token or HARNESS_TOKEN)"),
+                      highlight=False, soft_wrap=True)
+        elif token:
+            out.print("  a bearer token is required on every /v1/ path", highlight=False)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            await server.close()
+        out.print("stopped", highlight=False)
+
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        runner.run(main())

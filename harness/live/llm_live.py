@@ -5,6 +5,10 @@ scheduler (`harness.live.llm_drive.serve_and_drive`), driven open loop by the
 calibration workload at one rate, and the same schedule is simulated with the
 engine's cost (from `harness profile llm` via `--set cost=FILE` to be
 meaningful). Both runs go into one `llm` result: mix "live" and mix "sim".
+Each live request is abandoned at ten times its SLO budget (at most
+`MAX_REQUEST_TIMEOUT_S` after its scheduled start: `harness.live.llm_drive.request_timeout_s`)
+and counts as unfinished, so a policy that never finishes a request still ends
+with a result.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import asyncio
 from dataclasses import replace
 
 from harness.engine.llm_metrics import run_figures
-from harness.live.llm_drive import serve_and_drive
+from harness.live.llm_drive import request_timeout_s, serve_and_drive
 from harness.live.llm_profile import calibration_schedule
 from harness.results.llm import EngineSettings, LlmResult, LlmRun, LlmSettings
 from targets.llm import LlmEngineSpec, LlmPolicy
@@ -26,9 +30,10 @@ def live_compare(policies: tuple[str, ...], engine: LlmEngineSpec, rate_rps: flo
     """ValueError when a live run had errors (the first one named)."""
     runs: list[LlmRun] = []
     schedule = calibration_schedule(rate_rps, duration_s, seed)
+    timeout_s = request_timeout_s(slo_ttft_s, slo_tpot_s, int(schedule.output_tokens.max(initial=1)))
     for policy in policies:
         spec = replace(engine, policy=LlmPolicy(policy))
-        served = asyncio.run(serve_and_drive(spec, schedule))
+        served = asyncio.run(serve_and_drive(spec, schedule, timeout_s=timeout_s))
         if served.errors:
             raise ValueError(f"{policy} live: {served.errors[0]} ({len(served.errors)} errors)")
         for mix, trace in (("live", served.live), ("sim", served.sim)):

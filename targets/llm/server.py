@@ -18,10 +18,15 @@ either is a 400. A request its tenant's limits shed is a 429 in OpenAI's shape
 with `Retry-After` (whole seconds, rounded up) and `retry-after-ms` (which
 OpenAI's own clients read) saying when its bucket will have refilled for it;
 none when it never will (it is larger than the burst).
+
+With a `token` (`harness serve llm-... --token`), every `/v1/` path needs
+``Authorization: Bearer <token>``; without it the answer is a 401 in OpenAI's
+shape (`invalid_api_key`) and the engine never sees the request.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 import time
@@ -90,9 +95,27 @@ def _tenant(request: web.Request, req: Completion) -> str:
     return req.user or header or DEFAULT_TENANT
 
 
-def create_llm_app(engine: LiveEngine, model: str = "tiny-llm") -> web.Application:
-    """The app; its engine loop starts and stops with it."""
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+def _token_ok(header: str, token: str) -> bool:
+    expected = f"Bearer {token}".encode("utf-8", "surrogateescape")
+    return hmac.compare_digest(header.encode("utf-8", "surrogateescape"), expected)
+
+
+def _auth(token: str):  # type: ignore[no-untyped-def]
+    @web.middleware
+    async def auth(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        if request.path.startswith("/v1/") and not _token_ok(request.headers.get("Authorization", ""), token):
+            body = BadCompletion(401, "invalid_api_key", "this server needs 'Authorization: Bearer <token>'",
+                                 kind="authentication_error").body()
+            return web.json_response(body, status=401, headers={"WWW-Authenticate": 'Bearer realm="harness"'})
+        return await handler(request)
+
+    return auth
+
+
+def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | None = None) -> web.Application:
+    """The app; its engine loop starts and stops with it. `token`: the bearer token every /v1/ path
+    needs (None: none)."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_auth(token)] if token else [])
     app[_ENGINE] = engine
 
     async def completions(request: web.Request) -> web.StreamResponse:
