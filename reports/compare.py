@@ -451,12 +451,32 @@ def _partial_section(result: CompareResult) -> list[Section]:
     return [Section("Partial: interrupted", html=f"<ul>{items}</ul>")]
 
 
+def _live_sim_section(result: CompareResult) -> list[Section]:
+    """A live compare's scenarios run again in sim on the same configs: the two winners and goodputs."""
+    sim = (result.live or {}).get("sim")
+    if not sim:
+        return []
+    esc = _html.escape
+    rows = []
+    for name, row in sim.items():
+        cells = "".join(f"<td>{_share(row['goodput'][label][0] or 0.0)} / {_share(row['goodput'][label][1] or 0.0)}</td>"
+                        for label in (result.a, result.b))
+        mark = "same" if row["agree"] else "<b>differs</b>"
+        rows.append(f"<tr><td>{esc(name)}</td><td>{esc(row['live'])} / {esc(row['sim'])}</td>{cells}<td>{mark}</td></tr>")
+    agree = sum(r["agree"] for r in sim.values())
+    head = (f"<tr><th>scenario</th><th>won, live / sim</th><th>A ({esc(result.a)}) goodput, live / sim</th>"
+            f"<th>B ({esc(result.b)}) goodput, live / sim</th><th>winner</th></tr>")
+    return [Section("Live against sim on the same configs", html=f"<table>{head}{''.join(rows)}</table>",
+                    note=f"each scenario run again in sim on the live runs' own fleet, workload and seed; "
+                         f"live and sim name the same winner in {agree} of {len(sim)} scenarios")]
+
+
 def sections(result: CompareResult) -> list[Section]:
     """The overview and the verdicts (after what an interrupted compare covers), then per
     scenario its summary numbers, time series, latency distribution and tenants (scenarios
     without saved runs: numbers only)."""
     out = [*_partial_section(result), Section("A vs B in every scenario", html=overview_table(result)),
-           Section("What each scenario asks", html=verdicts_html(result))]
+           Section("What each scenario asks", html=verdicts_html(result)), *_live_sim_section(result)]
     for w in result.scenarios:
         if w not in result.runs:
             continue

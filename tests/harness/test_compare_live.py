@@ -60,6 +60,10 @@ def test_a_live_compare_records_its_shortening_and_the_sim_beside_it() -> None:
     assert "live / sim on the same configs" in text and "same winner in 2 of 2" in text
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "steady 20 s of 60" in text
+    from reports.compare import sections
+
+    live_sim = [sec for sec in sections(result) if sec.title == "Live against sim on the same configs"]
+    assert len(live_sim) == 1 and "same winner in 2 of 2" in live_sim[0].note and "<td>spike</td>" in live_sim[0].html
 
 
 def test_duration_turns_the_shortening_off() -> None:
