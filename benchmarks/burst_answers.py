@@ -34,14 +34,13 @@ import json
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
-
-import aiohttp
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from harness.live.burst import Answer, burst, gpus_die_when_busy  # noqa: E402
 LIVE_SCALE = '{"api_servers": 1, "peak_qps": 312.5}'  # what `harness serve hardened` runs here
 SHAPES = ("same-id", "same-input", "distinct")
 
@@ -71,37 +70,11 @@ def body(shape: str, i: int, tenants: int, deadline_ms: int | None, run: int) ->
     return doc
 
 
-async def burst(port: int, shape: str, n: int, tenants: int, deadline_ms: int | None, timeout_s: float,
-                run: int, during=None) -> list[tuple[str, float, float]]:
-    """(status, seconds, seconds since its request was sent) of each of n concurrent requests;
-    status 'no answer' past the client's timeout."""
-    url = f"http://127.0.0.1:{port}/predict"
-    trace = aiohttp.TraceConfig()
-
-    async def sent(session, ctx, params) -> None:
-        ctx.trace_request_ctx["sent"] = time.perf_counter()
-
-    trace.on_request_chunk_sent.append(sent)
-    conn = aiohttp.TCPConnector(limit=0, force_close=True)
-    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=timeout_s),
-                                     trace_configs=[trace]) as s:
-        async def one(i: int) -> tuple[str, float, float]:
-            t0, marks = time.perf_counter(), {}
-            try:
-                async with s.post(url, json=body(shape, i, tenants, deadline_ms, run), trace_request_ctx=marks) as r:
-                    await r.read()
-                    status = str(r.status)
-            except asyncio.TimeoutError:
-                status = "no answer"
-            except aiohttp.ClientError as exc:
-                status = type(exc).__name__
-            t1 = time.perf_counter()
-            return status, t1 - t0, t1 - marks.get("sent", t0)
-
-        tasks = [asyncio.ensure_future(one(i)) for i in range(n)]
-        if during is not None:
-            await during()
-        return list(await asyncio.gather(*tasks))
+async def shaped(port: int, shape: str, n: int, tenants: int, deadline_ms: int | None, timeout_s: float,
+                 run: int, during=None) -> list[Answer]:
+    """n concurrent requests of `shape` (harness.live.burst): (status, seconds, seconds since sent)."""
+    bodies = [body(shape, i, tenants, deadline_ms, run) for i in range(n)]
+    return await burst(f"http://127.0.0.1:{port}/predict", bodies, timeout_s, during)
 
 
 async def gpu_death(n: int, knobs: str, deadline_ms: int | None, timeout_s: float, bound_s: float) -> str:
@@ -110,23 +83,15 @@ async def gpu_death(n: int, knobs: str, deadline_ms: int | None, timeout_s: floa
     from targets.spec import resolve_target
 
     stack = await start_stack(resolve_target("hardened", json.loads(knobs)))
-    pool = stack.target.pool
-
-    async def kill_when_busy() -> None:
-        for _ in range(5000):
-            if pool.busy_gpus():
-                break
-            await asyncio.sleep(0.001)
-        stack.target.kill_gpus(1.0)
-
     try:
-        got = await burst(stack.port, "same-input", n, 1, deadline_ms, timeout_s, 0, during=kill_when_busy)
+        got = await shaped(stack.port, "same-input", n, 1, deadline_ms, timeout_s, 0,
+                           during=gpus_die_when_busy(stack.target))
     finally:
         await stack.stop()
     return line("GPUs die", n, got, bound_s, None)
 
 
-def line(shape: str, n: int, got: list[tuple[str, float, float]], bound_s: float, overflows: int | None) -> str:
+def line(shape: str, n: int, got: list[Answer], bound_s: float, overflows: int | None) -> str:
     by = collections.Counter(s for s, _, _ in got)
     times = sorted(t for _, t, _ in got)
     p99 = times[int(0.99 * (len(times) - 1))]
@@ -155,7 +120,7 @@ async def main(args: argparse.Namespace) -> None:
             for shape in args.shapes.split(","):
                 run += 1
                 before = listen_overflows()
-                got = await burst(ready["port"], shape, n, args.tenants, deadline_ms, args.timeout_s, run)
+                got = await shaped(ready["port"], shape, n, args.tenants, deadline_ms, args.timeout_s, run)
                 after = listen_overflows()
                 print(line(shape, n, got, bound_s, None if before is None or after is None else after - before),
                       flush=True)

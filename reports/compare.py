@@ -23,10 +23,11 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.results.compare import CompareResult, FigureVerdict, Winner
-from harness.results.run import RunResult, RunSummary
+from harness.results.run import RunSummary
 from harness.results.stats import Interval
 from reports.charts import SIDE_COLORS
-from reports.fmt import fmt_pct, fmt_s
+from reports.compare_scope import live_sim_section, partial_lines, partial_section, render_live
+from reports.fmt import clip, fmt_pct, fmt_s, short_share
 from reports.page import Section
 from reports.run import run_sections, summary_table
 from reports.run_charts import Side
@@ -51,41 +52,6 @@ def title(result: CompareResult) -> str:
     return f"Compare: {result.a} (A) vs {result.b} (B), {len(result.scenarios)} scenario(s){cut}, {seeds}"
 
 
-def _ran_text(label: str, run: RunResult | None) -> str:
-    """'A naive ran to the end', 'B hardened cut short: 12.3 s of 600 s', 'B hardened not run'."""
-    if run is None:
-        return f"{label} not run"
-    s = run.summary
-    if not s.partial:
-        return f"{label} ran to the end"
-    if s.covered_s is not None and s.covered_s >= s.duration_s:
-        return f"{label} cut short while its last requests were in flight"
-    return f"{label} cut short: {fmt_s(s.covered_s)} of {s.duration_s:g} s"
-
-
-def partial_lines(result: CompareResult) -> list[str]:
-    """An interrupted compare's account (none for a whole one): which scenarios finished
-    and are judged, and for each that did not, what of it ran (kept in the file, unjudged)."""
-    p = result.partial
-    if p is None:
-        return []
-    planned = len(p.finished) + len(p.unfinished)
-    lines = [f"interrupted; {len(p.finished)} of {planned} scenarios finished on both sides, and only they are "
-             f"judged: {', '.join(p.finished)}." if p.finished else
-             f"interrupted; none of the {planned} scenarios finished on both sides: nothing is judged."]
-    for w in p.unfinished:
-        pair = p.runs.get(w, {})
-        if pair:
-            sides = [_ran_text(f"A {result.a}", pair.get(result.a)), _ran_text(f"B {result.b}", pair.get(result.b))]
-            seeds = (f"seed {result.seeds[0]}: ", f"; not every seed of {len(result.seeds)} finished") \
-                if result.seeds else ("", "")
-            lines.append(f"{w}: not judged ({seeds[0]}{'; '.join(sides)}{seeds[1]}).")
-    untouched = [w for w in p.unfinished if not p.runs.get(w)]
-    if untouched:
-        lines.append(f"Not started{f' (seed {result.seeds[0]})' if result.seeds else ''}: {', '.join(untouched)}.")
-    return lines
-
-
 def _amp(s: RunSummary) -> str:
     return "-" if s.amplification is None else f"{s.amplification:.2f}"
 
@@ -97,26 +63,11 @@ def _recovery(s: RunSummary) -> str:
     return "never" if r.recovered_after_s is None else f"{r.recovered_after_s:.1f} s"
 
 
-def _share(x: float | None) -> str:
-    """A share in at most 4 characters: 0, <.1%, 2.9%, 19%, 100%."""
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0"
-    if x < 0.00095:
-        return "<.1%"
-    return f"{100 * x:.1f}%" if x < 0.0995 else f"{100 * x:.0f}%"
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _outcome_share(s: RunSummary, key: str) -> float:
+def _outcomeshort_share(s: RunSummary, key: str) -> float:
     return getattr(s.outcomes, key).share
 
 
-def _ceiling_share(result: CompareResult, name: str) -> tuple[str, str]:
+def _ceilingshort_share(result: CompareResult, name: str) -> tuple[str, str]:
     ca, cb = result.ceiling_pair(name)
     return tuple("-" if c is None or c.share is None else f"{100 * c.share:.0f}%" for c in (ca, cb))
 
@@ -242,7 +193,7 @@ def _shown_outcomes(result: CompareResult) -> list[tuple[str, str]]:
     """Outcome columns that hold a request in some scenario (an all-zero column says nothing)."""
     pairs = [result.pair(w) for w in result.scenarios]
     return [(k, h) for k, h in OUTCOME_COLUMNS
-            if any(_outcome_share(s, k) > 0 for pair in pairs for s in pair)]
+            if any(_outcomeshort_share(s, k) > 0 for pair in pairs for s in pair)]
 
 
 def overview(result: CompareResult) -> Table:
@@ -263,15 +214,15 @@ def overview(result: CompareResult) -> Table:
     winners = result.winners()
     for name in result.scenarios:
         pair = result.pair(name)
-        ceil = _ceiling_share(result, name)
+        ceil = _ceilingshort_share(result, name)
         won = winners[name]
         for i, (side, s) in enumerate(zip(("A", "B"), pair)):
             mark = "=" if won is Winner.TIE else ("[green]✓[/]" if won == (Winner.A, Winner.B)[i] else "")
-            first = (_clip(name, width) if i == 0 else "").ljust(width)
+            first = (clip(name, width) if i == 0 else "").ljust(width)
             flag = "" if s.valid else "[red]![/]"
             t.add_row(f"{first} {side}{flag}", _goodput_cell(result, name, s, i), ceil[i],
                       _p99_ok_cell(result, name, s, i),
-                      *[_share(_outcome_share(s, k)) for k, _ in outcomes],
+                      *[short_share(_outcomeshort_share(s, k)) for k, _ in outcomes],
                       _amp(s), mark,
                       end_section=i == 1)
     return t
@@ -334,40 +285,7 @@ def render(result: CompareResult, console: Console) -> None:
     wins = list(result.winners().values())
     console.print(f"A won {wins.count(Winner.A)}, B won {wins.count(Winner.B)} of "
                   f"{len(result.scenarios)} scenarios.", highlight=False)
-    _render_live(result, console)
-
-
-def _render_live(result: CompareResult, console: Console) -> None:
-    """A live compare: how each script was shortened, and each scenario's live winner beside
-    the sim's on the same configs (harness.analysis.compare_live)."""
-    block = result.live or {}
-    shortened = block.get("shortened")
-    if shortened:
-        cut = [f"{w} {d['run_s']:.0f} s of {d['full_s']:.0f}" for w, d in shortened.items()
-               if d["run_s"] < d["full_s"] - 1e-9]
-        if cut:
-            console.print("Shortened for live (calm cut, disturbances kept): " + ", ".join(cut) + ".",
-                          highlight=False)
-    sim = block.get("sim")
-    if not sim:
-        return
-    t = Table(title="live / sim on the same configs", header_style="bold",
-              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), show_edge=False)
-    t.add_column("scenario", no_wrap=True)
-    t.add_column("won", justify="center", no_wrap=True)
-    for side in ("A", "B"):
-        t.add_column(f"{side} goodput", justify="right", no_wrap=True)
-    t.add_column("", justify="center", no_wrap=True)
-    for name, row in sim.items():
-        cells = []
-        for label in (result.a, result.b):
-            live, simulated = row["goodput"][label]
-            cells.append(f"{_share(live or 0.0)} / {_share(simulated or 0.0)}")
-        t.add_row(_clip(name, NAME_WIDTH), f"{row['live']} / {row['sim']}", *cells,
-                  "[green]=[/]" if row["agree"] else "[red]≠[/]")
-    console.print(t)
-    agree = sum(r["agree"] for r in sim.values())
-    console.print(f"live and sim name the same winner in {agree} of {len(sim)} scenarios.", highlight=False)
+    render_live(result, console, NAME_WIDTH)
 
 
 # -- HTML ---------------------------------------------------------------------------------------
@@ -388,10 +306,10 @@ def overview_table(result: CompareResult) -> str:
     for w in result.scenarios:
         sa, sb = result.pair(w)
         both = (sa, sb)
-        cells = [_goodput_cell(result, w, s, i) for i, s in enumerate(both)] + list(_ceiling_share(result, w))
+        cells = [_goodput_cell(result, w, s, i) for i, s in enumerate(both)] + list(_ceilingshort_share(result, w))
         cells += [_p99_ok_cell(result, w, s, i) for i, s in enumerate(both)]
         for key in ("shed", "timed_out", "lost"):
-            cells += [fmt_pct(_outcome_share(s, key)) for s in both]
+            cells += [fmt_pct(_outcomeshort_share(s, key)) for s in both]
         cells += [_amp(s) for s in both] + [_recovery(s) for s in both]
         cells += [f"{s.gpu.wasted_gpu_s:,.1f}" for s in both]
         rows.append(f"<tr><td class='l'>{_html.escape(w)}</td>"
@@ -441,42 +359,12 @@ def verdicts_html(result: CompareResult) -> str:
     return legend + f"<table class='data'>{head}{''.join(rows)}</table>"
 
 
-def _partial_section(result: CompareResult) -> list[Section]:
-    """An interrupted compare's account as a section (none for a whole compare)."""
-    lines = partial_lines(result)
-    if not lines:
-        return []
-    lines[0] = lines[0][:1].upper() + lines[0][1:]
-    items = "".join(f"<li>{_html.escape(line)}</li>" for line in lines)
-    return [Section("Partial: interrupted", html=f"<ul>{items}</ul>")]
-
-
-def _live_sim_section(result: CompareResult) -> list[Section]:
-    """A live compare's scenarios run again in sim on the same configs: the two winners and goodputs."""
-    sim = (result.live or {}).get("sim")
-    if not sim:
-        return []
-    esc = _html.escape
-    rows = []
-    for name, row in sim.items():
-        cells = "".join(f"<td>{_share(row['goodput'][label][0] or 0.0)} / {_share(row['goodput'][label][1] or 0.0)}</td>"
-                        for label in (result.a, result.b))
-        mark = "same" if row["agree"] else "<b>differs</b>"
-        rows.append(f"<tr><td>{esc(name)}</td><td>{esc(row['live'])} / {esc(row['sim'])}</td>{cells}<td>{mark}</td></tr>")
-    agree = sum(r["agree"] for r in sim.values())
-    head = (f"<tr><th>scenario</th><th>won, live / sim</th><th>A ({esc(result.a)}) goodput, live / sim</th>"
-            f"<th>B ({esc(result.b)}) goodput, live / sim</th><th>winner</th></tr>")
-    return [Section("Live against sim on the same configs", html=f"<table>{head}{''.join(rows)}</table>",
-                    note=f"each scenario run again in sim on the live runs' own fleet, workload and seed; "
-                         f"live and sim name the same winner in {agree} of {len(sim)} scenarios")]
-
-
 def sections(result: CompareResult) -> list[Section]:
     """The overview and the verdicts (after what an interrupted compare covers), then per
     scenario its summary numbers, time series, latency distribution and tenants (scenarios
     without saved runs: numbers only)."""
-    out = [*_partial_section(result), Section("A vs B in every scenario", html=overview_table(result)),
-           Section("What each scenario asks", html=verdicts_html(result)), *_live_sim_section(result)]
+    out = [*partial_section(result), Section("A vs B in every scenario", html=overview_table(result)),
+           Section("What each scenario asks", html=verdicts_html(result)), *live_sim_section(result)]
     for w in result.scenarios:
         if w not in result.runs:
             continue

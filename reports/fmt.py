@@ -80,3 +80,19 @@ def fmt_measured(x: float | None, unit: str) -> tuple[str, str]:
     if word == "x":
         return fmt_x(x), rest
     return ("-" if x is None else f"{x:.3g}"), unit
+
+
+def short_share(x: float | None) -> str:
+    """A share in at most 4 characters: 0, <.1%, 2.9%, 19%, 100%."""
+    if x is None:
+        return "-"
+    if x == 0:
+        return "0"
+    if x < 0.00095:
+        return "<.1%"
+    return f"{100 * x:.1f}%" if x < 0.0995 else f"{100 * x:.0f}%"
+
+
+def clip(text: str, width: int) -> str:
+    """`text` cut to `width` characters, an ellipsis marking the cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -32,11 +32,11 @@ from __future__ import annotations
 import hashlib
 import json
 from array import array
-
-import numpy as np
 from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Any, Final, Hashable, Sequence
+
+import numpy as np
 
 from targets.bounded import Bound, BoundedMap
 from targets.protocol import Attempt, Response, Status
@@ -76,8 +76,8 @@ def input_digest(value: Any) -> bytes:
 
     Flat lists of numbers (the common case) are hashed as float64s; anything
     else as canonical JSON. A numpy array (an API server's validated input) hashes
-    as its `tolist()` does, a flat numeric one without converting it. Raises ValueError/RecursionError only for a value
-    no JSON parser produces.
+    as its `tolist()` does, a flat numeric one without converting it. Raises
+    ValueError/RecursionError only for a value no JSON parser produces.
     """
     h = hashlib.blake2b(digest_size=16)
     _feed(h, value)

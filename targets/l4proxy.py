@@ -50,7 +50,7 @@ from typing import Callable
 
 from targets.conn_table import Admit, ConnTable, Expiry, Phase
 from targets.edge_refusal import refusal, request_end
-from targets.limits import EdgeLimits, LogBudget, check_exposure
+from targets.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget, check_exposure
 from targets.server_overload import FrontEndWaits, ProxyGuard, relay_key
 
 log = logging.getLogger(__name__)
@@ -86,9 +86,6 @@ _HEAD_TIMEOUT = _canned("408 Request Timeout", "header-timeout", "the request he
 
 
 _BETWEEN_REQUESTS = (Phase.FRESH, Phase.IDLE)
-# The kernel caps it at net.core.somaxconn (4,096 here); 1,024 overflowed under bursts of new
-# connections (TcpExtListenOverflows), and each dropped SYN is retried 1, 3, 7 s later.
-LISTEN_BACKLOG = 65_535
 
 
 class _Side(asyncio.Protocol):

@@ -19,12 +19,29 @@
 
 `check_exposure` is the rule that binding beyond loopback needs an explicit
 `expose=True`. `LogBudget` rate-limits a log line (one per dropped client).
+`bearer_ok` checks a bearer token (the API servers', the LLM server's);
+`LISTEN_BACKLOG` is every listening socket's accept queue.
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 from dataclasses import dataclass
+from typing import Final
+
+# Connections the kernel may hold for accept on a listening socket (it caps this at
+# net.core.somaxconn, 4,096 here). The proxy opens one connection to an API server per client
+# connection it relays, all at once in a burst; past the backlog the kernel drops their SYNs,
+# and each dropped one is retried 1, 3, 7, 15 s later: 2,000 concurrent requests through a
+# 1,024-deep backlog overflowed it ~970 times (TcpExtListenOverflows), none with 4,096.
+LISTEN_BACKLOG: Final = 65_535
+
+
+def bearer_ok(header: str, token: str) -> bool:
+    """Whether an Authorization header carries ``Bearer <token>`` (compared in constant time)."""
+    expected = f"Bearer {token}".encode("utf-8", "surrogateescape")
+    return hmac.compare_digest(header.encode("utf-8", "surrogateescape"), expected)
 
 
 @dataclass(frozen=True)

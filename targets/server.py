@@ -62,7 +62,6 @@ Optional harness headers (accounting only, never read by policies):
 from __future__ import annotations
 
 import asyncio
-import hmac
 import itertools
 import logging
 import math
@@ -74,7 +73,7 @@ from aiohttp import web
 
 from targets.admission import answer_within_s
 from targets.dedupe import Conflict, input_digest
-from targets.limits import EdgeLimits, LogBudget
+from targets.limits import EdgeLimits, LogBudget, bearer_ok
 from targets.protocol import Attempt, Response, Status
 from targets.server_metrics import NO_VERSION, ApiMetrics
 from targets.server_overload import AgeGuard, LagGuard, LoopLag, relay_key
@@ -324,17 +323,12 @@ async def _metrics(request: web.Request) -> web.Response:
                         headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
 
-def _token_ok(header: str, token: str) -> bool:
-    expected = f"Bearer {token}".encode("utf-8", "surrogateescape")
-    return hmac.compare_digest(header.encode("utf-8", "surrogateescape"), expected)
-
-
 @web.middleware
 async def _auth(request: web.Request, handler):
     """/predict and /metrics need the bearer token when the server has one."""
     door = request.app[_DOOR]
     if door.token is not None and request.path in _GUARDED:
-        if not _token_ok(request.headers.get("Authorization", ""), door.token):
+        if not bearer_ok(request.headers.get("Authorization", ""), door.token):
             door.metrics.bad.labels("unauthorized").inc()
             return _error(401, "unauthorized", "this server needs 'Authorization: Bearer <token>'",
                           headers={"WWW-Authenticate": 'Bearer realm="harness"'})

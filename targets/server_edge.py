@@ -21,16 +21,9 @@ from aiohttp import http_exceptions as hx
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from targets.limits import EdgeLimits, LogBudget
+from targets.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget
 
 log = logging.getLogger("targets.server")
-
-# Connections the kernel may hold for accept (it caps this at net.core.somaxconn, 4096 by
-# default). The proxy in front opens one connection here per client connection it relays, all at
-# once in a burst; past the backlog the kernel drops their SYNs, and each dropped one is retried
-# 1, 3, 7, 15 s later: 2,000 concurrent requests through a 1,024-deep backlog overflowed it ~970
-# times, each request a second late or more (TcpExtListenOverflows), none with 4,096.
-LISTEN_BACKLOG = 65_535
 
 # Most specific first: (exception class, kind, reason).
 _PARSER_ERRORS: tuple[tuple[type[BaseException], str, str], ...] = (

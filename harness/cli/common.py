@@ -73,6 +73,31 @@ def interruptible() -> Iterator[None]:
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
+def served_notice(exposed: bool, host: str, port: int, serves: str, guarded: str, token: str | None) -> None:
+    """What `serve` says after binding: a loud line when it serves beyond loopback (and whether
+    anyone may use it), else whether the token is required. `serves`: the paths it serves;
+    `guarded`: those the token guards."""
+    if exposed:
+        where = "every interface of this machine" if host in ("0.0.0.0", "::") else f"address {host}"
+        err.print(f"[bold red]EXPOSED[/] beyond loopback: port {port} serves {serves} on {where}; "
+                  + (f"a bearer token is required on {guarded}" if token
+                     else "[bold]no token[/]: anyone who connects can use the API (set --token or HARNESS_TOKEN)"),
+                  highlight=False, soft_wrap=True)
+    elif token:
+        out.print(f"  a bearer token is required on {guarded}", highlight=False)
+
+
+async def until_stopped() -> None:
+    """Return on SIGINT or SIGTERM (a served target runs until then)."""
+    import asyncio
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
 # -- option checks (typer callbacks: they get the parsed value and return it) ---------------------
 
 def bounded(option: str, *, gt: float | None = None, ge: float | None = None, le: float | None = None,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import signal
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional
@@ -17,8 +16,8 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness.cli.common import (DEVICE, LIVE_SCALE, MODEL, MODELS, bounded, err, fail, int_list, out,
-                                writable_file)
+from harness.cli.common import (DEVICE, LIVE_SCALE, MODEL, MODELS, bounded, err, fail, int_list, out, served_notice,
+                                until_stopped, writable_file)
 from harness.engine.jobs import SimJob
 from harness.results import CompareResult, RunResult
 from workloads.loader import ConfigError
@@ -238,20 +237,9 @@ def serve(
                   f"  scale {info.effective:.4g} of the design: {cfg.peak_qps:,.0f} req/s peak\n"
                   '  body: {"tenant", "request_id"?, "deadline_ms"?, "input"}; Ctrl-C stops',
                   highlight=False, soft_wrap=True)
-        if exposed:
-            where = "every interface of this machine" if host in ("0.0.0.0", "::") else f"address {host}"
-            err.print(f"[bold red]EXPOSED[/] beyond loopback: port {ready['proxy_port']} serves /predict, /healthz "
-                      f"and /metrics on {where}; "
-                      + ("a bearer token is required on /predict and /metrics" if token
-                         else "[bold]no token[/]: anyone who connects can use the API (set --token or HARNESS_TOKEN)"),
-                      highlight=False, soft_wrap=True)
-        elif token:
-            out.print("  a bearer token is required on /predict and /metrics", highlight=False)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        served_notice(exposed, host, ready["proxy_port"], "/predict, /healthz and /metrics", "/predict and /metrics",
+                      token)
+        await until_stopped()
         await th.stop()
         out.print("stopped", highlight=False)
 

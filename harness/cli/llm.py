@@ -134,9 +134,8 @@ def serve_llm_cmd(policy: str, port: int, host: str, expose: bool, token: str | 
     `--set` takes the engine knobs (and cost=FILE) as `compare llm-A llm-B`; `unused`: the `serve` flags
     given that an LLM target cannot honour (an exit 2 naming them)."""
     import asyncio
-    import signal
 
-    from harness.cli.common import out
+    from harness.cli.common import out, served_notice, until_stopped
     from harness.live.driver_loop import new_loop
     from harness.live.llm_profile import LIVE_ENGINE
     from harness.live.llm_serve import MAX_LEN, MODEL_NAME, start_llm_server
@@ -176,21 +175,10 @@ def serve_llm_cmd(policy: str, port: int, host: str, expose: bool, token: str | 
                   "most per step\n"
                   '  body: OpenAI completions {"model", "prompt" (text or token ids), "max_tokens", "stream"?, '
                   '"user"?}; Ctrl-C stops', highlight=False, soft_wrap=True)
-        if exposed:
-            where = "every interface of this machine" if host in ("0.0.0.0", "::") else f"address {host}"
-            err.print(f"[bold red]EXPOSED[/] beyond loopback: port {server.port} serves /v1/completions and "
-                      f"/v1/models on {where}; "
-                      + ("a bearer token is required on every /v1/ path" if token
-                         else "[bold]no token[/]: anyone who connects can use the API (set --token or HARNESS_TOKEN)"),
-                      highlight=False, soft_wrap=True)
-        elif token:
-            out.print("  a bearer token is required on every /v1/ path", highlight=False)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        served_notice(exposed, host, server.port, "/v1/completions and /v1/models", "every /v1/ path",
+                      token)
         try:
-            await stop.wait()
+            await until_stopped()
         finally:
             await server.close()
         out.print("stopped", highlight=False)

@@ -26,7 +26,6 @@ shape (`invalid_api_key`) and the engine never sees the request.
 
 from __future__ import annotations
 
-import hmac
 import json
 import math
 import time
@@ -35,6 +34,7 @@ from typing import Any
 
 from aiohttp import web
 
+from targets.limits import bearer_ok
 from targets.llm.live_engine import DEFAULT_TENANT, LiveEngine, RateLimited
 from targets.llm.openai_request import BadCompletion, Completion, parse_completion, tenant_name
 
@@ -95,15 +95,10 @@ def _tenant(request: web.Request, req: Completion) -> str:
     return req.user or header or DEFAULT_TENANT
 
 
-def _token_ok(header: str, token: str) -> bool:
-    expected = f"Bearer {token}".encode("utf-8", "surrogateescape")
-    return hmac.compare_digest(header.encode("utf-8", "surrogateescape"), expected)
-
-
 def _auth(token: str):  # type: ignore[no-untyped-def]
     @web.middleware
     async def auth(request: web.Request, handler):  # type: ignore[no-untyped-def]
-        if request.path.startswith("/v1/") and not _token_ok(request.headers.get("Authorization", ""), token):
+        if request.path.startswith("/v1/") and not bearer_ok(request.headers.get("Authorization", ""), token):
             body = BadCompletion(401, "invalid_api_key", "this server needs 'Authorization: Bearer <token>'",
                                  kind="authentication_error").body()
             return web.json_response(body, status=401, headers={"WWW-Authenticate": 'Bearer realm="harness"'})

@@ -11,13 +11,11 @@ left for the client's own timeout, which is set well under the stack's 30 s hold
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import Counter
 
-import aiohttp
 import pytest
 
+from harness.live.burst import burst, gpus_die_when_busy
 from targets.admission import answer_within_s
 from targets.server_stack import start_stack
 from targets.spec import resolve_target
@@ -39,35 +37,13 @@ def doc(shape: str, i: int, run: str) -> dict:
     return body
 
 
-async def burst(port: int, shape: str, n: int, run: str, during=None) -> list[tuple[int | str, float, float]]:
+async def shaped(port: int, shape: str, n: int, run: str, during=None) -> list[tuple[int | str, float, float]]:
     """(status, seconds from its last byte sent to its answer, its bound) of n concurrent requests."""
-    url = f"http://127.0.0.1:{port}/predict"
-    trace = aiohttp.TraceConfig()
-
-    async def sent(session, ctx, params) -> None:
-        ctx.trace_request_ctx["sent"] = time.perf_counter()
-
-    trace.on_request_chunk_sent.append(sent)
-    conn = aiohttp.TCPConnector(limit=0, force_close=True)
-    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=CLIENT_TIMEOUT_S),
-                                     trace_configs=[trace]) as session:
-        async def one(i: int) -> tuple[int | str, float, float]:
-            body, marks = doc(shape, i, run), {}
-            bound = answer_within_s(None if "deadline_ms" not in body else body["deadline_ms"] / 1000,
-                                    CFG.slo_s, 30.0)
-            t0 = time.perf_counter()
-            try:
-                async with session.post(url, json=body, trace_request_ctx=marks) as r:
-                    await r.read()
-                    status: int | str = r.status
-            except asyncio.TimeoutError:
-                status = "no answer"
-            return status, time.perf_counter() - marks.get("sent", t0), bound
-
-        tasks = [asyncio.ensure_future(one(i)) for i in range(n)]
-        if during is not None:
-            await during()
-        return list(await asyncio.gather(*tasks))
+    bodies = [doc(shape, i, run) for i in range(n)]
+    got = await burst(f"http://127.0.0.1:{port}/predict", bodies, CLIENT_TIMEOUT_S, during)
+    return [(status, since_sent, answer_within_s(None if "deadline_ms" not in b else b["deadline_ms"] / 1000,
+                                                  CFG.slo_s, 30.0))
+            for b, (status, _, since_sent) in zip(bodies, got)]
 
 
 def check(got: list[tuple[int | str, float, float]], shape: str) -> Counter:
@@ -86,27 +62,20 @@ async def stack():
 
 
 async def test_bursts_of_one_id_and_of_many_tenants_are_all_answered_in_time(stack) -> None:
-    same_id = check(await burst(stack.port, "same-id", 2000, "one-id"), "same-id")
+    same_id = check(await shaped(stack.port, "same-id", 2000, "one-id"), "same-id")
     assert same_id[409] >= 1000, same_id  # one runs; the rest are conflicts (or run after a shed one)
-    same_input = check(await burst(stack.port, "same-input", 2000, "one-input"), "same-input")
+    same_input = check(await shaped(stack.port, "same-input", 2000, "one-input"), "same-input")
     assert same_input[200] >= 257, same_input  # the one computation, its 256 waiters, its replays
-    distinct = check(await burst(stack.port, "distinct", 2000, "many"), "distinct")
+    distinct = check(await shaped(stack.port, "distinct", 2000, "many"), "distinct")
     assert distinct[429] and distinct[200], distinct  # tenant limits bite, and some are served
 
 
 async def test_requests_whose_gpus_die_under_them_are_answered_by_their_bound(stack) -> None:
     target = stack.target
-
-    async def kill_when_busy() -> None:
-        for _ in range(5000):  # wait for a batch on a GPU (at most 5 s), then take every GPU down
-            if target.pool.busy_gpus():
-                break
-            await asyncio.sleep(0.001)
-        target.kill_gpus(1.0)
-
-    got = await burst(stack.port, "same-input", 300, "dies", during=kill_when_busy)
+    # once a batch runs on a GPU (at most 5 s), every GPU goes down
+    got = await shaped(stack.port, "same-input", 300, "dies", during=gpus_die_when_busy(target))
     statuses = check(got, "same-input, GPUs dead")
     assert target.pool.alive_gpus() == 0 and target.stats.received >= 1
     assert statuses[503], statuses  # queued when the GPUs died: answered 503 at their bound, not held
-    got = await burst(stack.port, "distinct", 300, "dies-many")
+    got = await shaped(stack.port, "distinct", 300, "dies-many")
     check(got, "distinct, GPUs dead")
