@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Final, NamedTuple, Protocol, Sized
 
 from targets.config import Batching
+from targets.delayline import Alarm
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
 from targets.protocol import Attempt, Response, Status
 from targets.queues import BucketedQueue, Queue
@@ -142,9 +143,8 @@ class Batcher:
         self.pull = pull
         self._expired = expired
         self._on_drop = on_drop
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = float("inf")
         self._loop = asyncio.get_running_loop()
+        self._alarm = Alarm(self._loop, self.pump)  # the next recheck
         self._time, self._decide = self._loop.time, policy.decide  # bound once: called per request
         self._rate = ArrivalRate(policy.rate_horizon_s) if policy.kind is Batching.RATE else None
         self.gpu_share = gpu_share
@@ -206,8 +206,8 @@ class Batcher:
             take = decision.take
             if not take:
                 recheck = decision.recheck_after_s
-                if recheck is not None and (self._timer is None or self._timer_at > now + recheck + 1e-12):
-                    self._wake_at(now + recheck)  # (the test: _wake_at's own, done here to skip the call)
+                if recheck is not None and self._alarm.at_s > now + recheck + 1e-12:
+                    self._alarm.at(now + recheck)  # (the test: Alarm.at's own, done here to skip the call)
                 return
             batch = self._take(take, now, source)
             if batch:
@@ -233,18 +233,6 @@ class Batcher:
                 break
             got = q.pop_from(source, n - len(kept)) if source is not None else q.pop(n - len(kept))  # type: ignore[attr-defined]  # a BucketedQueue's
         return kept
-
-    def _wake_at(self, when: float) -> None:
-        if self._timer is not None and self._timer_at <= when + 1e-12:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = when
-        self._timer = self._loop.call_at(when, self._on_timer)
-
-    def _on_timer(self) -> None:
-        self._timer, self._timer_at = None, float("inf")
-        self.pump()
 
 
 class GpuPoolLike(Protocol):

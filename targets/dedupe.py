@@ -59,6 +59,7 @@ class Conflict(Response):
 _TOO_MANY_WAITERS: Final = Response(Status.TOO_MANY, retry_after_s=0.1, reason="too many duplicates of one request_id in flight")
 ORPHANED: Final = Response(Status.UNAVAILABLE, retry_after_s=0.05,
                            reason="the request this one joined was lost with its GPU; a retry runs afresh")
+DEADLINE_PASSED: Final = Response(Status.UNAVAILABLE, reason="deadline passed while waiting on its twin's work")
 
 
 @dataclass

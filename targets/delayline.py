@@ -1,9 +1,13 @@
-"""A delay line: run callbacks a constant delay after they were pushed.
+"""Loop timers that keep the event loop's timer heap small, which is most of the cost of a
+large simulation. Work on any asyncio loop (virtual or wall clock).
 
-With one delay for everything (a client timeout, a cache hop), expiries come
-in push order, so one FIFO and one armed timer replace a heap entry per item.
-That keeps the event loop's timer heap small, which is most of the cost of a
-large simulation. Works on any asyncio loop (virtual or wall clock).
+`DelayLine`: run callbacks a constant delay after they were pushed. With one delay for
+everything (a client timeout, a cache hop), expiries come in push order, so one FIFO and
+one armed timer replace a heap entry per item.
+
+`Alarm`: one callback at the earliest of the times it was asked for (a batcher's next
+recheck, the dedupe's next expiry): a later ask while it is armed changes nothing, an
+earlier one moves it.
 """
 
 from __future__ import annotations
@@ -48,6 +52,38 @@ class DelayLine:
             self.loop.call_at(max(items[0][0], now + self.resolution_s), self._fire)
         else:
             self._armed = False
+
+
+class Alarm:
+    """Call `fn()` once at the earliest time `at` was given since it last fired (or `cancel`).
+    `at_s` is that time (inf when unarmed), `armed` whether it is set."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], None]) -> None:
+        self._loop = loop
+        self._fn = fn
+        self._handle: asyncio.TimerHandle | None = None
+        self.at_s = float("inf")
+
+    @property
+    def armed(self) -> bool:
+        return self._handle is not None
+
+    def at(self, when: float) -> None:
+        if self._handle is not None:
+            if self.at_s <= when + 1e-12:
+                return
+            self._handle.cancel()
+        self.at_s = when
+        self._handle = self._loop.call_at(when, self._fire)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle, self.at_s = None, float("inf")
+
+    def _fire(self) -> None:
+        self._handle, self.at_s = None, float("inf")
+        self._fn()
 
 
 class DelayLines:

@@ -25,8 +25,8 @@ from targets.bounded import Bound, RecentSet, SeenSet
 from targets.cache import ResponseCache
 from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
-from targets.dedupe import ORPHANED, Deduper
-from targets.delayline import DelayLine
+from targets.dedupe import DEADLINE_PASSED, ORPHANED, Deduper
+from targets.delayline import Alarm, DelayLine
 from targets.dispatch_policy import per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
 from targets.frontend_cpu import FrontendCpu
@@ -42,8 +42,6 @@ _size: Final = attrgetter("size")
 
 
 _OWN_COSTS_KEPT: Final = 65_536  # distinct input lengths whose batch cost admission remembers
-# An attempt whose own deadline passed while it waited on another's work (targets.dedupe).
-DEADLINE_PASSED: Final = Response(Status.UNAVAILABLE, reason="deadline passed while waiting on its twin's work")
 
 
 def _always(_: Attempt) -> bool:
@@ -117,9 +115,7 @@ class ServingTarget:
             self.cache = ResponseCache(config.cache, config.cache_entries, config.model_version, break_even)
             self._cache_hop = DelayLine(config.cache_hop_s, self.loop)
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
-        # The dedupe's deadline timer (see _dedupe_expire): armed for its next due attempt only.
-        self._dedupe_timer: asyncio.TimerHandle | None = None
-        self._dedupe_timer_at = float("inf")
+        self._dedupe_alarm = Alarm(self.loop, self._dedupe_expire)  # the dedupe's next due attempt
         tenant_rate = config.tenant_limit_share * config.peak_qps
         self._buckets = TenantBuckets(tenant_rate, max(1.0, tenant_rate * config.tenant_burst_s))
         self._slowness = Slowness(tau_s=max(1.0, 10 * self.batch_s))
@@ -160,9 +156,7 @@ class ServingTarget:
         self._computed.clear()
         if self.dedupe is not None:
             self.dedupe.clear()
-        if self._dedupe_timer is not None:
-            self._dedupe_timer.cancel()
-            self._dedupe_timer, self._dedupe_timer_at = None, float("inf")
+        self._dedupe_alarm.cancel()
         if self.cache is not None:
             self.cache.clear()
         if self.canary is not None:
@@ -263,8 +257,8 @@ class ServingTarget:
         if dedupe is not None and not dedupe.offer(a, now):
             # Answered here, or attached to the key's work: then due by its own deadline.
             due = dedupe.next_expiry()
-            if due is not None and due < self._dedupe_timer_at:
-                self._arm_dedupe(due)
+            if due is not None:
+                self._dedupe_alarm.at(due)
             return
         if self._tenant_limits:
             bucket = self._buckets.bucket(a.tenant, now)
@@ -326,15 +320,8 @@ class ServingTarget:
         self.inflight[a.server] -= 1
         self._reply(a, DEADLINE_EXCEEDED)
 
-    def _arm_dedupe(self, when: float) -> None:
-        if self._dedupe_timer is not None:
-            self._dedupe_timer.cancel()
-        self._dedupe_timer_at = when
-        self._dedupe_timer = self.loop.call_at(when, self._dedupe_expire)
-
     def _dedupe_expire(self) -> None:
         """Answer each attempt that waits on another's work past its own deadline."""
-        self._dedupe_timer, self._dedupe_timer_at = None, float("inf")
         dedupe = self.dedupe
         if dedupe is None:
             return
@@ -342,7 +329,7 @@ class ServingTarget:
             a.answer(DEADLINE_PASSED)
         due = dedupe.next_expiry()
         if due is not None:
-            self._arm_dedupe(due)
+            self._dedupe_alarm.at(due)
 
     def _reply(self, a: Attempt, response: Response) -> None:
         if self.dedupe is not None:
