@@ -56,7 +56,8 @@ from harness.live.fd_limit import raise_fd_limit
 from harness.live.baseline import stats_since
 from harness.live.host import HostProcess, HostSpec
 from harness.live.scaling import Scaling
-from harness.live.warmup import DEFAULT_WARMUP_S, cold_start_figures, opening_rps, warmup_figures, warmup_workload
+from harness.live.warmup import (DEFAULT_WARMUP_S, cold_start_figures, opening_rps, warmup_figures, warmup_schedule,
+                                 warmup_workload)
 from harness.live.validity import LIMITS, cpu_count, cpu_ticks, invalid_reasons, machine_busy
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document
@@ -261,7 +262,7 @@ class LiveRun:
         loop = asyncio.get_running_loop()
         wl = self.warmup_load
         assert wl is not None
-        sched = build_schedule(wl, self.seed + 1)
+        sched = warmup_schedule(wl, self.seed + 1)
         rec = self.warmup = Recorder(sched.sched_s, sched.tenant, sched.tenants, self.config.slo_s,
                                      wl.duration_s, wl.window_s)
         with quiet_gc():  # before the warm-up's clock starts (see _main)
