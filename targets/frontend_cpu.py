@@ -24,7 +24,7 @@ queueing only). A sim target whose GPUs are modeled models that front end too
 A request is refused by the proxy at its cost while the front end's
 ``PROXY_QUORUM``-th oldest admitted request still in it has waited
 ``proxy_limit_s`` or more: the live proxy's guard (frontend_proxy_share of the
-SLO, targets.server_overload.ProxyGuard) judges that very signal. It is an age,
+SLO, targets.http.overload.ProxyGuard) judges that very signal. It is an age,
 so it lags the queue behind it: while it is under the limit, arrivals keep
 being admitted and the requests at the back wait longer than the limit (about
 the overload times it). (The first model refused on the wait a request
@@ -47,7 +47,7 @@ from typing import Any
 
 __all__ = ["Admitted", "FrontendCpu", "PROXY_QUORUM"]
 
-PROXY_QUORUM = 3  # as targets.server_overload.ProxyGuard.quorum (a test holds them equal)
+PROXY_QUORUM = 3  # as targets.http.overload.ProxyGuard.quorum (a test holds them equal)
 
 
 @dataclass(frozen=True)

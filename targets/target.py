@@ -113,7 +113,7 @@ class ServingTarget:
         if config.cache is not CacheMode.OFF:
             break_even = max(0.01, config.cache_hop_s / self.batch_s)
             self.cache = ResponseCache(config.cache, config.cache_entries, config.model_version, break_even)
-            self._cache_hop = DelayLine(config.cache_hop_s, self.loop)
+            self._cache_hop = DelayLine(config.cache_hop_s, self._after_cache, self.loop)
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
         self._dedupe_alarm = Alarm(self.loop, self._dedupe_expire)  # the dedupe's next due attempt
         tenant_rate = config.tenant_limit_share * config.peak_qps
@@ -207,7 +207,7 @@ class ServingTarget:
             a.server = server
         cache = self.cache
         if cache is not None and cache.should_lookup():
-            self._cache_hop.push(self._after_cache, a)
+            self._cache_hop.push(a)
         elif self.frontend is None:
             # _route(a) with no front end to pass, inline: this runs for every attempt
             self.submit_to(a.server if a.server >= 0 else self.balancer.route(a.tenant, a.conn, self.inflight), a)

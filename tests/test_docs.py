@@ -160,16 +160,16 @@ def test_every_gate_operator_and_summary_number_is_documented() -> None:
 def test_every_error_kind_the_server_can_answer_is_documented() -> None:
     """Kinds read from the server sources with a regex (the generator parses the AST), plus
     the target's statuses and the edge's parser errors."""
-    from targets import server_edge
+    from targets.http import edge
     from targets.protocol import Status
 
     text = _doc("http-api.md")
     kinds = set()
-    for module in ("server.py", "server_parse.py", "server_edge.py", "l4proxy.py"):
-        source = (ROOT / "targets" / module).read_text()
+    for module in ("server.py", "parse.py", "edge.py", "l4proxy.py"):
+        source = (ROOT / "targets" / "http" / module).read_text()
         kinds |= set(re.findall(r'(?:_error|BadRequest|_canned)\(\s*"?\d{3}[^,]*,\s*"([a-z0-9-]+)"', source))
         kinds |= set(re.findall(r'return \d{3}, "([a-z0-9-]+)"', source))
-    kinds |= {kind for _, kind, _ in server_edge._PARSER_ERRORS}
+    kinds |= {kind for _, kind, _ in edge._PARSER_ERRORS}
     kinds |= {s.name.lower() for s in Status if s is not Status.OK}
     assert len(kinds) > 25, kinds  # the regex still finds the server's refusals
     for kind in sorted(kinds):
@@ -178,7 +178,7 @@ def test_every_error_kind_the_server_can_answer_is_documented() -> None:
 
 def test_every_template_placeholder_and_body_field_is_documented() -> None:
     from harness.live.payloads import _PLACEHOLDER
-    from targets.server_parse import FIELDS
+    from targets.http.parse import FIELDS
 
     text = _doc("http-api.md")
     for name in re.findall(r"[a-z_]+", _PLACEHOLDER.pattern.split("(", 1)[1].split(")", 1)[0]):

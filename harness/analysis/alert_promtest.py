@@ -11,7 +11,7 @@ rule engine (`promtool test rules FILE`) to agree:
   firing anything there fails. (Where the evaluator fires on a calm day, naive's night say,
   the tests expect those alerts: they check Prometheus agrees, and the result says the day fired.)
 
-The input series are what `/metrics` serves (targets/server_metrics.py), one sample per
+The input series are what `/metrics` serves (targets/http/metrics.py), one sample per
 evaluation interval (the run's window, where the evaluator evaluates), written in promtool's
 expanding notation: counters are the window counts summed from 0 at t=0, gauges the window's
 last sample (`stale` where the run took none, which the evaluator reads as no sample).

@@ -26,7 +26,7 @@ out = Console()
 err = Console(stderr=True)
 
 MODES = ("sim", "live")
-MODELS = ("mlp", "cnn", "transformer")  # targets.models.MODEL_NAMES, without importing torch
+MODELS = ("mlp", "cnn", "transformer")  # targets.gpu.models.MODEL_NAMES, without importing torch
 EXECUTORS = ("process", "ray")  # harness.engine.jobs.Executor, less inline (that is --jobs 1)
 
 

@@ -207,7 +207,7 @@ def serve(
         return serve_llm_cmd(target, port, host, expose, token, set_ or [], unused)
     from harness.live.scaling import shrink
     from harness.live.host import HostSpec, TargetHost
-    from targets.limits import check_exposure
+    from targets.http.limits import check_exposure
     from targets.spec import parse_overrides, resolve_target
 
     try:

@@ -139,7 +139,7 @@ def serve_llm_cmd(policy: str, port: int, host: str, expose: bool, token: str | 
     from harness.live.driver_loop import new_loop
     from harness.live.llm_profile import LIVE_ENGINE
     from harness.live.llm_serve import MAX_LEN, MODEL_NAME, start_llm_server
-    from targets.limits import check_exposure
+    from targets.http.limits import check_exposure
 
     if policy not in policy_names():
         fail(f"unknown LLM policy '{policy}': valid are {', '.join(policy_names())}")

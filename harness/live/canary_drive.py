@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from harness.live.payloads import Payloads
-from targets.versions import LABELS as NUM_CLASSES  # the classifier's classes (targets.models has as many)
+from targets.versions import LABELS as NUM_CLASSES  # the classifier's classes (targets.gpu.models has as many)
 
 __all__ = ["CanaryTraffic", "StepRecords", "VersionRecords"]
 

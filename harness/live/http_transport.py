@@ -203,7 +203,7 @@ class HttpTransport:
             b"Host: %s", b"Host: " + f"{host}:{port}".encode())
         self._pools: dict[str, _Pool] = {}
         self._inflight: dict[Attempt, _Conn] = {}
-        self._timeouts = DelayLines(self.loop, resolution_s=TIMEOUT_SLACK_S)
+        self._timeouts = DelayLines(self._expire, self.loop, resolution_s=TIMEOUT_SLACK_S)
         self._tasks: set[asyncio.Task] = set()
         self._t0 = 0.0
         self._sched: list[float] | None = None
@@ -257,7 +257,7 @@ class HttpTransport:
         if attempt.attempt_no == 0 and self._sched is not None:
             self._lags.append(time.monotonic() - self._t0 - self._sched[attempt.uid])
         attempt.on_answer = on_done
-        self._timeouts.push(timeout_s, self._expire, attempt)
+        self._timeouts.push(timeout_s, attempt)
         pool = self._pools.get(attempt.tenant) or self._pool(attempt.tenant)
         idle = pool.idle
         while idle:

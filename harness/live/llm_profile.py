@@ -23,9 +23,8 @@ import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import torch
-
 from harness.live.llm_drive import serve_and_drive
+from targets.gpu.executor import torch_threads, torch_version
 from targets.llm import LlmEngineSpec
 from targets.llm.cost import StepCost
 from workloads.llm import LengthDist, LlmWorkload, build_llm_schedule
@@ -79,7 +78,7 @@ def profile_llm(rate_rps: float = CALIBRATION.rate_rps, duration_s: float = CALI
         raise ValueError("calibration run finished no request: no front end to measure")
     cost = replace(StepCost.from_table(served.steps), frontend_in_s=statistics.median(served.front_in_s),
                    frontend_out_s=statistics.median(served.front_out_s))
-    return LlmProfile(served.steps, cost, torch.get_num_threads(), torch.__version__, len(served.front_in_s))
+    return LlmProfile(served.steps, cost, torch_threads(), torch_version(), len(served.front_in_s))
 
 
 def speed_drift(profile: LlmProfile, steps: list[tuple[int, int, int, float]]) -> float:

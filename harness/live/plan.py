@@ -23,7 +23,7 @@ from harness.live.scaling import Scaling, default_scale, scale_for_live, snap_sc
 from harness.live.warmup import DEFAULT_WARMUP_S
 from harness.results import CompareResult, RunResult
 from targets.config import TargetConfig
-from targets.limits import is_loopback
+from targets.http.limits import is_loopback
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 from workloads.model import WorkloadConfig

@@ -34,7 +34,7 @@ from typing import Any
 
 from aiohttp import web
 
-from targets.limits import bearer_ok
+from targets.http.limits import bearer_ok
 from targets.llm.live_engine import DEFAULT_TENANT, LiveEngine, RateLimited
 from targets.llm.openai_request import BadCompletion, Completion, parse_completion, tenant_name
 

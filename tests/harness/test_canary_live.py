@@ -13,9 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from harness.analysis.canary import Action
 from harness.analysis.canary_run import StepMachine
 from targets.config import TargetConfig
-from targets.api_servers import ApiServers
-from targets.server import ApiMetrics, FrontDoor
-from targets.server_stack import numbers
+from targets.http.api_servers import ApiServers
+from targets.http.server import ApiMetrics, FrontDoor
+from targets.http.stack import numbers
 from targets.target import ServingTarget
 from targets.versions import CanaryRouting, ModelVersion
 from workloads.canary_plan import CanaryPlan

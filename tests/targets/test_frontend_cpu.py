@@ -93,7 +93,7 @@ def test_proxy_refuses_first_and_cheaper() -> None:
 
 def test_the_sim_proxy_reads_the_live_guards_quorum() -> None:
     from targets.frontend_cpu import PROXY_QUORUM
-    from targets.server_overload import ProxyGuard
+    from targets.http.overload import ProxyGuard
 
     assert PROXY_QUORUM == ProxyGuard(0.01).quorum
 

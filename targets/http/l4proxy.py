@@ -8,8 +8,8 @@ clients to one API server. Bytes are relayed untouched in both directions
 up, reading from the other side pauses. When either side closes, the other is
 closed after its pending bytes are written.
 
-It is also the front door's guard (targets.conn_table decides, this shell
-acts; limits in targets.limits.EdgeLimits): connections over the per-client or
+It is also the front door's guard (targets.http.conn_table decides, this shell
+acts; limits in targets.http.limits.EdgeLimits): connections over the per-client or
 total cap are refused at once with a 503 (the longest-idle connection makes
 room first, when there is one), a request head that does not arrive within
 the header timeout is answered 408 and closed, idle connections are closed.
@@ -20,22 +20,22 @@ It stamps each request's arrival: the loop time of its first byte (the first
 chunk after the previous answer began), which `request_started_s` gives to the
 API servers behind it by the address they see the request come from, so a
 handler knows how long the request has waited in this process
-(targets.server_overload.AgeGuard).
+(targets.http.overload.AgeGuard).
 
-With a `guard` (targets.server_overload.ProxyGuard) it refuses overload before
+With a `guard` (targets.http.overload.ProxyGuard) it refuses overload before
 aiohttp sees it: it keeps the requests relayed and not yet answered (from the
 head's last byte to the answer's first), in arrival order, less their time at
 the GPUs (the API server says when a request goes there and comes back,
 `to_gpu`; it re-enters timed from its return), and while the guard's quorum of
 them have waited over its limit it answers each new request itself with a
-canned 503 + Retry-After (targets.edge_refusal) and relays nothing. The
+canned 503 + Retry-After (targets.http.refusal) and relays nothing. The
 connection stays open when the request's end is readable from its first chunk (the rest of its
 body is skipped as it arrives); else the answer says `Connection: close`. A
 new connection refused on its first request never dials a backend. Clients
 that pipeline (send a request before the previous answer has fully arrived;
 none of the common HTTP clients do) could see the 503 inside a long answer.
 
-Run alone: ``python -m targets.l4proxy_cli --listen 127.0.0.1:8000 --backend
+Run alone: ``python -m targets.http.l4proxy_cli --listen 127.0.0.1:8000 --backend
 127.0.0.1:9001 --backend 127.0.0.1:9002`` (Ctrl-C stops it).
 """
 
@@ -48,10 +48,10 @@ import resource
 from dataclasses import dataclass, field
 from typing import Callable
 
-from targets.conn_table import Admit, ConnTable, Expiry, Phase
-from targets.edge_refusal import refusal, request_end
-from targets.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget, check_exposure
-from targets.server_overload import FrontEndWaits, ProxyGuard, relay_key
+from targets.http.conn_table import Admit, ConnTable, Expiry, Phase
+from targets.http.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget, check_exposure
+from targets.http.overload import FrontEndWaits, ProxyGuard, relay_key
+from targets.http.refusal import refusal, request_end
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class L4Proxy:
 
     `start()` returns the bound port (port 0 picks a free one); `stop()` closes
     the listener and every relayed connection. A host beyond loopback needs
-    `expose=True` (targets.limits.check_exposure). `limits.max_connections`
+    `expose=True` (targets.http.limits.check_exposure). `limits.max_connections`
     is lowered at start to what the process's descriptor limit can hold.
     """
 

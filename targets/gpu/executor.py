@@ -31,15 +31,18 @@ from typing import Any
 
 import torch
 
-from targets.models import Batch, ModelHandle, create_model
+from targets.gpu.models import Batch, ModelHandle, create_model
 
 __all__ = [
     "BatchTiming",
     "TorchExecutor",
     "WorkerDied",
+    "describe_device",
     "measure_batch",
     "resolve_device",
     "synchronize",
+    "torch_threads",
+    "torch_version",
 ]
 
 
@@ -79,6 +82,26 @@ def resolve_device(device: str | torch.device) -> torch.device:
                 "use device='cpu' or 'auto'")
         return torch.device(device)
     raise ValueError(f"unknown device {device!r}; valid: 'auto', 'cpu', 'cuda', 'cuda:N'")
+
+
+def describe_device(device: torch.device) -> str:
+    """``"cpu"``, or ``"cuda:0 (NVIDIA H200)"``: enough to tell cost tables' hardware apart."""
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+    return device.type
+
+
+def torch_threads(threads: int | None = None) -> int:
+    """torch's intra-op thread count (process-wide), set to ``threads`` first when given."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def torch_version() -> str:
+    """The torch this process runs (cost tables and LLM profiles record it)."""
+    return torch.__version__
 
 
 def synchronize(device: torch.device) -> None:

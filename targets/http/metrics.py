@@ -53,7 +53,7 @@ class ApiMetrics:
         return "other"
 
     def watch_proxy(self, proxy: Any) -> None:
-        """Report `proxy`'s (a targets.l4proxy.L4Proxy) connections, limits and refusals."""
+        """Report `proxy`'s (a targets.http.l4proxy.L4Proxy) connections, limits and refusals."""
         self.registry.register(_ProxyCollector(proxy))
 
     def render(self) -> bytes:
@@ -150,7 +150,7 @@ class _ProxyCollector:
         self.proxy = proxy
 
     def collect(self):
-        from targets.conn_table import Phase
+        from targets.http.conn_table import Phase
 
         p, s = self.proxy, self.proxy.stats
         conns = GaugeMetricFamily("harness_proxy_connections", "Open client connections at the proxy, by phase",

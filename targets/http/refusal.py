@@ -1,7 +1,7 @@
 """The proxy's own answer to a request it will not relay: a canned 503, and where that request ends.
 
 The layer-4 proxy refuses an overloaded front end's new requests itself
-(targets.server_overload.ProxyGuard decides), because a refusal that crosses
+(targets.http.overload.ProxyGuard decides), because a refusal that crosses
 aiohttp costs almost half a served request. To keep the client's keep-alive
 connection usable it must skip exactly the refused request's bytes, so it reads
 the request's framing from the chunk that starts it: the head's end and its

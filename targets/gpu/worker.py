@@ -20,7 +20,7 @@ Failures map onto the pool's two paths:
 - the pool kills the worker (`GpuPool.kill`, a scheduled fault) by cancelling
   `run_batch`: the executor is failed too, so its thread drops the results;
 - the worker dies by itself (`fail()`, or a real device error surfacing as
-  torch_executor.WorkerDied): `run_batch` raises `targets.gpu_pool.WorkerDied`,
+  targets.gpu.executor.WorkerDied): `run_batch` raises `targets.gpu_pool.WorkerDied`,
   which the pool treats exactly like a kill.
 
 A worker the pool has revived is recovered on its next batch. `slowdown`
@@ -33,10 +33,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
-from targets import torch_executor
+from targets.gpu import executor as torch_executor
+from targets.gpu.executor import TorchExecutor
 from targets.gpu_pool import WorkerDied
 from targets.protocol import Attempt
-from targets.torch_executor import TorchExecutor
 
 CostFn = Callable[[int, int], float]  # (batch size, longest input in tokens) -> seconds
 

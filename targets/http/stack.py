@@ -5,7 +5,7 @@ servers, the L4 proxy in front, metrics watching both) but with a modeled GPU
 whose output is the digest of each input (`DigestExecutor`), so a caller can
 check that the answer it got was computed for its own input, and a light
 input validator (a list of numbers). Run it as a process for benchmarks:
-``python -m targets.server_stack --target hardened --limits '{"header_timeout_s": 10}'``
+``python -m targets.http.stack --target hardened --limits '{"header_timeout_s": 10}'``
 prints one JSON line (``{"port", "api_ports", "pid"}``) and serves until
 SIGTERM or end of stdin.
 """
@@ -27,11 +27,11 @@ from typing import Any, Callable
 from targets.config import CacheMode, Routing, TargetConfig
 from targets.dedupe import input_digest
 from targets.executors import ModeledExecutor, cost_function
-from targets.l4proxy import L4Proxy
-from targets.limits import EdgeLimits
+from targets.http.l4proxy import L4Proxy
+from targets.http.limits import EdgeLimits
 from targets.protocol import Attempt
-from targets.api_servers import ApiServers
-from targets.server import ApiMetrics, FrontDoor
+from targets.http.api_servers import ApiServers
+from targets.http.server import ApiMetrics, FrontDoor
 from targets.accounting import live_computed_bound
 from targets.target import ServingTarget
 

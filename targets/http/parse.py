@@ -1,6 +1,6 @@
 """Parsing and validating one /predict body: `parse_predict` -> PredictRequest or BadRequest.
 
-No web types here (the API server in targets.server maps BadRequest to HTTP).
+No web types here (the API server in targets.http.server maps BadRequest to HTTP).
 Reasons name the fault and never echo the request (not a key, not a value),
 and are at most MAX_REASON_CHARS long; any number, however large, is refused
 cleanly (json rejects integers past 4,300 digits, and comparisons do not

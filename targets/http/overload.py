@@ -14,7 +14,7 @@ rate, requests waited seconds in socket buffers and between the proxy and the
 handler (a request crosses the loop four or five times) while the timer's lag
 stayed under its limit. So the hardened servers judge each request by its own
 age: the loop time its first byte reached the layer-4 proxy in front (the
-host's own proxy, on the same loop and clock: targets.l4proxy.L4Proxy.
+host's own proxy, on the same loop and clock: targets.http.l4proxy.L4Proxy.
 request_started_s; clients cannot forge it) to its handler's start. A request
 already older than its share of the SLO would spend the rest of the budget
 waiting behind its elders, so it is refused before its body is parsed.
@@ -23,7 +23,7 @@ A refusal in the handler still costs 40-54% of a served request's loop time
 (aiohttp's per-request machinery, the proxy's relay both ways), so at twice the
 sustainable rate the refusals alone fill the loop. ``ProxyGuard`` moves the
 refusal in front of aiohttp: the layer-4 proxy answers a canned 503 itself
-(targets.l4proxy, targets.edge_refusal) while the requests in flight through it
+(targets.http.l4proxy, targets.http.refusal) while the requests in flight through it
 are over budget. Its signal is the wait so far of the ``quorum``-th oldest
 request relayed and not yet answered, its time at the GPUs left out (timed from
 the head's last byte, so a slow client's head does not count; the API server

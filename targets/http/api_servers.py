@@ -1,6 +1,6 @@
-"""The API servers of a live target: N aiohttp apps (targets.server) on one event loop, each on its own port.
+"""The API servers of a live target: N aiohttp apps (targets.http.server) on one event loop, each on its own port.
 
-`ApiServers` binds them (through targets.server_edge's hardened socket), gives
+`ApiServers` binds them (through targets.http.edge's hardened socket), gives
 each door the overload guards its target's config asks for (loop lag, request
 age) and, behind the L4 proxy, the proxy's own guard and the requests' arrival
 times; `stop` closes them all.
@@ -13,11 +13,11 @@ from typing import Any
 
 from aiohttp import web
 
-from targets.limits import LogBudget, check_exposure
-from targets.server import FrontDoor, create_app
-from targets.server_edge import serve_socket
-from targets.server_metrics import ApiMetrics
-from targets.server_overload import AgeGuard, LagGuard, LoopLag, ProxyGuard
+from targets.http.edge import serve_socket
+from targets.http.limits import LogBudget, check_exposure
+from targets.http.metrics import ApiMetrics
+from targets.http.overload import AgeGuard, LagGuard, LoopLag, ProxyGuard
+from targets.http.server import FrontDoor, create_app
 
 __all__ = ["ApiServers"]
 
@@ -77,7 +77,7 @@ class ApiServers:
         return self.ports
 
     def behind(self, proxy: Any) -> None:
-        """Read each request's arrival from ``proxy`` (a targets.l4proxy.L4Proxy on this loop,
+        """Read each request's arrival from ``proxy`` (a targets.http.l4proxy.L4Proxy on this loop,
         in front of these servers) for the age guard, and give the proxy its own guard
         (TargetConfig.frontend_proxy_share)."""
         for door in self.doors:

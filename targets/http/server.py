@@ -1,11 +1,11 @@
 """The API servers of a live target: aiohttp apps in front of one ServingTarget.
 
-The modules targets.server*, targets.api_servers and harness.live.http_transport
-are the only ones that import aiohttp; the target and its policies only see
-`Attempt` and `Response`. Parsing lives in targets.server_parse, metrics in
-targets.server_metrics, the HTTP edge (parser limits, JSON for aiohttp's own
-refusals) in targets.server_edge, binding N servers and their guards in
-targets.api_servers.
+The package targets.http is the live front end; with harness.live and the LLM
+server it is all that imports aiohttp (a contract in pyproject.toml holds it):
+the target and its policies only see `Attempt` and `Response`. Parsing lives in
+targets.http.parse, metrics in targets.http.metrics, the HTTP edge (parser
+limits, JSON for aiohttp's own refusals) in targets.http.edge, binding N servers
+and their guards in targets.http.api_servers.
 
 HTTP API (JSON bodies, UTF-8)::
 
@@ -48,7 +48,7 @@ input is answered 409 ``request-id-conflict``, never with the other input's
 answer; the same ID from another tenant is a different key and never meets
 this one. At most 256 requests wait on one key; more get 429.
 
-Connections (limits in targets.limits.EdgeLimits): an idle keep-alive
+Connections (limits in targets.http.limits.EdgeLimits): an idle keep-alive
 connection is closed after `idle_timeout_s`, which also bounds the wait for a
 request's head here (the L4 proxy in front enforces `header_timeout_s`); a
 body not complete `body_timeout_s` after its head is answered 408 and the
@@ -73,12 +73,12 @@ from aiohttp import web
 
 from targets.admission import answer_within_s
 from targets.dedupe import Conflict, input_digest
-from targets.limits import EdgeLimits, LogBudget, bearer_ok
+from targets.http.limits import EdgeLimits, LogBudget, bearer_ok
+from targets.http.metrics import NO_VERSION, ApiMetrics
+from targets.http.overload import AgeGuard, LagGuard, LoopLag, relay_key
+from targets.http.parse import (FIELDS, MAX_DEADLINE_MS, BadRequest, PredictRequest, clip,  # noqa: F401 - re-exported
+                                parse_predict)
 from targets.protocol import Attempt, Response, Status
-from targets.server_metrics import NO_VERSION, ApiMetrics
-from targets.server_overload import AgeGuard, LagGuard, LoopLag, relay_key
-from targets.server_parse import (FIELDS, MAX_DEADLINE_MS, BadRequest, PredictRequest, clip,  # noqa: F401 - re-exported
-                                  parse_predict)
 from targets.versions import version_of
 
 __all__ = ["ApiMetrics", "BadRequest", "FrontDoor", "PredictRequest", "create_app", "parse_predict"]
@@ -114,7 +114,7 @@ class FrontDoor:
     limits: EdgeLimits = field(default_factory=EdgeLimits)
     token: str | None = None
     log_budget: LogBudget = field(default_factory=LogBudget)
-    overload: LagGuard | None = None  # shed while `lag` is over its limit (targets.server_overload)
+    overload: LagGuard | None = None  # shed while `lag` is over its limit (targets.http.overload)
     lag: LoopLag | None = None
     age_guard: AgeGuard | None = None  # shed a request older than its limit at its handler (server_overload)
     arrival: Callable[[Any], float | None] | None = None  # relay key -> its request's first byte (proxy)
@@ -151,7 +151,7 @@ def _header_int(request: web.Request, name: str) -> int | None:
 
 
 def _relay_key(request: web.Request) -> tuple | None:
-    """The proxy's name for this request's connection (targets.server_overload.relay_key)."""
+    """The proxy's name for this request's connection (targets.http.overload.relay_key)."""
     transport = request.transport
     if transport is None:
         return None
@@ -335,6 +335,18 @@ async def _auth(request: web.Request, handler):
     return await handler(request)
 
 
+def _refusal(exc: web.HTTPException) -> tuple[int, str, str]:
+    """An aiohttp refusal as (status, kind, reason): the kind is its reason, lower-case, dashed."""
+    return exc.status, exc.reason.lower().replace(" ", "-"), exc.reason
+
+
+# What aiohttp's router and body limit refuse; `_json_errors` answers them in the JSON contract
+# (the docs generator lists them from here).
+AIOHTTP_REFUSALS: tuple[tuple[int, str, str], ...] = tuple(_refusal(exc) for exc in (
+    web.HTTPNotFound(), web.HTTPMethodNotAllowed("GET", ["POST"]),
+    web.HTTPRequestEntityTooLarge(max_size=1, actual_size=2)))
+
+
 @web.middleware
 async def _json_errors(request: web.Request, handler):
     """aiohttp's own refusals (404, 405, 413) as JSON; a bug as a logged JSON 500."""
@@ -343,7 +355,7 @@ async def _json_errors(request: web.Request, handler):
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return _error(exc.status, exc.reason.lower().replace(" ", "-"), exc.reason)
+        return _error(*_refusal(exc))
     except (asyncio.CancelledError, ConnectionError):
         raise
     except Exception:  # pragma: no cover - a bug, not a bad request

@@ -21,9 +21,9 @@ from aiohttp import http_exceptions as hx
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from targets.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget
+from targets.http.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget
 
-log = logging.getLogger("targets.server")
+log = logging.getLogger("targets.http.server")
 
 # Most specific first: (exception class, kind, reason).
 _PARSER_ERRORS: tuple[tuple[type[BaseException], str, str], ...] = (

@@ -1,4 +1,4 @@
-"""The layer-4 proxy (targets.l4proxy) run alone: `python -m targets.l4proxy_cli --listen
+"""The layer-4 proxy (targets.http.l4proxy) run alone: `python -m targets.http.l4proxy_cli --listen
 127.0.0.1:8000 --backend 127.0.0.1:9001 --backend 127.0.0.1:9002`; Ctrl-C or SIGTERM stops
 it and prints its connection counts."""
 
@@ -9,7 +9,7 @@ import asyncio
 import signal
 import sys
 
-from targets.l4proxy import L4Proxy
+from targets.http.l4proxy import L4Proxy
 
 
 def _address(text: str) -> tuple[str, int]:

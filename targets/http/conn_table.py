@@ -1,6 +1,6 @@
 """The L4 proxy's connection policy: who may connect, and when a connection expires.
 
-Pure and clock-free (every call takes `now`); the proxy (targets.l4proxy) is
+Pure and clock-free (every call takes `now`); the proxy (targets.http.l4proxy) is
 the thin shell that owns the sockets. Each connection is in one `Phase`:
 
     FRESH    connected, no byte yet            expires idle_timeout_s after connecting
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, Hashable, TypeVar
 
-from targets.limits import EdgeLimits
+from targets.http.limits import EdgeLimits
 
 C = TypeVar("C", bound=Hashable)
 
