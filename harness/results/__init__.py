@@ -1,8 +1,9 @@
 """Typed results: one kind per command that runs work, each `to_json` / `from_json`.
 
 RESULT_KINDS maps a document's `kind` to its type; `from_json(doc)` and
-`load_result(path)` pick the type by that key. A new kind (LLM runs, canaries,
-alerts, sweeps) plugs in with one entry here and one in `reports/registry.py`.
+`load_result(path)` pick the type by that key. A new kind plugs in with one entry
+here and one in `reports/registry.py`; `harness.results.base` states the whole
+contract a kind keeps.
 """
 
 from __future__ import annotations

@@ -4,10 +4,20 @@ A result is what a command that runs work returns and writes: one JSON file,
 `to_json()` out and `from_json()` back in, the same figures both ways. Field
 names are the JSON keys scripts and CI read (the README lists them), so a
 result's Python attributes and its file say the same thing.
+
+The contract of a result kind, all of it checked by tests/harness/test_result_contract.py:
+
+- a `Result` subclass whose `kind` field is `Literal["<kind>"] = "<kind>"`;
+- `summary_json()`, what the command's `--json` prints (abstract here: a kind that
+  forgets it cannot be made); `to_json()` and `from_json()` come with the base;
+- an entry in `harness.results.RESULT_KINDS`, so `load_result` reads its files;
+- a view in `reports.registry.VIEWS` (`title`, `render` for the terminal, `sections`
+  for `harness report --html`), whose terminal tables fit 80 columns.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -35,9 +45,8 @@ class Figures(BaseModel):
 
 
 class Result(Figures):
-    """One result document. Subclasses set KIND and declare their fields."""
-
-    KIND: ClassVar[str] = ""
+    """One result document. Subclasses declare `kind: Literal["<kind>"] = "<kind>"`, their
+    fields, and `summary_json`."""
 
     schema_: str = Field(SCHEMA, alias="schema")
     kind: str
@@ -47,10 +56,10 @@ class Result(Figures):
         """The document as JSON-safe data (non-finite floats become null)."""
         return clean(self.model_dump(mode="python", by_alias=True))
 
+    @abstractmethod
     def summary_json(self) -> dict[str, Any]:
-        """What a command's `--json` prints: the whole document, unless a kind says less
-        (e.g. no time series)."""
-        return self.to_json()
+        """What the command's `--json` prints: a JSON object (the whole document, or what the
+        kind says is its summary, e.g. without time series). Each kind states it."""
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Self:
