@@ -54,8 +54,9 @@ def from_json(doc: dict[str, Any], source: str = "result") -> Result:
         return cls.from_json(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"{source}: not a valid '{kind}' result: key '{where}': {first['msg']}"
+        where = ".".join(str(p) for p in first["loc"]) or "schema"  # a whole-document check: its schema
+        why = first["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{source}: not a valid '{kind}' result: key '{where}': {why}"
                          f" ({exc.error_count()} problem(s))") from None
 
 

@@ -13,6 +13,10 @@ The contract of a result kind, all of it checked by tests/harness/test_result_co
 - an entry in `harness.results.RESULT_KINDS`, so `load_result` reads its files;
 - a view in `reports.registry.VIEWS` (`title`, `render` for the terminal, `sections`
   for `harness report --html`), whose terminal tables fit 80 columns.
+
+Every document carries `schema` (`harness.results.io.SCHEMA`, the format's version):
+a document of an older version is upgraded as it is read, one of a newer version is
+refused (`harness.results.io.upgrade`), nested results included.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from harness.results.io import SCHEMA, clean, versions
+from harness.results.io import SCHEMA, clean, upgrade, versions
 
 __all__ = ["Figures", "Result"]
 
@@ -51,6 +55,12 @@ class Result(Figures):
     schema_: str = Field(SCHEMA, alias="schema")
     kind: str
     versions: dict[str, str] = Field(default_factory=versions)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """A document of an older schema read as today's; a newer one refused (ValueError)."""
+        return upgrade(data) if isinstance(data, dict) else data
 
     def to_json(self) -> dict[str, Any]:
         """The document as JSON-safe data (non-finite floats become null)."""

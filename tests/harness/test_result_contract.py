@@ -25,10 +25,12 @@ import typer
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.results import RESULT_KINDS, Result, load_result
+from harness.results import RESULT_KINDS, Result, from_json, load_result
 from harness.results import io as results
 from reports.registry import VIEW_FUNCTIONS, VIEWS, view
 from tests.reports.fit import rendered
+
+DATA = Path(__file__).resolve().parent.parent / "reports" / "data"
 
 # command -> tiny sim invocations (options after the command name; --json and --out are added).
 # {suite}, {gate} and {rank} are a one-scenario suite, a one-check gate file and the rank case's file;
@@ -111,6 +113,45 @@ def test_a_view_that_lacks_a_function_is_refused(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(VIEWS, "sweep", "reports.fmt")
     with pytest.raises(TypeError, match="lacks title, render, sections"):
         view("sweep")
+
+
+# -- the schema version ---------------------------------------------------------------------
+
+def test_a_file_written_before_the_schema_check_still_loads_and_renders(tmp_path: Path) -> None:
+    # Written by `harness compare naive hardened -w night --duration 2` at df40d0b (main, before
+    # this contract): its `schema` is version 1, read as today's.
+    old = DATA / "compare-night-df40d0b.json"
+    doc = json.loads(old.read_text())
+    result = load_result(old)
+    assert result.kind == "compare" and result.to_json() == doc
+    done = CliRunner().invoke(app, ["report", str(old), "--html", str(tmp_path / "old.html")])
+    assert done.exit_code == 0, done.output
+
+
+def test_every_result_document_says_its_schema_and_a_newer_one_is_refused() -> None:
+    doc = json.loads((DATA / "compare-night-df40d0b.json").read_text())
+    assert results.schema_version(doc) == results.SCHEMA_VERSION and doc["schema"] == results.SCHEMA
+    newer = {**doc, "schema": f"harness.result/{results.SCHEMA_VERSION + 1}"}
+    with pytest.raises(ValueError, match=r"key 'schema': written by a newer harness \(result schema 2"):
+        from_json(newer, "new.json")
+    with pytest.raises(ValueError, match="unknown result schema 'harness.result/one'"):
+        from_json({**doc, "schema": "harness.result/one"}, "odd.json")
+
+
+def test_an_older_schema_is_upgraded_as_it_is_read_nested_results_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = json.loads((DATA / "compare-night-df40d0b.json").read_text())
+    seen: list[str] = []
+
+    def one_to_two(d: dict[str, Any]) -> dict[str, Any]:
+        seen.append(d["kind"])
+        return {**d, "a": f"{d['a']} (upgraded)"} if d["kind"] == "compare" else d
+
+    monkeypatch.setattr(results, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(results.UPGRADES, 1, one_to_two)
+    result = from_json(doc)
+    assert sorted(seen) == ["compare", "run", "run"]  # the compare and its two nested runs
+    assert result.a == "naive (upgraded)" and result.schema_ == "harness.result/2"
+    assert result.runs["night"]["naive"].schema_ == "harness.result/2"
 
 
 # -- every command with --json, on a tiny input -----------------------------------------------
