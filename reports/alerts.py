@@ -15,7 +15,7 @@ from rich.table import Table
 from harness.results.alerts import AlertsResult, ScenarioAlerts
 from reports.page import Section
 
-__all__ = ["render", "scenario_rows", "sections", "title"]
+__all__ = ["fired_lines", "render", "scenario_rows", "sections", "title"]
 
 _HEAD = ("scenario", "onset", "first alert", "delay", "fired (first at)")
 
@@ -43,22 +43,35 @@ def _calm_alarms(result: AlertsResult) -> list[ScenarioAlerts]:
     return [s for s in result.scenarios if s.calm and s.fired]
 
 
+def fired_lines(s: ScenarioAlerts) -> str:
+    """The rules that fired on a scenario, one a line in the order they first fired, the first
+    alert marked '*' (a bad day no rule caught says NONE first)."""
+    missed = ["NONE after the onset"] if not s.calm and s.onset_s is not None and s.first_rule is None else []
+    fired = sorted(s.fired, key=lambda f: (f.first_s is None, f.first_s or 0.0))
+    return "\n".join(missed + [f"{'*' if f.rule == s.first_rule else ' '} {f.rule} {_s(f.first_s)}"
+                                for f in fired]) or "none"
+
+
 def render(result: AlertsResult, console: Console) -> None:
     console.print(f"[bold]{title(result)}[/]  (an hour of the SRE workbook = {result.hour_s:g} s; "
                   f"objective {result.objective:g})")
     rules = Table(box=box.SIMPLE_HEAD)
-    for col in ("rule", "severity", "for", "summary"):
-        rules.add_column(col)
+    for col in ("rule", "severity", "for"):
+        rules.add_column(col, no_wrap=True)
+    rules.add_column("summary", overflow="fold")
     for r in result.rules:
         rules.add_row(r.name, r.severity, f"{r.for_s:g} s", r.summary)
     console.print(rules)
     if result.scenarios:
+        # The rule names are long: one a line in their own column keeps the table in 80 columns.
         t = Table(box=box.SIMPLE_HEAD)
-        for col in _HEAD:
-            t.add_column(col, overflow="fold")
-        for row in scenario_rows(result):
-            t.add_row(*row)
+        for col in ("scenario", "onset", "delay", "fired (first at)"):
+            t.add_column(col, no_wrap=True)
+        for s in result.scenarios:
+            onset = "calm" if s.calm else ("whole run" if s.onset_s is None else _s(s.onset_s))
+            t.add_row(s.scenario, onset, _s(s.delay_s) if s.onset_s is not None else "-", fired_lines(s))
         console.print(t)
+        console.print("*: the first alert; delay: from the onset to it", style="dim", highlight=False)
         calm = _calm_alarms(result)
         names = ", ".join(s.scenario for s in result.scenarios if s.calm)
         console.print(f"calm days ({names}): " + ("no rule fired" if not calm else

@@ -7,7 +7,6 @@ and hand it to its view (reports/rank.py, reports/review.py, reports/gate.py).
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional
@@ -17,15 +16,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.analysis.stats import seeds_from
 from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SEEDS, bounded, err, existing_file, fail,
-                                out, writable_file)
+                                publish, writable_file)
 from harness.engine.jobs import configure
 from harness.results import io as results
 from harness.results import load_result
 from harness.results.canary import CanaryResult
 from harness.results.rank import RankResult
 from reports import gate as gate_view
-from reports import rank as rank_view
-from reports import review as review_view
 from workloads.loader import ConfigError, load_suite
 
 @contextmanager
@@ -51,10 +48,6 @@ def _runs_progress(quiet: bool) -> Iterator[Callable[[], Callable[..., Any]]]:
             progress.update(task, advance=1, last=last)
 
         yield lambda: (planned, done)
-
-
-def _print_json(doc: dict[str, Any]) -> None:
-    sys.stdout.write(results.dumps(doc) + "\n")
 
 
 def rank(
@@ -85,7 +78,7 @@ def rank(
         on_planned, on_done = callbacks()
         result = run_rank(suite, seed, jobs, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
                           on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds))
-    _finish(result, out_path or results.default_path("rank", suite), html, as_json, rank_view)
+    publish(result, out_path or results.default_path("rank", suite), html, as_json)
 
 
 def review(
@@ -137,22 +130,7 @@ def review(
         result = run_review(design, quick, seed, jobs, parts, saved, on_done=on_done, on_planned=on_planned,
                             seeds=seeds_from(seed, seeds), alerts=saved is None or not no_parts,
                             canary_seeds=n_canary, canary=saved_canary)
-    _finish(result, out_path or results.default_path("review", design or "naive"), html, as_json, review_view)
-
-
-def _finish(result: Any, path: Path, html: Optional[Path], as_json: bool, view: Any, doc: Any = None) -> None:
-    """Write the result (and HTML), then print its JSON (`doc`, default all of it) or its view."""
-    path = results.write_atomic(path, result)
-    if html is not None:
-        from reports.page import write_html
-
-        write_html([result], html)
-    if as_json:
-        _print_json(result.to_json() if doc is None else doc)
-        return
-    view.render(result, out)
-    out.print(f"result: {path}" + (f"  html: {html}" if html else "") + f"  (re-render: harness report {path})",
-              highlight=False)
+    publish(result, out_path or results.default_path("review", design or "naive"), html, as_json)
 
 
 def gate(
@@ -193,8 +171,7 @@ def gate(
     for report, text in ((junit, gate_view.junit_xml), (markdown, gate_view.markdown)):
         if report is not None:
             results.write_text_atomic(report, text(result), mode=0o644)
-    _finish(result, out_path or results.default_path("gate", gate_file.stem), html, as_json, gate_view,
-            result.summary_json())
+    publish(result, out_path or results.default_path("gate", gate_file.stem), html, as_json)
     if result.cannot_judge and as_json:  # the view says it otherwise; --json keeps stdout for the document
         err.print("[bold red]CANNOT JUDGE[/] (exit 2): neither pass nor fail, a run the gate reads is invalid\n"
                   + "\n".join(f"  - {line}" for line in result.cannot_judge), highlight=False, soft_wrap=True)

@@ -228,10 +228,8 @@ DEVICE = typer.Option("auto", "--device", help="live: auto, cpu or cuda.", callb
 
 def publish(result: Any, path: Path, html: Path | None, as_json: bool, hint: str | None = None) -> None:
     """Write `result` to `path` (and the HTML report to `html`), then print it: its JSON
-    summary alone with --json, else its view, `hint`, and where the files went."""
-    import json
-    import sys
-
+    summary (`summary_json`) alone with --json, else its view, `hint`, and where the files
+    went. Every command that writes a result ends here, so `--json` means one thing."""
     from harness.results import io as results
     from reports.registry import view
 
@@ -241,7 +239,7 @@ def publish(result: Any, path: Path, html: Path | None, as_json: bool, hint: str
 
         write_html([result], html)
     if as_json:
-        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
+        sys.stdout.write(results.dumps(result.summary_json()) + "\n")
         return
     view(result.kind).render(result, out)
     if hint:

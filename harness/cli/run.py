@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -14,13 +12,11 @@ from harness.analysis.seeds import run_seeds
 from harness.analysis.stats import seeds_from
 from harness.cli.common import (DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT,
                                 QUIET, RATE, SEED, SEEDS, SET, bounded, check_target_mode, err, existing_file, fail,
-                                interruptible, one_of, out)
+                                interruptible, one_of, publish)
 from harness.cli.live import DRIVER_PROCS, WARMUP
 from harness.engine.jobs import SimJob, configure
 from harness.results import CompareResult
 from harness.results import io as results
-from reports import compare as compare_view
-from reports import run as run_view
 from targets.spec import parse_overrides, resolve_target
 from workloads.loader import ConfigError, load_suite, load_workload, suite_durations
 
@@ -94,15 +90,7 @@ def run(
 
         with sim_progress(enabled=not (quiet or as_json) and err.is_terminal, console=err) as progress:
             result = job.run(progress)
-    path = results.write_atomic(out_path or results.default_path("run", f"{target}-{workload}"), result)
-    if as_json:
-        doc = result.to_json()
-        seeded = {"over_seeds": {k: v for k, v in doc["over_seeds"].items() if k != "summaries"}} \
-            if "over_seeds" in doc else {}
-        sys.stdout.write(json.dumps({**doc["summary"], **seeded}, indent=1) + "\n")
-    else:
-        run_view.render(result, out)
-        out.print(f"result: {path}", highlight=False)
+    publish(result, out_path or results.default_path("run", f"{target}-{workload}"), None, as_json)
     if mode == "live":
         from harness.cli.live import nothing_succeeded
 
@@ -169,12 +157,7 @@ def compare(
                               console=err) as tick:
                 result = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick,
                                      durations=durations, seeds=seeds_from(seed, seeds))
-    path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), result)
-    if as_json:
-        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
-    else:
-        compare_view.render(result, out)
-        out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
+    publish(result, out_path or results.default_path("compare", f"{a}-vs-{b}"), None, as_json)
     _interrupted(result)
 
 

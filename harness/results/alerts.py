@@ -7,6 +7,8 @@ rule that fired. See `harness.analysis.alert_days` for how it is measured.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from harness.results.base import Figures, Result
@@ -46,7 +48,7 @@ class ScenarioAlerts(Figures):
 
 
 class AlertsResult(Result):
-    kind: str = "alerts"
+    kind: Literal["alerts"] = "alerts"
     target: str
     hour_s: float
     objective: float

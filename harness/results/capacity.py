@@ -101,8 +101,6 @@ class Loss(Figures):
 
 
 class CapacityResult(Result):
-    KIND = "capacity"
-
     kind: Literal["capacity"] = "capacity"
     inputs: CapacityInputs
     theoretical_gpus: float

@@ -162,7 +162,6 @@ class CompareResult(Result):
     and every other key covers only the scenarios it lists as finished.
     """
 
-    KIND = "compare"
     OMIT_IF_NONE = frozenset({"live", "seeds", "over_seeds", "partial"})
 
     kind: Literal["compare"] = "compare"

@@ -133,8 +133,6 @@ class PoolResult(Result):
     plain-text digest of the typed verdicts (for scripts and the review).
     """
 
-    KIND = "pool"
-
     kind: Literal["pool"] = "pool"
     config: PoolSettings
     capacity: CapacityCondition

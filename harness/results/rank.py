@@ -22,7 +22,7 @@ absent from rank documents written before it existed.
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -241,7 +241,6 @@ class RankResult(Result):
     median place over the seeds' own rankings (harness.analysis.ablation).
     """
 
-    KIND = "rank"
     OMIT_IF_NONE = frozenset({"probe_runs", "interactions", "suite_name", "seeds", "llm"})
 
     kind: Literal["rank"] = "rank"
@@ -276,3 +275,7 @@ class RankResult(Result):
 
     def ranked(self) -> list[FlawRank]:
         return sorted(self.flaws, key=lambda f: f.rank)
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `rank --json` prints: the whole document (the ranking is its summary)."""
+        return self.to_json()

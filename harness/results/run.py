@@ -271,7 +271,6 @@ class RunResult(Result):
     holds every seed's summary and each headline figure's interval (absent with one seed,
     so a one-seed run file is what it always was)."""
 
-    KIND = "run"
     OMIT_IF_NONE = frozenset({"over_seeds"})
 
     kind: Literal["run"] = "run"
@@ -286,3 +285,11 @@ class RunResult(Result):
     timeseries: dict[str, Any] = Field(default_factory=dict)
     latency_cdf: dict[str, Any] = Field(default_factory=dict)
     over_seeds: SeedSet | None = None
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `run --json` prints: the summary's keys at the top level, and with seeds
+        `over_seeds` (each figure's interval, without every seed's summary)."""
+        doc = self.to_json()
+        seeded = ({"over_seeds": {k: v for k, v in doc["over_seeds"].items() if k != "summaries"}}
+                  if "over_seeds" in doc else {})
+        return {**doc["summary"], **seeded}

@@ -6,7 +6,7 @@ Field names are the JSON keys `harness sweep --json` prints and gates read
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -80,10 +80,12 @@ class SweepResult(Result):
     notes: list[str] = Field(default_factory=list)
     wall_s: float
 
-    KIND = "sweep"
-
     @property
     def knee(self) -> SweepStep | None:
         """The passing step at the highest rate (None: no rate passed)."""
         ok = [s for s in self.steps if s.passed]
         return max(ok, key=lambda s: s.rate_rps) if ok else None
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `sweep --json` prints: the whole document (a step is a handful of figures)."""
+        return self.to_json()
