@@ -1,8 +1,8 @@
 """`harness alerts`: write a target's Prometheus alert rules and Grafana dashboard, and prove the rules in sim.
 
-Parses options, calls ``harness.ops`` (the files) and ``harness.analysis.alert_days``
+Parses options, calls ``harness.ops`` (the files) and ``harness.analysis.alerts.days``
 (the rules on each scenario), writes the promtool unit tests built from those scenarios
-(``harness.analysis.alert_promtest``), writes the result and renders it with ``reports.alerts``.
+(``harness.analysis.alerts.promtest``), writes the result and renders it with ``reports.alerts``.
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ def alerts(
     With --eval, also `TARGET-alerts.test.yaml` beside the rules: `promtool test rules` unit
     tests built from the same days' series (each day's alerts fire when the sim evaluator says,
     the calm days fire none)."""
-    from harness.analysis.alert_days import prove_days, rule_figures
-    from harness.analysis.alert_promtest import write_promtool_tests
+    from harness.analysis.alerts import prove_days, rule_figures, write_promtool_tests
     from harness.ops.files import write_ops_files
     from harness.ops.rules import build_rules
     from harness.results.alerts import AlertsResult

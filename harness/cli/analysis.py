@@ -1,6 +1,6 @@
 """`harness rank`, `harness review` and `harness gate`: option parsing only.
 
-The library does the work (harness/analysis/ablation.py, harness/analysis/review.py,
+The library does the work (harness/analysis/rank/ablation.py, harness/analysis/review/run.py,
 harness/gate/check.py) and returns a typed result; these commands write its file
 and hand it to its view (reports/rank.py, reports/review.py, reports/gate.py).
 """
@@ -74,8 +74,9 @@ def rank(
 ) -> None:
     """Rank the design doc's flaws: each put back into hardened, each fixed alone in naive."""
     configure(executor)
-    from harness.analysis.ablation import REQUEST_BUDGET
-    from harness.analysis.ablation import rank as run_rank
+    from harness.analysis.llm import llm_rank
+    from harness.analysis.rank import REQUEST_BUDGET
+    from harness.analysis.rank import rank as run_rank
 
     try:
         load_suite(suite)
@@ -84,7 +85,7 @@ def rank(
     with _runs_progress(quiet or as_json) as callbacks:
         on_planned, on_done = callbacks()
         result = run_rank(suite, seed, jobs, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
-                          on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds))
+                          on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds), llm=llm_rank)
     _finish(result, out_path or results.default_path("rank", suite), html, as_json, rank_view)
 
 

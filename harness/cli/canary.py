@@ -1,9 +1,9 @@
 """`harness canary`: a rollout plan on every canary bad day over many seeds, in sim or live.
 
-Parses options, calls ``harness.analysis.canary_days.run_canary`` (``run_rollouts``
+Parses options, calls ``harness.analysis.canary.run_canary`` (``run_rollouts``
 for a suite's ``[[canary]]`` rollouts, ``--suite``), writes the
 result and renders it with ``reports.canary``; no arithmetic lives here. ``--mode live``
-calls ``harness.analysis.canary_live.run_canary_live`` instead: each rollout on a
+calls ``harness.analysis.canary.live.run_canary_live`` instead: each rollout on a
 served target with two torch models.
 """
 
@@ -42,7 +42,7 @@ def canary(
     device: str = DEVICE,
 ) -> None:
     """Canary rollout plans on the canary bad days: P(rollback), time to decision, blast radius."""
-    from harness.analysis.canary_days import CANARY_DAYS, run_canary, run_rollouts
+    from harness.analysis.canary import CANARY_DAYS, run_canary, run_rollouts
     from workloads.loader import ConfigError, load_suite_config
 
     unknown = [d for d in day or [] if d not in CANARY_DAYS]
@@ -66,7 +66,7 @@ def canary(
     if mode == "live":
         if suite:
             fail("--suite runs in sim only; give PLANS with --mode live")
-        from harness.analysis.canary_live import DEFAULT_RATE_RPS, run_canary_live
+        from harness.analysis.canary.live import DEFAULT_RATE_RPS, run_canary_live
 
         try:
             result = run_canary_live(plans or [], target, seeds or 1, seed, day or None, rate or DEFAULT_RATE_RPS,

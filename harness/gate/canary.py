@@ -1,7 +1,7 @@
 """Gate checks on canary rollouts: the [[canary]] tables of a gate file, run and decided.
 
 Each (plan, day, target, seeds) a gate file names runs once
-(`harness.analysis.canary_days.run_rollouts`), or is read from a saved canary
+(`harness.analysis.canary.run_rollouts`), or is read from a saved canary
 result (`--results`). A check reads the cell's own figure (a share of the
 seeds, a median, a count), or, with `bound = "lower"`/`"upper"`, a bound of
 its exact 95% interval: Clopper-Pearson for a share (few seeds give wide
@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from scipy.stats import binomtest, quantile_test
 
-from harness.analysis.canary_days import run_rollouts
+from harness.analysis.canary import run_rollouts
 from harness.gate.file import COMPARE, Bound, CanaryGate, Check, GateFile
 from harness.results.canary import CanaryCell, CanaryResult
 from harness.results.gate import CheckOutcome

@@ -73,7 +73,7 @@ class CanaryCell(Figures):
 
 class CanaryResult(Result):
     kind: str = "canary"
-    mode: str = "sim"  # live: rollouts on a served target with two torch models (harness.analysis.canary_live)
+    mode: str = "sim"  # live: rollouts on a served target with two torch models (harness.analysis.canary.live)
     target: str
     seeds: int
     plans: dict[str, str]  # name -> description

@@ -7,9 +7,9 @@ import math
 import pytest
 from rich.console import Console
 
-from harness.analysis.ablation import rank, score_key, worst
-from harness.analysis.interactions import classify
-from harness.analysis.scoring import severity, tail_increase
+from harness.analysis.rank.ablation import rank, score_key, worst
+from harness.analysis.rank.interactions import classify
+from harness.analysis.rank.scoring import severity, tail_increase
 from harness.analysis.shorten import Shortening, disturbance, expected_requests, plan, shorten
 from harness.results.rank import FlawCost, FlawGain, FlawRank, RankResult, ScenarioCost
 from reports.rank import render

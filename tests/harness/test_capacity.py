@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.analysis.capacity import (
+from harness.analysis.capacity.plan import (
     Budget, CapacityInputs, batch_time_fn, formula_gpus, plan_capacity, table_by_b, theoretical_gpus,
 )
-from harness.analysis.capacity_sim import FleetSearch, Point, backlog, backlog_schedule, lowest_stable_fleet, traffic
+from harness.analysis.capacity.sim import FleetSearch, Point, backlog, backlog_schedule, lowest_stable_fleet
+from harness.analysis.traffic import traffic
 from harness.cli import app
 from harness.results.capacity import CapacityResult, Loss
 from harness.results.io import dumps

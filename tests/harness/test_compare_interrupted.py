@@ -17,8 +17,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.analysis.compare import compare as run_compare
-from harness.analysis.compare import compare_live
+from harness.analysis.compare.run import compare as run_compare
+from harness.analysis.compare.run import compare_live
 from harness.cli import app
 from harness.cli.common import interruptible
 from harness.engine import jobs as engine_jobs
@@ -103,7 +103,8 @@ def test_over_seeds_a_scenario_counts_only_when_every_seed_finished_on_both_side
         return real(self, progress)
 
     monkeypatch.setattr(SimJob, "run", run)
-    result = run_compare("naive", "hardened", SUITE[:3], duration_s=2.0, rate_rps=800.0, workers=1, seeds=[1, 2])
+    result = run_compare("naive", "hardened", SUITE[:3], duration_s=2.0, rate_rps=800.0, workers=1,
+                         seeds=[1, 2])
     assert_partial(result, ["steady"], ["night", "spike"])
     assert list(result.over_seeds) == ["steady"] and result.verdicts["steady"].headline
     assert set(result.partial.runs["night"]) == {"naive", "hardened"}   # seed 1 ran on both sides

@@ -5,8 +5,8 @@ change (typed in the library, never worded "unchanged")."""
 
 import pytest
 
-from harness.analysis.ablation import ablate, exposing_plan, score_key, worst
 from harness.analysis.exposure import STORM_LIVES, need, request_life_s, scenario_needs, short_run
+from harness.analysis.rank.ablation import ablate, exposing_plan, score_key, worst
 from harness.analysis.review import QUICK_SCALE, review_scenarios
 from harness.analysis.shorten import disturbance, plan, shorten
 from harness.analysis.variants import knobs_of, variant

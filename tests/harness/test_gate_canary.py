@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.analysis.canary_days import run_canary
+from harness.analysis.canary.days import run_canary
 from harness.cli import app
 from harness.gate.canary import canary_interval
 from harness.gate.check import run_gate

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.analysis.capacity_sim import Point, traffic
+from harness.analysis.capacity.sim import Point
+from harness.analysis.traffic import traffic
 from harness.cli import app
 from harness.engine import jobs as runner
 from harness.engine.jobs import Executor, ExecutorUnavailable, SimJob, run_jobs

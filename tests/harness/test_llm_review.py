@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from harness.analysis.llm_review import llm_answer
-from harness.analysis.review import llm_part, review
+from harness.analysis.llm.review import llm_answer
+from harness.analysis.review.run import llm_part, review
 from harness.results.review import ReviewResult
 from reports.fmt import fmt_n, fmt_x
 from reports.llm import answer

@@ -8,7 +8,7 @@ import re
 import pytest
 from rich.console import Console
 
-from harness.analysis.review import review
+from harness.analysis.review.run import review
 from harness.results.review import ReviewResult
 from reports.fmt import fmt_pct
 from reports.review import gain, measured, narrative, render
