@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness.analysis.alerts.eval import Series, evaluate
-from harness.engine.jobs import SimJob, run_jobs
+from harness.engine.jobs import Jobs, SimJob
 from harness.ops.prom import rule_groups
 from harness.ops.rules import AlertRule, FleetShape, shape_of
 from harness.results.alerts import AlertsResult, RuleFigures, RuleFiring, ScenarioAlerts
@@ -70,22 +70,22 @@ def rule_figures(config: TargetConfig, rules: list[AlertRule]) -> list[RuleFigur
 
 def prove_rules(target: str, config: TargetConfig, rules: list[AlertRule], scenarios: list[str],
                 durations: dict[str, float], seed: int, hour_s: float, objective: float, calm: tuple[str, ...] = (),
-                workers: int | None = None, on_done: OnDone | None = None) -> AlertsResult:
-    """Run every scenario once (seeded) on `target` and evaluate `rules` on its series;
+                jobs: Jobs = Jobs(), on_done: OnDone | None = None) -> AlertsResult:
+    """Run every scenario once (seeded) on `target`, each a job of `jobs`, and evaluate `rules`
     on its series; `calm` names the days that should fire nothing."""
-    return prove_days(target, config, rules, scenarios, durations, seed, hour_s, objective, calm, workers,
+    return prove_days(target, config, rules, scenarios, durations, seed, hour_s, objective, calm, jobs,
                       on_done)[0]
 
 
 def prove_days(target: str, config: TargetConfig, rules: list[AlertRule], scenarios: list[str],
                durations: dict[str, float], seed: int, hour_s: float, objective: float, calm: tuple[str, ...] = (),
-               workers: int | None = None, on_done: OnDone | None = None) -> tuple[AlertsResult, list[ProvenDay]]:
+               jobs: Jobs = Jobs(), on_done: OnDone | None = None) -> tuple[AlertsResult, list[ProvenDay]]:
     """`prove_rules`, and each scenario's series beside what fired on it (for promtool's unit tests)."""
-    jobs = [SimJob(target, name, seed, duration_s=durations.get(name)) for name in scenarios]
-    runs = run_jobs(jobs, workers, on_done=(lambda i, job, _: on_done(job.workload)) if on_done else None)
+    sims = [SimJob(target, name, seed, duration_s=durations.get(name)) for name in scenarios]
+    runs = jobs.run(sims, on_done=(lambda i, _job, _run: on_done(sims[i].workload)) if on_done else None)
     shape = shape_of(config)
     days = []
-    for job, run in zip(jobs, runs):
+    for job, run in zip(sims, runs):
         series = Series.from_timeseries(run.timeseries)
         alerts = _series_alerts(job.workload, job.workload_config(), series, rules, shape, job.workload in calm)
         days.append(ProvenDay(alerts, series))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness.analysis.canary.run import Rollout
-from harness.engine.jobs import run_jobs, start_jobs
+from harness.engine.jobs import Jobs
 from harness.results.canary import CanaryCell, CanaryResult, CanaryRun
 from targets.spec import resolve_target
 from workloads.canary_days import CANARY_DAYS, CanaryDay
@@ -27,7 +27,7 @@ DESIGN_PEAK_RPS = 10_000.0  # the scenarios' rates are the design's; a plan runs
 
 @dataclass(frozen=True)
 class CanaryJob:
-    """A picklable rollout for `run_jobs`: names in, a CanaryRun out."""
+    """A picklable rollout for `Jobs.run`: names in, a CanaryRun out."""
 
     plan: str
     day: str
@@ -45,30 +45,30 @@ class CanaryJob:
 
 
 def run_canary(plans: list[str], target: str, seeds: int, first_seed: int = 1, days: list[str] | None = None,
-               workers: int | None = None, on_done: Callable[[int, int], None] | None = None) -> CanaryResult:
-    """Every plan on every day (or on `days`) over `seeds` seeds."""
-    return run_rollouts(_pairs(plans, days), target, seeds, first_seed, workers, on_done)
+               jobs: Jobs = Jobs(), on_done: Callable[[int, int], None] | None = None) -> CanaryResult:
+    """Every plan on every day (or on `days`) over `seeds` seeds, each rollout a job of `jobs`."""
+    return run_rollouts(_pairs(plans, days), target, seeds, first_seed, jobs, on_done)
 
 
 def run_rollouts(pairs: list[tuple[str, str]], target: str, seeds: int, first_seed: int = 1,
-                 workers: int | None = None, on_done: Callable[[int, int], None] | None = None) -> CanaryResult:
+                 jobs: Jobs = Jobs(), on_done: Callable[[int, int], None] | None = None) -> CanaryResult:
     """Each (plan, day) over seeds `first_seed`..`first_seed + seeds - 1`: one cell per pair, in order."""
-    jobs = _jobs(pairs, target, seeds, first_seed)
+    rollouts = _rollouts(pairs, target, seeds, first_seed)
     count = [0]
 
     def done(*_: Any) -> None:
         count[0] += 1
         if on_done:
-            on_done(count[0], len(jobs))
+            on_done(count[0], len(rollouts))
 
-    return _result(pairs, target, seeds, run_jobs(jobs, workers, on_done=done))
+    return _result(pairs, target, seeds, jobs.run(rollouts, on_done=done))
 
 
 def start_canary(plans: list[str], target: str, seeds: int, first_seed: int = 1, days: list[str] | None = None,
-                 workers: int | None = None) -> Callable[[], CanaryResult]:
+                 jobs: Jobs = Jobs()) -> Callable[[], CanaryResult]:
     """`run_canary`, started on worker processes now; the returned call waits for the result."""
     pairs = _pairs(plans, days)
-    waiting = start_jobs(_jobs(pairs, target, seeds, first_seed), workers)
+    waiting = jobs.start(_rollouts(pairs, target, seeds, first_seed))
     return lambda: _result(pairs, target, seeds, waiting())
 
 
@@ -77,7 +77,7 @@ def _pairs(plans: list[str], days: list[str] | None) -> list[tuple[str, str]]:
     return [(p, d) for p in plans for d in days or list(CANARY_DAYS)]
 
 
-def _jobs(pairs: list[tuple[str, str]], target: str, seeds: int, first_seed: int) -> list[CanaryJob]:
+def _rollouts(pairs: list[tuple[str, str]], target: str, seeds: int, first_seed: int) -> list[CanaryJob]:
     unknown = sorted({d for _, d in pairs if d not in CANARY_DAYS})
     if unknown:
         raise ValueError(f"unknown canary day(s) {', '.join(unknown)} (known: {', '.join(CANARY_DAYS)})")

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 from harness.analysis.capacity.losses import LOW_LOAD, MID_LOAD, loss_points, measure_losses
 from harness.analysis.capacity.sim import FleetSearch, Point, backlog, lowest_stable_fleet
 from harness.analysis.traffic import QUICK_PROBE, ProbeLength, traffic
-from harness.engine.jobs import default_jobs, run_jobs
+from harness.engine.jobs import Jobs
 from harness.results.capacity import CapacityResult
 from harness.results.io import SCHEMA, versions
 from harness.results.sweep import CapacityAgreement
@@ -147,9 +147,9 @@ class _Planner:
     worker processes and no fleet is simulated twice."""
 
     def __init__(self, inp: CapacityInputs, knobs: dict[str, Any], budget: Budget, seed: int,
-                 workers: int, progress: Progress | None) -> None:
+                 jobs: Jobs, progress: Progress | None) -> None:
         self.inp, self.knobs, self.budget, self.seed = inp, knobs, budget, seed
-        self.workers, self.progress = workers, progress
+        self.jobs, self.progress = jobs, progress
         self.results: dict[str, dict[str, Any]] = {}
         self.scheduled = 0
 
@@ -175,8 +175,7 @@ class _Planner:
             if self.progress is not None:
                 self.progress(len(self.results), self.scheduled, res["key"])
 
-        # Any picklable object with .run() is a job to run_jobs; longest first.
-        run_jobs(order, self.workers, on_done=done)  # type: ignore[arg-type]
+        self.jobs.run(order, on_done=done)  # longest first, as ordered here
 
     def verdict(self, key: str) -> bool:
         p99 = self.results[key]["p99_s"]
@@ -185,13 +184,14 @@ class _Planner:
 
 def plan_capacity(qps: float = 10_000, batch_size: int = 32, batch_time_s: float = 0.1,
                   slo_p99_s: float = 0.3, cost_model: str = "constant", seed: int = 1,
-                  quick: bool = False, workers: int | None = None, cost_table: str | None = None,
+                  quick: bool = False, jobs: Jobs = Jobs(), cost_table: str | None = None,
                   headroom_factor: float = 1.25, progress: Progress | None = None,
                   budget: Budget | None = None) -> CapacityResult:
     """The capacity result (see the module docstring). ``quick`` spends about a quarter
     of the simulation (shorter points, fewer curve and load points, no contrast runs);
-    ``budget`` replaces both presets (tests use tiny ones). ``workers``: processes
-    (default one per core; 1 runs inline). Raises ValueError on bad inputs."""
+    ``budget`` replaces both presets (tests use tiny ones). ``jobs``: where the points
+    run; its width (workers, default one per core up to 8) is also the fleets a search
+    round proposes unless the budget fixes it. Raises ValueError on bad inputs."""
     started = time.perf_counter()
     inp = CapacityInputs(float(qps), int(batch_size), float(batch_time_s), float(slo_p99_s),
                          cost_model, cost_table)
@@ -203,9 +203,9 @@ def plan_capacity(qps: float = 10_000, batch_size: int = 32, batch_time_s: float
     theo = theoretical_gpus(inp.qps, inp.batch_size, t_b)
     g_formula = formula_gpus(theo)
     budget = budget or (QUICK if quick else FULL)
-    procs = default_jobs() if workers is None else max(1, workers)
-    width = budget.search_width or procs
-    pl = _Planner(inp, knobs, budget, seed, procs, progress)
+    width = budget.search_width or jobs.width
+    # Points run in rounds of about `jobs.width`: the executor sized to it (a local Ray instance too).
+    pl = _Planner(inp, knobs, budget, seed, replace(jobs, workers=jobs.width), progress)
     max_gpus = max(lowest_stable_fleet(theo * headroom_factor) + 1, math.ceil(4 * theo * headroom_factor) + 8)
     feasible = t_of_b(1) < inp.slo_p99_s  # no fleet helps when one batch outlasts the SLO
     peak = FleetSearch(lowest_stable_fleet(theo) - 1, max_gpus, width)
@@ -350,7 +350,7 @@ def capacity_agreement(cfg: TargetConfig, qps: float, seed: int) -> CapacityAgre
     found that fleet sustains (per-GPU throughput is near linear in the fleet, so 10% of
     the fleet is 10% of the rate)."""
     cap = plan_capacity(qps, cfg.batch_size, cfg.batch_time_s, cfg.slo_s, "constant", seed=seed, quick=True,
-                        workers=1)
+                        jobs=Jobs(workers=1))
     g, got = cfg.fleet_gpus, cap.realtime_gpus
     return CapacityAgreement(qps=qps, target_gpus=g, capacity_gpus=got,
                              agrees=got is not None and abs(got - g) <= 0.1 * g)

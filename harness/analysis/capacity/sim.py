@@ -1,7 +1,7 @@
 """The simulation half of capacity planning: probed sim points and the fleet search.
 
 ``Point`` is one seeded sim run of a target spec under a constant-rate workload,
-picklable so ``harness.engine.jobs.run_jobs`` can run points in worker processes. Its
+picklable so a ``harness.engine.jobs.Jobs`` can run points in worker processes. Its
 ``run()`` returns a compact metrics dict (keys listed on ``Point``) rather than
 the whole run document, and adds one measurement the run document lacks: GPU
 time left idle while requests sat queued (a batch forming), sampled every

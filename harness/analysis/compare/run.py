@@ -12,14 +12,14 @@ from typing import Any, Callable, Sequence
 
 from harness.analysis.compare.verdicts import add_verdicts
 from harness.analysis.seeds import seed_set
-from harness.engine.jobs import JobsInterrupted, SimJob, run_jobs
+from harness.engine.jobs import Job, Jobs, JobsInterrupted, OnDone, SimJob
 from harness.results.compare import CompareResult, PartialCompare
 from harness.results.run import RunResult, RunSummary, SeedSet
 
 
 def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
-            duration_s: float | None = None, rate_rps: float | None = None, workers: int | None = None,
-            on_done: Callable | None = None, durations: dict[str, float] | None = None,
+            duration_s: float | None = None, rate_rps: float | None = None, jobs: Jobs = Jobs(),
+            on_done: OnDone[RunResult] | None = None, durations: dict[str, float] | None = None,
             seeds: list[int] | None = None) -> CompareResult:
     """Runs every workload on both targets; returns their comparison, with each
     scenario's declared figures judged and each side's share of the ceiling (`verdicts`).
@@ -32,15 +32,16 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
     (`hardened:gpus=40`) or a TOML file. `duration_s` applies to every
     workload; else `durations` (a suite's table) to the ones it names.
 
-    A KeyboardInterrupt stops the jobs and returns the scenarios that finished (`partial`).
+    Each run is a job of `jobs` (default: this machine's worker processes). A
+    KeyboardInterrupt stops the jobs and returns the scenarios that finished (`partial`).
     """
     durations = durations or {}
     seeds = seeds or [seed]
     label_b = b if b != a else f"{b} (B)"
     sides = [(a, a), (b, label_b)]
     keys = [(w, s, t, side) for w in workloads for s in seeds for t, side in sides]
-    jobs = [SimJob(t, w, s, overrides or {}, duration_s or durations.get(w), rate_rps) for w, s, t, _ in keys]
-    results = _until_interrupted(jobs, workers, on_done)
+    sims = [SimJob(t, w, s, overrides or {}, duration_s or durations.get(w), rate_rps) for w, s, t, _ in keys]
+    results = _until_interrupted(sims, jobs, on_done)
     done = {w for w in workloads if all(_whole(res) for key, res in zip(keys, results) if key[0] == w)}
     scenarios: dict[str, dict[str, RunSummary]] = {}
     runs: dict[str, dict[str, RunResult]] = {}
@@ -61,23 +62,24 @@ def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict
     return add_verdicts(finished_only(ran, workloads, done))
 
 
-def _until_interrupted(jobs: Sequence[SimJob], workers: int | None, on_done: Callable | None) -> list[RunResult | None]:
+def _until_interrupted(sims: Sequence[SimJob], jobs: Jobs,
+                       on_done: OnDone[RunResult] | None) -> Sequence[RunResult | None]:
     """Every job's result in job order; after a KeyboardInterrupt, the results of the jobs
     that finished and None for the rest (all None where the executor cannot tell). A
     partial run (a sim summarises the part that ran when Ctrl-C reaches it) stops the
     rest as the interruption it is."""
-    def done(i: int, job: SimJob, res: RunResult) -> None:
+    def done(i: int, job: Job[RunResult], res: RunResult) -> None:
         if on_done:
             on_done(i, job, res)
         if res.summary.partial:
             raise KeyboardInterrupt
 
     try:
-        return run_jobs(jobs, workers, done)
+        return jobs.run(sims, done)
     except JobsInterrupted as exc:
         return exc.results
     except KeyboardInterrupt:
-        return [None] * len(jobs)
+        return [None] * len(sims)
 
 
 def _whole(res: RunResult | None) -> bool:

@@ -85,7 +85,7 @@ from harness.analysis.shorten import REQUEST_BUDGET, plan_for_json
 from harness.analysis.shorten import plan as plan_runs
 from harness.analysis.stats import interval
 from harness.analysis.variants import OnDone, OnPlanned, VariantJob, knobs_of, variant
-from harness.engine.jobs import run_jobs
+from harness.engine.jobs import Jobs
 from harness.results.llm_rank import LlmRank
 from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawGain, FlawRank,
                                   FlawSeeds, KeptSpan, RankResult, ScenarioCost, TailChange, tail_change)
@@ -207,14 +207,14 @@ SCORE_TEXT = ("worst goodput loss when put back into the good design (in steps o
 
 # -- seeds --------------------------------------------------------------------------------
 
-def _summaries_by_seed(jobs: list[VariantJob], workers: int | None, on_done: OnDone | None,
+def _summaries_by_seed(runs: list[VariantJob], jobs: Jobs, on_done: OnDone | None,
                        on_planned: OnPlanned | None) -> dict[int, Summaries]:
-    """{seed: {(target label, scenario): summary}} for every job, run in worker processes."""
-    if on_planned is not None and jobs:
-        on_planned(len(jobs))
-    docs = run_jobs(jobs, workers, on_done)  # type: ignore[arg-type]  (duck-typed like SimJob)
+    """{seed: {(target label, scenario): summary}} for every run, each a job of `jobs`."""
+    if on_planned is not None and runs:
+        on_planned(len(runs))
+    docs = jobs.run(runs, on_done)
     out: dict[int, Summaries] = {}
-    for j, d in zip(jobs, docs):
+    for j, d in zip(runs, docs):
         out.setdefault(j.seed, {})[(j.target, j.workload)] = d.summary
     return out
 
@@ -254,7 +254,7 @@ def rank_over_seeds(flaws: list[FlawRank], places: dict[int, dict[str, tuple[int
 # -- the ablation --------------------------------------------------------------------------
 
 def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed: str = "naive", seed: int = 1,
-           workers: int | None = None, plan: dict[str, dict[str, Any]] | None = None,
+           jobs: Jobs = Jobs(), plan: dict[str, dict[str, Any]] | None = None,
            on_done: OnDone | None = None, interactions: bool = True, suite: str | list[str] = "",
            on_planned: OnPlanned | None = None, suite_name: str | None = None,
            seeds: list[int] | None = None, llm: LlmSection | None = None) -> RankResult:
@@ -263,7 +263,8 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
     `good` and `flawed` are target specs or design TOML paths. On the gain
     side only flaws present in `flawed` are fixed; for the others the gain is
     0 by construction (noted in the flaw's `gain.note`). `seeds` (default: `seed`
-    alone) runs every job once per seed (see the module doc). `llm` builds the LLM flaws'
+    alone) runs every job once per seed (see the module doc); `jobs` says where the
+    runs go (default: this machine's worker processes). `llm` builds the LLM flaws'
     section (first seed; `harness.analysis.llm.llm_rank`); None: no section.
     """
     started = time.perf_counter()
@@ -277,16 +278,16 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         flawed_label += " (flawed)"
     present = set(flaws_present(TargetConfig.model_validate(flawed_knobs)))
     by_id = {f.id: f for f in FLAWS}
-    jobs = [VariantJob(good_label, good_knobs, w, seed, plan[w]["shortening"]) for w in scen]
-    jobs += [VariantJob(flawed_label, flawed_knobs, w, seed, plan[w]["shortening"]) for w in scen]
+    runs = [VariantJob(good_label, good_knobs, w, seed, plan[w]["shortening"]) for w in scen]
+    runs += [VariantJob(flawed_label, flawed_knobs, w, seed, plan[w]["shortening"]) for w in scen]
     for fid, ws in flaw_scenarios.items():
         f = by_id[fid]
-        jobs += [VariantJob(f"{good_label}+{fid}", variant(good_knobs, f.present), w, seed, plan[w]["shortening"]) for w in ws]
+        runs += [VariantJob(f"{good_label}+{fid}", variant(good_knobs, f.present), w, seed, plan[w]["shortening"]) for w in ws]
         if fid in present:
-            jobs += [VariantJob(f"{flawed_label}-{fid}", variant(flawed_knobs, f.fixed), w, seed, plan[w]["shortening"])
+            runs += [VariantJob(f"{flawed_label}-{fid}", variant(flawed_knobs, f.fixed), w, seed, plan[w]["shortening"])
                      for w in ws]
-    jobs = [dataclasses.replace(j, seed=s) for s in seeds for j in jobs]
-    by_seed = _summaries_by_seed(jobs, workers, on_done, on_planned)
+    runs = [dataclasses.replace(j, seed=s) for s in seeds for j in runs]
+    by_seed = _summaries_by_seed(runs, jobs, on_done, on_planned)
     summaries = by_seed[seed]
     per = measure(flaw_scenarios, good_label, flawed_label, summaries)
     slo = TargetConfig.model_validate(good_knobs).slo_s
@@ -308,7 +309,7 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
     found = None
     if interactions:
         found = find_interactions(flaws, present, slo, seed, (good_label, good_knobs),
-                                  (flawed_label, flawed_knobs), summaries, plan, workers, on_done, on_planned)
+                                  (flawed_label, flawed_knobs), summaries, plan, jobs, on_done, on_planned)
         flaws = [f.model_copy(update={"interaction": found.text[f.id]}) if f.id in found.text else f
                  for f in flaws]
     probe_runs = found.runs if found else 0
@@ -317,7 +318,7 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         flaws=flaws, top=[f.id for f in flaws if f.id in present][:3],
         baselines={"hardened" if good == "hardened" else good_label: {w: summaries[(good_label, w)] for w in scen},
                    "naive" if flawed == "naive" else flawed_label: {w: summaries[(flawed_label, w)] for w in scen}},
-        durations=plan_for_json(plan), score=SCORE_TEXT, runs=len(jobs) + probe_runs, ablation_runs=len(jobs),
+        durations=plan_for_json(plan), score=SCORE_TEXT, runs=len(runs) + probe_runs, ablation_runs=len(runs),
         flaws_in_flawed=sorted(present),
         probe_runs=probe_runs if found else None, interactions=found.plans if found else None,
         wall_s=time.perf_counter() - started, suite_name=suite_name, seeds=seeds if len(seeds) > 1 else None,
@@ -346,7 +347,7 @@ def _suite_order(suite: str | list[str]) -> Callable[[str], tuple[int, str]]:
     return lambda w: (order.index(w) if w in order else len(order), w)
 
 
-def rank(suite: str | list[str] = "bad-day", seed: int = 1, workers: int | None = None, duration_scale: float = 1.0,
+def rank(suite: str | list[str] = "bad-day", seed: int = 1, jobs: Jobs = Jobs(), duration_scale: float = 1.0,
          request_budget: float | None = REQUEST_BUDGET, flaws: list[str] | None = None,
          good: str = "hardened", flawed: str = "naive", on_done: OnDone | None = None,
          interactions: bool = True, on_planned: OnPlanned | None = None,
@@ -357,7 +358,7 @@ def rank(suite: str | list[str] = "bad-day", seed: int = 1, workers: int | None 
     names = list(suite) if isinstance(suite, list) else load_suite(suite)
     ids = flaws or [f.id for f in FLAWS]
     plan = exposing_plan({fid: list(names) for fid in ids}, good, duration_scale, request_budget)
-    return ablate({fid: list(names) for fid in ids}, good, flawed, seed, workers, plan, on_done, interactions,
+    return ablate({fid: list(names) for fid in ids}, good, flawed, seed, jobs, plan, on_done, interactions,
                   suite=names, on_planned=on_planned, suite_name=suite if isinstance(suite, str) else "custom",
                   seeds=seeds, llm=llm)
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.analysis.rank.scoring import TIE, goodput, p99, severity, tail_increase
 from harness.analysis.variants import OnDone, OnPlanned, VariantJob, run_summaries, variant
+from harness.engine.jobs import Jobs
 from harness.results.rank import FlawRank, Probe, ProbePlan
 from harness.results.run import RunSummary
 from targets.flaws import FLAWS
@@ -93,13 +94,13 @@ class Interactions:
 def find_interactions(flaws: list[FlawRank], present: set[str], slo: float, seed: int,
                       good_side: tuple[str, dict[str, Any]], flawed_side: tuple[str, dict[str, Any]],
                       summaries: dict[tuple[str, str], RunSummary], plan: dict[str, dict[str, Any]],
-                      workers: int | None, on_done: OnDone | None = None,
+                      jobs: Jobs = Jobs(), on_done: OnDone | None = None,
                       on_planned: OnPlanned | None = None) -> Interactions:
-    """Probes the flaws whose two sides disagree (ranked flaws, highest first)."""
+    """Probes the flaws whose two sides disagree (ranked flaws, highest first), each run a job of `jobs`."""
     (good, good_knobs), (flawed, flawed_knobs) = good_side, flawed_side
     by_id = {f.id: f for f in FLAWS}
     plans: list[dict[str, Any]] = []
-    jobs: list[VariantJob] = []
+    todo: list[VariantJob] = []
     candidates = [(f, classify(f, slo)) for f in sorted(flaws, key=lambda f: f.rank)]
     for f, kind in [(f, k) for f, k in candidates if k is not None][:MAX_PROBED]:
         w = f.gain.scenario if kind == "compounding" else f.cost.scenario
@@ -111,16 +112,16 @@ def find_interactions(flaws: list[FlawRank], present: set[str], slo: float, seed
             # The partner alone may not have run on `w` (a review runs subsets): run it too.
             if kind == "compounding":
                 if (f"{good}+{g}", w) not in summaries:
-                    jobs.append(VariantJob(f"{good}+{g}", variant(good_knobs, by_id[g].present), w, seed, short))
+                    todo.append(VariantJob(f"{good}+{g}", variant(good_knobs, by_id[g].present), w, seed, short))
                 knobs = variant(variant(good_knobs, by_id[g].present), me.present)
-                jobs.append(VariantJob(f"{good}+{g}+{f.id}", knobs, w, seed, short))
+                todo.append(VariantJob(f"{good}+{g}+{f.id}", knobs, w, seed, short))
             else:
                 if (f"{flawed}-{g}", w) not in summaries:
-                    jobs.append(VariantJob(f"{flawed}-{g}", variant(flawed_knobs, by_id[g].fixed), w, seed, short))
+                    todo.append(VariantJob(f"{flawed}-{g}", variant(flawed_knobs, by_id[g].fixed), w, seed, short))
                 knobs = variant(variant(flawed_knobs, by_id[g].fixed), me.fixed)
-                jobs.append(VariantJob(f"{flawed}-{g}-{f.id}", knobs, w, seed, short))
-    jobs = list({(j.target, j.workload): j for j in jobs}.values())  # two probes may need the same base
-    probed = run_summaries(jobs, workers, on_done, on_planned) if jobs else {}
+                todo.append(VariantJob(f"{flawed}-{g}-{f.id}", knobs, w, seed, short))
+    todo = list({(j.target, j.workload): j for j in todo}.values())  # two probes may need the same base
+    probed = run_summaries(todo, jobs, on_done, on_planned) if todo else {}
     summaries = {**summaries, **probed}
     entries = {f.id: f for f in flaws}
     done: list[ProbePlan] = []
@@ -142,7 +143,7 @@ def find_interactions(flaws: list[FlawRank], present: set[str], slo: float, seed
         probe_plan = ProbePlan(**p, probes=probes)
         done.append(probe_plan)
         text[fid] = _describe(probe_plan, f, good, flawed, slo)
-    return Interactions(done, text, len(jobs))
+    return Interactions(done, text, len(todo))
 
 
 def _pct(x: float) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 from harness.analysis.alerts import scenario_alerts
 from harness.analysis.shorten import shorten
 from harness.analysis.variants import OnDone, VariantJob, knobs_of
-from harness.engine.jobs import run_jobs
+from harness.engine.jobs import Job, Jobs
 from harness.ops.prom import rule_groups
 from harness.ops.rules import AlertRule, Signal, build_rules, shape_of
 from harness.results.followups import AlertsAnswer, ChosenMetric, DayDetection, RuleThreshold
@@ -68,22 +68,22 @@ class RunTap:
         self.on_done = on_done
         self.runs: dict[tuple[str, str], BaselineRun] = {}
 
-    def __call__(self, index: int, job: Any, result: RunResult) -> None:
+    def __call__(self, index: int, job: Job[RunResult], result: RunResult) -> None:
         if isinstance(job, VariantJob) and job.target in self.designs and job.seed == self.seed:
             self.runs.setdefault((job.target, job.workload), _keep(job, result))
         if self.on_done is not None:
             self.on_done(index, job, result)
 
 
-def baseline_runs(specs: list[str], plan: dict[str, dict[str, Any]], seed: int, workers: int | None,
+def baseline_runs(specs: list[str], plan: dict[str, dict[str, Any]], seed: int, jobs: Jobs = Jobs(),
                   on_done: OnDone | None = None) -> list[BaselineRun]:
     """Run each design (spec) on every scenario of `plan` (shortened as it says): for a review
     that reuses a saved rank and so made no runs of its own."""
-    jobs = []
+    runs: list[VariantJob] = []
     for spec in specs:
         label, knobs = knobs_of(spec)
-        jobs += [VariantJob(label, knobs, w, seed, p["shortening"]) for w, p in plan.items()]
-    return [_keep(j, r) for j, r in zip(jobs, run_jobs(jobs, workers, on_done))]
+        runs += [VariantJob(label, knobs, w, seed, p["shortening"]) for w, p in plan.items()]
+    return [_keep(j, r) for j, r in zip(runs, jobs.run(runs, on_done))]
 
 
 def _thresholds(rules: list[AlertRule], config: TargetConfig) -> dict[Signal, list[RuleThreshold]]:

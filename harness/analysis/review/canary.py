@@ -19,6 +19,7 @@ from typing import Callable
 from scipy.stats import binomtest
 
 from harness.analysis.canary import CANARY_DAYS, start_canary
+from harness.engine.jobs import Jobs
 from harness.results.canary import CanaryResult, CanaryRun
 from harness.results.followups import CanaryAnswer, PlanFigures
 from workloads.canary_plan import plan_names
@@ -65,8 +66,8 @@ def canary_answer(result: CanaryResult, source: str) -> CanaryAnswer:
 
 
 def start_canary_answer(seeds: int, first_seed: int = 1, target: str = "hardened",
-                        workers: int | None = None) -> Callable[[], CanaryAnswer]:
+                        jobs: Jobs = Jobs()) -> Callable[[], CanaryAnswer]:
     """The built-in plans on every canary day over `seeds` seeds, started on worker processes
-    now; the returned call waits for them and judges."""
-    waiting = start_canary(plan_names(), target, seeds, first_seed, workers=workers)
+    now (`jobs`); the returned call waits for them and judges."""
+    waiting = start_canary(plan_names(), target, seeds, first_seed, jobs=jobs)
     return lambda: canary_answer(waiting(), f"run here: {seeds} seed(s) a plan and day")

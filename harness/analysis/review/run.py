@@ -38,6 +38,7 @@ from harness.analysis.rank import ablate, ablation_job_count, exposing_plan
 from harness.analysis.review.alerts import RunTap, alerts_answer, baseline_runs
 from harness.analysis.review.canary import canary_answer, start_canary_answer
 from harness.analysis.variants import OnDone, OnPlanned, knobs_of
+from harness.engine.jobs import Jobs
 from harness.results.base import Result
 from harness.results.canary import CanaryResult
 from harness.results.followups import AlertsAnswer, CanaryAnswer
@@ -124,12 +125,12 @@ def items(rank: RankResult) -> list[ReviewItem]:
     return out
 
 
-def capacity_part(seed: int, workers: int | None) -> Part:
-    """Part 2: the capacity plan, quick (the doc's formula against simulation)."""
+def capacity_part(seed: int, jobs: Jobs = Jobs()) -> Part:
+    """Part 2: the capacity plan, quick (the doc's formula against simulation), its points jobs of `jobs`."""
     def build() -> Any:
         from harness.analysis.capacity import plan_capacity
 
-        return plan_capacity(seed=seed, quick=True, workers=workers)
+        return plan_capacity(seed=seed, quick=True, jobs=jobs)
     return "Part 2 (capacity)", build
 
 
@@ -152,9 +153,9 @@ def llm_part(seed: int) -> Part:
     return "LLM follow-up", build
 
 
-def default_parts(seed: int, workers: int | None) -> list[Part]:
+def default_parts(seed: int, jobs: Jobs = Jobs()) -> list[Part]:
     """The Part 2, Part 3 and LLM follow-up answers a full review adds."""
-    return [capacity_part(seed, workers), pool_part(), llm_part(seed)]
+    return [capacity_part(seed, jobs), pool_part(), llm_part(seed)]
 
 
 def _part(name: str, build: Callable[[], Any], notes: list[str]) -> Result | None:
@@ -166,7 +167,7 @@ def _part(name: str, build: Callable[[], Any], notes: list[str]) -> Result | Non
     return None
 
 
-def review(design: str | None = None, quick: bool = False, seed: int = 1, workers: int | None = None,
+def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: Jobs = Jobs(),
            parts: Sequence[Part] = (), rank: RankResult | None = None, on_done: OnDone | None = None,
            scale: float | None = None, flaw_scenarios: dict[str, list[str]] | None = None,
            on_planned: OnPlanned | None = None, seeds: list[int] | None = None, alerts: bool = True,
@@ -174,11 +175,12 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     """The review of `design` (a target spec or TOML; default naive, the doc's design).
 
     `rank` reuses a saved rank (same design) instead of running the ablation;
-    `parts` are the Part 2/3 answers to add (e.g. `capacity_part(seed, workers)`),
+    `parts` are the Part 2/3 answers to add (e.g. `capacity_part(seed, jobs)`),
     each embedded under its kind (`capacity`, `pool`); `quick` (or `scale`)
     shortens every run; `flaw_scenarios` ({flaw id: [scenarios]}) replaces the
     default experiments (tests use tiny ones); `seeds` runs the ablation under each
-    (`harness.analysis.rank.ablation`: intervals and place stability per flaw).
+    (`harness.analysis.rank.ablation`: intervals and place stability per flaw); `jobs`
+    says where every run goes (default: this machine's worker processes).
 
     The follow-ups: `alerts` evaluates the alert rules on the ablation's runs of
     hardened and the design (with a saved `rank`, on runs of its own, one per
@@ -193,7 +195,7 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
     first_seed = seeds[0] if seeds else seed
     # The canary rollouts run on worker processes of their own beside the ablation's, so that
     # no core idles while one process answers a part or the ablation's last runs finish.
-    canary_part = _canary(canary, canary_seeds, first_seed, workers, notes)
+    canary_part = _canary(canary, canary_seeds, first_seed, jobs, notes)
     # The Part 2/3 answers are built meanwhile, on a thread of this process, which otherwise
     # only waits for the workers: built after the ablation, they would leave a core idle.
     built = _start_parts(parts, notes)
@@ -204,11 +206,11 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, worker
         if alerts:
             good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
             on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
-        rank = ablate(scen, "hardened", flawed, seed, workers, plan, on_done, suite="bad-day", on_planned=on_planned,
+        rank = ablate(scen, "hardened", flawed, seed, jobs, plan, on_done, suite="bad-day", on_planned=on_planned,
                       seeds=seeds, llm=llm_rank)
     elif rank.llm is None:  # a rank saved before it had an LLM section
         rank = rank.model_copy(update={"llm": llm_rank(first_seed)})
-    alerts_part = _alerts(rank, tap, factor, first_seed, workers, notes) if alerts else None
+    alerts_part = _alerts(rank, tap, factor, first_seed, jobs, notes) if alerts else None
     embedded = built()
     llm = embedded.get("llm")
     if isinstance(llm, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
@@ -231,7 +233,7 @@ def _start_parts(parts: Sequence[Part], notes: list[str]) -> Callable[[], dict[s
     return lambda: {part.kind: part for part in built.result() if part is not None}
 
 
-def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, workers: int | None,
+def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, jobs: Jobs,
             notes: list[str]) -> AlertsAnswer | None:
     """The alerts follow-up on the runs the tap kept, or (a saved rank) on runs of its own."""
     try:
@@ -240,7 +242,7 @@ def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, work
         else:
             scen = {f.id: list(f.per_scenario) for f in rank.flaws}
             plan = exposing_plan(scen, rank.good_spec, factor)
-            runs = baseline_runs([rank.good_spec, rank.flawed_spec], plan, seed, workers)
+            runs = baseline_runs([rank.good_spec, rank.flawed_spec], plan, seed, jobs)
             source = "runs of both designs made for this answer (the rank was reused)"
         order = {rank.good: 0, rank.flawed: 1}
         runs.sort(key=lambda r: (order.get(r.design, 2), rank.suite.index(r.scenario)
@@ -251,7 +253,7 @@ def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, work
     return None
 
 
-def _canary(saved: CanaryResult | None, seeds: int, first_seed: int, workers: int | None,
+def _canary(saved: CanaryResult | None, seeds: int, first_seed: int, jobs: Jobs,
             notes: list[str]) -> Callable[[], CanaryAnswer | None]:
     """The canary follow-up from a saved result, or run over `seeds` seeds (started now, on worker
     processes); the returned call gives it, or None when neither (a failure becomes a note)."""
@@ -263,7 +265,7 @@ def _canary(saved: CanaryResult | None, seeds: int, first_seed: int, workers: in
             answer = canary_answer(saved, f"a saved harness canary result ({saved.seeds} seed(s) a plan and day)")
             return lambda: answer
         if seeds > 0:
-            waiting = start_canary_answer(seeds, first_seed, workers=workers)
+            waiting = start_canary_answer(seeds, first_seed, jobs=jobs)
 
             def collect() -> CanaryAnswer | None:
                 try:
