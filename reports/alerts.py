@@ -1,7 +1,7 @@
 """The alerts view: the generated rules, and per scenario which rule fires first and how soon.
 
 Reads only `harness.results.alerts.AlertsResult`; every time in it was
-measured by `harness.analysis.alert_days`.
+measured by `harness.analysis.alerts.days`.
 """
 
 from __future__ import annotations

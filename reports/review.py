@@ -1,6 +1,6 @@
 """The review view: the design doc item by item, in words, in the terminal and in HTML.
 
-The library (`harness.analysis.review`) decides every verdict and keeps the
+The library (`harness.analysis.review.run`) decides every verdict and keeps the
 figures (`harness.results.review.ReviewResult`); this module only words them.
 The embedded rank, capacity (Part 2) and pool (Part 3) results are drawn by
 their own views, found through the registry; the LLM follow-up's in words and

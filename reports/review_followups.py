@@ -2,7 +2,7 @@
 
 Reads only `harness.results.followups`; every verdict (bad or calm, missed,
 the metrics chosen, the plan recommended) was decided by the library
-(`harness.analysis.review_alerts`, `harness.analysis.review_canary`).
+(`harness.analysis.review.alerts`, `harness.analysis.review.canary`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`harness rank`, `harness review` and `harness gate`: option parsing only.
 
-The library does the work (harness/analysis/ablation.py, harness/analysis/review.py,
+The library does the work (harness/analysis/rank/ablation.py, harness/analysis/review/run.py,
 harness/gate/check.py) and returns a typed result; these commands write its file
 and hand it to its view (reports/rank.py, reports/review.py, reports/gate.py).
 """
@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from harness.analysis.stats import seeds_from
 from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SEEDS, bounded, err, existing_file, fail,
                                 publish, writable_file)
-from harness.engine.jobs import configure
+from harness.engine.jobs import Executor, Jobs
 from harness.results import io as results
 from harness.results import load_result
 from harness.results.canary import CanaryResult
@@ -54,7 +54,7 @@ def rank(
     suite: str = typer.Option("bad-day", "--suite", help="Suite of scenarios to rank the flaws over."),
     seed: int = SEED,
     seeds: int = SEEDS,
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     scale: float = typer.Option(1.0, "--scale", help="Multiply every shortened run's length by this (see harness/analysis/shorten.py).",
                                 callback=bounded("--scale", gt=0)),
@@ -66,9 +66,10 @@ def rank(
     html: Optional[Path] = HTML,
 ) -> None:
     """Rank the design doc's flaws: each put back into hardened, each fixed alone in naive."""
-    configure(executor)
-    from harness.analysis.ablation import REQUEST_BUDGET
-    from harness.analysis.ablation import rank as run_rank
+    jobs = Jobs(Executor(executor), n_jobs)
+    from harness.analysis.llm import llm_rank
+    from harness.analysis.rank import REQUEST_BUDGET
+    from harness.analysis.rank import rank as run_rank
 
     try:
         load_suite(suite)
@@ -77,7 +78,7 @@ def rank(
     with _runs_progress(quiet or as_json) as callbacks:
         on_planned, on_done = callbacks()
         result = run_rank(suite, seed, jobs, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
-                          on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds))
+                          on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds), llm=llm_rank)
     publish(result, out_path or results.default_path("rank", suite), html, as_json)
 
 
@@ -96,14 +97,14 @@ def review(
                                                callback=bounded("--canary-seeds", ge=0, le=100)),
     seed: int = SEED,
     seeds: int = SEEDS,
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
 ) -> None:
     """The design-review demo: each doc item's flaw, experiment, cost, fix and gain, then the ranking."""
-    configure(executor)
+    jobs = Jobs(Executor(executor), n_jobs)
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review
 
@@ -148,7 +149,7 @@ def gate(
                                         "(default: the file's `seeds`, else 1); checks read the mean or a bound of "
                                         "the 95% interval, baseline checks test for a significant regression.",
                                         callback=bounded("--seeds", ge=1, le=100)),
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -156,7 +157,7 @@ def gate(
 ) -> None:
     """CI performance gate: run the gate file's scenarios (sim, seeded) or judge saved runs (--results);
     exit 0 pass, 1 violation, 2 bad file or cannot judge (an invalid live run)."""
-    configure(executor)
+    jobs = Jobs(Executor(executor), n_jobs)
     from harness.gate.check import run_gate
 
     try:

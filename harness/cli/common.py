@@ -212,7 +212,7 @@ OUT = typer.Option(None, "--out", help="Result file path (default: runs/<time>-<
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress display.")
 HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report here.",
                     callback=writable_file("--html"))
-JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core).",
+JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core, at most 8).",
                     callback=bounded("--jobs", ge=1, le=256))
 EXECUTOR = typer.Option("process", "--executor", help="Where sim jobs run: process (this machine's cores) or ray "
                         "(the cluster at RAY_ADDRESS, else a local Ray instance; needs the optional ray extra).",

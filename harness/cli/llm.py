@@ -6,7 +6,7 @@ lognormal and sharegpt-like), `--rate` one offered rate instead of the sweep,
 `--duration` seconds of arrivals per point, `--set` engine knobs and cost
 coefficients (`targets.llm.knobs`), cost=FILE (from `harness profile llm`), and
 slo_ttft_s, slo_tpot_s and attainment.
-Builds an ``LlmSweep``, calls ``harness.analysis.llm_compare.run_sweep`` and
+Builds an ``LlmSweep``, calls ``harness.analysis.llm.run_sweep`` and
 publishes the ``llm`` result; `--mode live` serves the tiny decoder with each policy
 instead (``harness.live.llm_live``, at `--rate`, default 4 req/s, for `--duration`,
 default 20 s). No arithmetic lives here.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from harness.analysis.llm_compare import LlmSweep, run_sweep
+from harness.analysis.llm import LlmSweep, run_sweep
 from harness.cli.common import err, fail, publish
 from harness.results import io as results
 from targets.llm import LlmEngineSpec, LlmPolicy, create_scheduler, policy_names

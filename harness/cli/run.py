@@ -14,7 +14,7 @@ from harness.cli.common import (DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, J
                                 QUIET, RATE, SEED, SEEDS, SET, bounded, check_target_mode, err, existing_file, fail,
                                 interruptible, one_of, publish)
 from harness.cli.live import DRIVER_PROCS, WARMUP
-from harness.engine.jobs import SimJob, configure
+from harness.engine.jobs import Executor, Jobs, SimJob
 from harness.results import CompareResult
 from harness.results import io as results
 from targets.spec import parse_overrides, resolve_target
@@ -27,7 +27,7 @@ def run(
     mode: str = MODE,
     seed: int = SEED,
     seeds: int = SEEDS,
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     duration: Optional[float] = DURATION,
     rate: Optional[float] = RATE,
@@ -49,7 +49,6 @@ def run(
     driver_procs: int = DRIVER_PROCS,
 ) -> None:
     """Run one target under one workload and write its result file."""
-    configure(executor)
     check_target_mode(target, mode)
     if mode == "sim":
         for option, given in (("--scale", scale is not None), ("--template", template is not None),
@@ -84,7 +83,7 @@ def run(
         from harness.cli.progress import job_progress
 
         with job_progress(seeds, enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
-            result = run_seeds(job, seeds_from(seed, seeds), jobs, on_done=tick)
+            result = run_seeds(job, seeds_from(seed, seeds), Jobs(Executor(executor), n_jobs), on_done=tick)
     else:
         from harness.cli.progress import sim_progress
 
@@ -107,7 +106,7 @@ def compare(
     duration: Optional[float] = DURATION,
     rate: Optional[float] = RATE,
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Knob KEY=VALUE for BOTH sides (repeatable)."),
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -123,7 +122,6 @@ def compare(
         from harness.cli.llm import compare_llm  # LLM policies: their own sweep and result kind
 
         return compare_llm(a, b, workload, seed, duration, rate, set_, as_json, out_path, quiet, mode)
-    configure(executor)
     for side, spec in (("A", a), ("B", b)):
         if "://" in spec:
             fail(f"{side} '{spec}' is a URL: compare builds both targets itself; "
@@ -155,8 +153,8 @@ def compare(
 
             with job_progress(2 * len(names) * seeds, enabled=not (quiet or as_json) and err.is_terminal,
                               console=err) as tick:
-                result = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick,
-                                     durations=durations, seeds=seeds_from(seed, seeds))
+                result = run_compare(a, b, names, seed, overrides, duration, rate, Jobs(Executor(executor), n_jobs),
+                                     on_done=tick, durations=durations, seeds=seeds_from(seed, seeds))
     publish(result, out_path or results.default_path("compare", f"{a}-vs-{b}"), None, as_json)
     _interrupted(result)
 

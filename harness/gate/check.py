@@ -43,7 +43,7 @@ from harness.analysis.seeds import seed_set
 from harness.analysis.shorten import Shortening
 from harness.analysis.stats import interval, seeds_from
 from harness.analysis.variants import OnDone, VariantJob, knobs_of
-from harness.engine.jobs import run_jobs
+from harness.engine.jobs import Jobs
 from harness.gate.file import COMPARE, Check, Gate, GateFile, check_keys, load_gate_file
 from harness.gate.canary import run_canary_gates
 from harness.gate.sweep import run_sweep_gates
@@ -341,7 +341,7 @@ def invalid_runs(gf: GateFile, summaries: dict[Key, RunSummary],
 
 
 def run_gate(path: str, target: str | None = None, baseline: Result | None = None,
-             workers: int | None = None, on_done: OnDone | None = None,
+             jobs: Jobs = Jobs(), on_done: OnDone | None = None,
              results: list[Result] | None = None, result_files: list[str] | None = None,
              seeds: int | None = None) -> GateResult:
     """Parse (ConfigError on a bad file), run what the gates need, evaluate; the gate result.
@@ -350,7 +350,8 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
     `baseline_summaries` accepts (ValueError otherwise). `results`, when given, are
     saved runs (run, compare, gate or rank results; live or sim) judged instead of
     running sim; `result_files` their paths, recorded in the gate result. `seeds`
-    replaces the file's `seeds` (sim only: saved runs are one seed each).
+    replaces the file's `seeds` (sim only: saved runs are one seed each). `jobs`: where
+    the sim runs go (default: this machine's worker processes).
     """
     started = time.perf_counter()
     gf: GateFile = load_gate_file(path, target)
@@ -367,14 +368,14 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
         summaries = given_summaries(keys, [r for r in results if not isinstance(r, (CanaryResult, SweepResult))])
     else:
         knobs = {t: knobs_of(t)[1] for _, t, _ in keys}
-        jobs = [VariantJob(t, knobs[t], w, s, None if dur is None else Shortening(run_s=dur))
+        sims = [VariantJob(t, knobs[t], w, s, None if dur is None else Shortening(run_s=dur))
                 for s in seed_list for w, t, dur in keys]
         # Keyed by duration too (two gates may cut one scenario differently), so not run_summaries.
-        done = [r.summary for r in run_jobs(jobs, workers, on_done)]  # type: ignore[arg-type]
+        done = [r.summary for r in jobs.run(sims, on_done)]
         seeded = {k: done[i::len(keys)] for i, k in enumerate(keys)}
         summaries = {k: runs[0] for k, runs in seeded.items()}
     checks = [evaluate(c, g, summaries, base, seeded, base_seeded, seed_list) for g in gf.gates for c in g.checks]
-    canary_checks, canary_runs = run_canary_gates(gf, None if results else seeds, workers, results)
+    canary_checks, canary_runs = run_canary_gates(gf, None if results else seeds, jobs, results)
     checks += canary_checks
     sweep_checks, sweep_cannot = run_sweep_gates(gf, results)  # [[sweep]]: saved sweep results (harness.gate.sweep)
     checks += sweep_checks

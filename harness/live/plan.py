@@ -123,7 +123,7 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
     """Each workload on A then B at one scale snapped from A; stops after a partial run
     (Ctrl-C or SIGTERM during it) or a KeyboardInterrupt between runs, and returns what
     ran: then the last scenario may have one side, or a partial one (the caller decides
-    what counts, harness.analysis.compare.finished_only).
+    what counts, harness.analysis.compare.run.finished_only).
 
     `run_one(plan)` runs a plan (default: `plan.run()`), so a caller can show
     the plan and a progress bar around each run. `workload_of(name)`: the workload to

@@ -3,7 +3,7 @@
 A rule is a conjunction of conditions (a signal over a window, above a
 threshold) held for `for_s`. `promql(condition)` writes a condition as the
 PromQL that reads the live `/metrics` (targets/http/metrics.py); the sim
-evaluator (harness.analysis.alert_eval) computes the same signal, over the same
+evaluator (harness.analysis.alerts.eval) computes the same signal, over the same
 window, from a run's per-window series. Every signal is a ratio of two sums over
 the same instances, so a fleet whose servers all export one shared registry
 (duplicated series) gives the same value as one server.

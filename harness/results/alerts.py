@@ -2,7 +2,7 @@
 
 `onset_s` is when the scenario's first disturbance (spike, fault, tenant burst)
 begins, None on a day without one; `delay_s` is from the onset to the first
-rule that fired. See `harness.analysis.alert_days` for how it is measured.
+rule that fired. See `harness.analysis.alerts.days` for how it is measured.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class CanaryCell(Figures):
 
 class CanaryResult(Result):
     kind: Literal["canary"] = "canary"
-    mode: str = "sim"  # live: rollouts on a served target with two torch models (harness.analysis.canary_live)
+    mode: str = "sim"  # live: rollouts on a served target with two torch models (harness.analysis.canary.live)
     target: str
     seeds: int
     plans: dict[str, str]  # name -> description

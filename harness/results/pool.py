@@ -29,7 +29,7 @@ class ModelSettings(Figures):
 
 
 class PoolSettings(Figures):
-    """The experiment's configuration (`harness.analysis.gang_pool.PoolConfig`)."""
+    """The experiment's configuration (`harness.analysis.pool.gang.PoolConfig`)."""
 
     large: ModelSettings
     small: ModelSettings
@@ -85,7 +85,7 @@ class VerdictReason(str, enum.Enum):
 
 
 class PolicyVerdict(Figures):
-    """One policy's verdict as data, decided where it is measured (gang_pool)."""
+    """One policy's verdict as data, decided where it is measured (harness.analysis.pool.gang)."""
 
     reason: VerdictReason
     longest_wait_s: float | None = None  # the starving (else the large) model's longest wait

@@ -1,6 +1,6 @@
 """The `rank` result: the flaw ablation both ways over a suite of scenarios.
 
-`harness.analysis.ablation` documents how each figure is measured and how the
+`harness.analysis.rank.ablation` documents how each figure is measured and how the
 flaws are scored; this module only says what a rank document holds. Goodput
 figures are shares (0..1), latencies seconds; a None p99 is a tail never
 answered, a None p99 *increase* a tail that became never answered, and
@@ -238,7 +238,7 @@ class RankResult(Result):
 
     With --seeds N, `seeds` lists them (`seed` is the first, whose figures fill the
     tables), each flaw carries `over_seeds`, and the ranking orders flaws by their
-    median place over the seeds' own rankings (harness.analysis.ablation).
+    median place over the seeds' own rankings (harness.analysis.rank.ablation).
     """
 
     OMIT_IF_NONE = frozenset({"probe_runs", "interactions", "suite_name", "seeds", "llm"})

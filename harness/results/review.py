@@ -1,7 +1,7 @@
 """The `review` result: the design doc's items one by one, each answered with measurements.
 
 Every item carries the figures of its experiment, decided in the library
-(`harness.analysis.review`): where the flaw cost most when put back into the good
+(`harness.analysis.review.run`): where the flaw cost most when put back into the good
 design, where its fix gained most alone in the design under review, and whether
 either is measurable at all. `reports/review.py` turns them into words. The
 embedded `rank` is the ablation the items were read from; `capacity` and `pool`

@@ -1,7 +1,7 @@
 """The `sweep` result: the highest offered rate a target serves within its SLO, and the curve.
 
 Field names are the JSON keys `harness sweep --json` prints and gates read
-(`max_rate_within_slo >= 800`); `harness.analysis.sweep` says how each is measured.
+(`max_rate_within_slo >= 800`); `harness.analysis.sweep.run` says how each is measured.
 """
 
 from __future__ import annotations

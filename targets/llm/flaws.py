@@ -7,7 +7,7 @@ mixes (`workloads.llm.LENGTH_MIXES`) that show it, `rate_rps` the offered rate
 to show it at (None: the caller's default), and `symptom` the `LlmRun` figure
 its fix moves. `harness rank` measures every flaw present and fixed on each
 mix that exposes it and ranks them by that figure (its LLM section,
-`harness.analysis.llm_rank`); `harness review` cites those costs in its LLM
+`harness.analysis.llm.rank`); `harness review` cites those costs in its LLM
 answer.
 """
 
