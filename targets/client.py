@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from targets.config import Backoff, TargetConfig
+from targets.config import Backoff, ClientKnobs
 from targets.native import mypyc_attr
 from targets.protocol import BAD_REQUEST, OK, Attempt, Response, Status
 
@@ -34,7 +34,8 @@ class ClientPolicy:
     propagate_deadline: bool
 
     @classmethod
-    def from_target(cls, c: TargetConfig) -> "ClientPolicy":
+    def from_target(cls, c: ClientKnobs) -> "ClientPolicy":
+        """The policy a target's client knobs describe (a whole TargetConfig is a ClientKnobs)."""
         return cls(
             timeout_s=c.client_timeout_s,
             retries=c.client_retries,

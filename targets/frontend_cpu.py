@@ -43,7 +43,8 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+
+from targets.config import TargetConfig
 
 __all__ = ["Admitted", "FrontendCpu", "PROXY_QUORUM"]
 
@@ -79,8 +80,9 @@ class FrontendCpu:
         self.free_at = [0.0] * (cores if cores is not None else servers)  # a heap when shared
 
     @classmethod
-    def for_config(cls, config: Any, servers: int) -> "FrontendCpu | None":
-        """The front end a TargetConfig asks for (None when frontend_cost_s is 0: free)."""
+    def for_config(cls, config: TargetConfig, servers: int) -> "FrontendCpu | None":
+        """The front end a TargetConfig's front-end knobs ask for (None when frontend_cost_s is 0: free);
+        its shares are of the design's slo_s."""
         if config.frontend_cost_s <= 0:
             return None
         limits = [x for x in (config.frontend_lag_limit_s,

@@ -111,13 +111,19 @@ def test_every_workload_key_is_documented_with_its_table() -> None:
 
 
 def test_every_knob_and_flaw_is_documented() -> None:
-    from targets.config import TargetConfig
+    from targets.config import KNOB_GROUPS, KNOBS, TargetConfig
     from targets.flaws import FLAWS
 
     text = _doc("targets.md")
     knobs = _section(text, "Knobs")
     for name in TargetConfig.model_fields:
         assert f"| `{name}` |" in knobs, f"knob {name} not in targets.md"
+    for group in KNOB_GROUPS:  # each knob under its group's heading, with where it applies
+        start = knobs.index(f"\n### {group.title}\n")
+        end = knobs.find("\n### ", start + 1)
+        under = knobs[start: end if end != -1 else None]
+        for name in group.model_fields:
+            assert f"| `{name}` | {KNOBS[name].where.value} |" in under, f"knob {name} not under {group.title}"
     rows = {line.split(" | ")[0]: line for line in _section(text, "Flaws").splitlines() if line.startswith("| `")}
     for f in FLAWS:
         row = rows.get(f"| `{f.id}`")
