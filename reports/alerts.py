@@ -7,6 +7,7 @@ measured by `harness.analysis.alerts.days`.
 from __future__ import annotations
 
 import html as _html
+from typing import Sequence
 
 from rich import box
 from rich.console import Console
@@ -30,7 +31,7 @@ def _s(x: float | None) -> str:
 
 def scenario_rows(result: AlertsResult) -> list[tuple[str, ...]]:
     """One row per scenario: a calm day lists any false alarm; a bad day without an onset is bad throughout."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for s in result.scenarios:
         fired = ", ".join(f"{f.rule} ({_s(f.first_s)})" for f in s.fired) or "none"
         onset = "calm" if s.calm else ("whole run" if s.onset_s is None else _s(s.onset_s))
@@ -80,7 +81,7 @@ def render(result: AlertsResult, console: Console) -> None:
         console.print(f"wrote {f}", highlight=False)
 
 
-def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     cells = "".join(f"<th>{_html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{_html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"

@@ -206,7 +206,7 @@ def curve_figure(result: LlmResult, mix: str) -> go.Figure:
     for k, curve in enumerate(c for c in result.curves if c.mix == mix):
         color = SIDE_COLORS[k % len(SIDE_COLORS)]
         pts = [p for p in curve.points if p.tpot_p50_s is not None]
-        fig.add_trace(go.Scatter(x=[p.output_tok_s for p in pts], y=[p.tpot_p50_s * 1000 for p in pts],
+        fig.add_trace(go.Scatter(x=[p.output_tok_s for p in pts], y=[p.tpot_p50_s * 1000 for p in pts if p.tpot_p50_s is not None],
                                  mode="lines+markers", name=curve.policy, line=dict(color=color),
                                  text=[f"{p.rate_rps:g} req/s" for p in pts]))
         if curve.knee is not None:

@@ -167,7 +167,7 @@ class _Request(Attempt):
         c._send(a, p.timeout_s, answer)
 
     def on_response(self, response: Response) -> None:
-        self.on_answer = None  # type: ignore[assignment]  # see the class docstring
+        self.on_answer = None  # see the class docstring
         c = self.client
         p = c.policy
         now = c._time()

@@ -53,6 +53,7 @@ class ModeledExecutor:
     def expected_s(self, batch: list[Attempt]) -> float:
         return self.cost(len(batch), max(map(_size, batch))) * self.slowdown
 
-    async def run_batch(self, batch: list[Attempt]) -> None:
+    async def run_batch(self, batch: list[Attempt]) -> list | None:
+        """None: a cost model computes no outputs (a subclass may answer, one per input)."""
         await asyncio.sleep(self.expected_s(batch))
         return None

@@ -104,7 +104,7 @@ class ServingTarget:
         shared = config.topology is Topology.SHARED
         queues = 1 if shared else n
         self.batchers = [
-            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,  # type: ignore[arg-type]
+            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,
                     gpu_share=1 / queues, slowness=self.current_slowness)
             for _ in range(queues)
         ]
@@ -227,7 +227,7 @@ class ServingTarget:
 
     def _after_cache(self, a: Attempt) -> None:
         canary = self.canary
-        hit, output = self.cache.get(a, None if canary is None else canary.version_of(a).name)  # type: ignore[union-attr]
+        hit, output = self.cache.get(a, None if canary is None else canary.version_of(a).name)  # type: ignore[union-attr]  # called only with a cache
         if hit:
             if canary is not None:
                 canary.check_cached(a, output)

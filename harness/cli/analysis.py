@@ -15,6 +15,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.analysis.stats import seeds_from
+from harness.analysis.variants import OnDone, OnPlanned
 from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SEEDS, bounded, err, existing_file, fail,
                                 publish, writable_file)
 from harness.engine.jobs import Executor, Jobs
@@ -26,7 +27,7 @@ from reports import gate as gate_view
 from workloads.loader import ConfigError, load_suite
 
 @contextmanager
-def _runs_progress(quiet: bool) -> Iterator[Callable[[], Callable[..., Any]]]:
+def _runs_progress(quiet: bool) -> Iterator[Callable[[], tuple[OnPlanned | None, OnDone | None]]]:
     """Yields `callbacks() -> (on_planned, on_done)` for a bar whose total grows as
     the library plans runs (an ablation, then its interaction probes); (None, None) when off."""
     if quiet or not err.is_terminal:
@@ -108,20 +109,23 @@ def review(
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review
 
-    saved = saved_canary = None
+    saved: RankResult | None = None
+    saved_canary: CanaryResult | None = None
     if rank_file is not None and seeds > 1:
         fail("--seeds runs the ablation under each seed; --rank reuses a saved one: give one of them")
     try:
         if design:
             check_design(design)
         if rank_file is not None:
-            saved = load_result(rank_file)
-            if not isinstance(saved, RankResult):
-                fail(f"{rank_file}: not a rank result (kind '{saved.kind}')")
+            loaded = load_result(rank_file)
+            if not isinstance(loaded, RankResult):
+                fail(f"{rank_file}: not a rank result (kind '{loaded.kind}')")
+            saved = loaded
         if canary_file is not None:
-            saved_canary = load_result(canary_file)
-            if not isinstance(saved_canary, CanaryResult):
-                fail(f"{canary_file}: not a canary result (kind '{saved_canary.kind}')")
+            loaded = load_result(canary_file)
+            if not isinstance(loaded, CanaryResult):
+                fail(f"{canary_file}: not a canary result (kind '{loaded.kind}')")
+            saved_canary = loaded
     except (ConfigError, ValueError) as exc:
         fail(str(exc))
     parts = [] if no_parts else default_parts(seed, jobs)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from harness.analysis.llm import LlmSweep, run_sweep
 from harness.cli.common import err, fail, publish
@@ -78,10 +79,14 @@ def compare_llm(a: str, b: str, workload: list[str] | None, seed: int, duration:
         engine = engine_with(base, engine_knobs)
         for policy in (a, b):
             create_scheduler(replace(engine, policy=LlmPolicy(policy)))  # bad knob values fail here, early
-        sweep = LlmSweep(policies=(a, b), seed=seed, engine=engine,
-                         **({"mixes": tuple(workload)} if workload else {}),
-                         **({"rates_rps": (rate,)} if rate is not None else {}),
-                         **({"duration_s": duration} if duration is not None else {}), **sweep_knobs)
+        given: dict[str, Any] = dict(sweep_knobs)  # _SWEEP_KNOBS: none of the three below
+        if workload:
+            given["mixes"] = tuple(workload)
+        if rate is not None:
+            given["rates_rps"] = (rate,)
+        if duration is not None:
+            given["duration_s"] = duration
+        sweep = LlmSweep(policies=(a, b), seed=seed, engine=engine, **given)
     except ValueError as exc:
         fail(str(exc))
     show = not (quiet or as_json) and err.is_terminal

@@ -138,7 +138,9 @@ def models() -> list[tuple[str, str, str, str]]:
 
 def placeholders() -> list[tuple[str, str, str, str]]:
     """(placeholder, meaning, what it becomes, quote it?) for each `{{name}}` of a template."""
-    names = re.search(r"\(([a-z_|]+)\)", payloads._PLACEHOLDER.pattern)[1].split("|")
+    group = re.search(r"\(([a-z_|]+)\)", payloads._PLACEHOLDER.pattern)
+    assert group is not None, "payloads._PLACEHOLDER names its placeholders in one (a|b|...) group"
+    names = group[1].split("|")
     out = []
     for name in names:
         if name not in PLACEHOLDERS:

@@ -41,10 +41,10 @@ def page() -> str:
            "`hardened+ID` puts one flaw back into hardened; `naive-ID` fixes one in naive. Each flaw owns its "
            "knobs: `present` is naive's value, `fixed` hardened's. *Exposed by* lists the scenarios "
            "([workloads](workloads.md#built-in-scenarios)) that `rank` and `review` use to measure it.\n\n"]
-    rows = []
-    for f in FLAWS:
-        turned = "<br>".join(f"{code(k)}: {_value(f.present[k])} → {_value(f.fixed[k])}" for k in f.present)
-        rows.append((code(f.id), f.doc_item, f.failure, f.fix, turned, ", ".join(f.exposed_by)))
+    rows: list[tuple[str, ...]] = []
+    for fl in FLAWS:
+        turned = "<br>".join(f"{code(k)}: {_value(fl.present[k])} → {_value(fl.fixed[k])}" for k in fl.present)
+        rows.append((code(fl.id), fl.doc_item, fl.failure, fl.fix, turned, ", ".join(fl.exposed_by)))
     out.append(table(("id", "doc item", "failure", "fix in hardened", "knobs (naive → hardened)", "exposed by"),
                      rows))
     hardened = {**base_knobs("hardened")}

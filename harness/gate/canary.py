@@ -46,11 +46,12 @@ def canary_interval(cell: CanaryCell, key: str) -> Interval:
     n = len(cell.runs)
     if key in _SHARES:
         k = sum(r.decision == _SHARES[key] for r in cell.runs)
-        ci = binomtest(k, n).proportion_ci(CONFIDENCE, method="exact")
-        return Interval(mean=figure, lo=float(ci.low), hi=float(ci.high), n=n)
+        share_ci = binomtest(k, n).proportion_ci(CONFIDENCE, method="exact")
+        return Interval(mean=figure, lo=float(share_ci.low), hi=float(share_ci.high), n=n)
     if key.startswith("median_"):
         xs = _median_runs(cell, key)
-        ci = quantile_test(xs, p=0.5).confidence_interval(CONFIDENCE) if xs else None
+        # Any: scipy-stubs 1.17.1.5 types this interval as a float; it is a ConfidenceInterval (low, high).
+        ci: Any = quantile_test(xs, p=0.5).confidence_interval(CONFIDENCE) if xs else None
         if ci is None or math.isnan(ci.low) or math.isnan(ci.high):
             return Interval(mean=figure, n=len(xs))
         return Interval(mean=figure, lo=float(ci.low), hi=float(ci.high), n=len(xs))
@@ -71,7 +72,8 @@ def judge_canary(gate: CanaryGate, cell: CanaryCell, target: str) -> list[CheckO
     for check in gate.checks:
         ci = canary_interval(cell, check.key)
         measured = _read(ci, check)
-        passed = measured is not None and COMPARE[check.op](measured, check.value)  # type: ignore[arg-type]
+        assert check.value is not None  # no baseline checks on a canary (file.py refuses them)
+        passed = measured is not None and COMPARE[check.op](measured, check.value)
         n = len(cell.runs)
         if check.key in _SHARES:
             notes = [f"{sum(r.decision == _SHARES[check.key] for r in cell.runs)} of {n} seeds"]

@@ -146,29 +146,31 @@ def _evaluate_seeded(check: Check, gate: Gate, row: dict[str, Any], runs: list[R
     notes = [row["note"]] if row["note"] else []
     row["bound"] = check.bound.value
     if check.relative is None:
+        assert check.value is not None  # a check without `relative` has its number (file.py)
         values = [(k, read[k], check.value) for k in mine]
         notes.append(f"mean of {n} seeds" if check.bound.value == "mean" else f"{check.bound.value} bound, {n} seeds")
     elif base is None or len(base.seeds) < 2:
         ref = dict(lookup(base_summary, check.key)) if base_summary is not None else {}
-        values = [(k, read[k], ref[k] * (1 + check.relative) if ref.get(k) is not None else math.nan) for k in mine]
+        values = [(k, read[k], r * (1 + check.relative) if (r := ref.get(k)) is not None else math.nan) for k in mine]
         notes.append(f"baseline has one seed: its value {check.relative:+.0%}, no test")
     else:
         paired = base.seeds == seeds
         base_vals = _per_seed(base.summaries, check.key)
         tests = {k: baseline_change(check.op, vs, base_vals.get(k, [None] * len(base.seeds)), check.relative,
                                     paired) for k, vs in mine.items()}
-        if any(t is None for t in tests.values()):  # == and != have no 'worse': compare the means
+        tested = {k: t for k, t in tests.items() if t is not None}
+        if len(tested) < len(tests):  # == and != have no 'worse': compare the means
             values = [(k, read[k], (interval(base_vals[k]).mean or math.nan) * (1 + check.relative))
                       for k in mine if k in base_vals]
         else:
             # The entry most likely worse (smallest p) speaks for the check.
-            k = min(tests, key=lambda k: 2.0 if tests[k].p_value is None else tests[k].p_value)  # type: ignore[union-attr]
-            d = tests[k]
+            k = min(tested, key=lambda k: 2.0 if (p := tested[k].p_value) is None else p)
+            d, measured = tested[k], read[k]
             new_mean, base_mean = cis[k].mean, interval(base_vals.get(k, [])).mean
             passed = not d.significant() if d.mean is not None else \
-                COMPARE[check.op](read[k] if read[k] is not None else math.inf,
+                COMPARE[check.op](measured if measured is not None else math.inf,
                                   (base_mean if base_mean is not None else math.inf) * (1 + check.relative))
-            failing = sum(t.significant() for t in tests.values() if t is not None)
+            failing = sum(t.significant() for t in tested.values())
             notes.append(change_words(d, new_mean, base_mean, check.relative))
             if len(tests) > 1:
                 notes.append(f"{failing} of {len(tests)} regressed; most likely {k}")
@@ -212,7 +214,7 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
                 row.update(passed=True, skipped=True, note="skipped: no --baseline given")
                 return CheckOutcome(**row)
             base_summary = baseline_for(baseline, gate.scenario, gate.target)
-            base = baseline_for(base_seeded, gate.scenario, gate.target) if base_seeded else None  # type: ignore[arg-type]
+            base = baseline_for(base_seeded, gate.scenario, gate.target) if base_seeded else None
             if base_summary is None:
                 row["note"] = f"no run of {gate.scenario} in the baseline"
                 return CheckOutcome(**row)
@@ -220,8 +222,8 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
                                 base, base_summary, seeds)
     mine = dict(lookup(summaries[(gate.scenario, gate.target, gate.duration_s)], check.key))
     if gate.b is not None:
-        theirs = dict(lookup(summaries[(gate.scenario, gate.b, gate.duration_s)], check.key))
-        mine = {k: _ratio(v, theirs.get(k)) for k, v in mine.items()}
+        their_vals = dict(lookup(summaries[(gate.scenario, gate.b, gate.duration_s)], check.key))
+        mine = {k: _ratio(v, their_vals.get(k)) for k, v in mine.items()}
         row["note"] = f"ratio {gate.target} / {gate.b}"
     if check.relative is not None:
         if baseline is None:
@@ -232,10 +234,11 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
             row["note"] = f"no run of {gate.scenario} in the baseline"
             return CheckOutcome(**row)
         ref = dict(lookup(base, check.key))
-        values = [(k, v, (ref[k] * (1 + check.relative)) if ref.get(k) is not None else math.nan)
+        values = [(k, v, (r * (1 + check.relative)) if (r := ref.get(k)) is not None else math.nan)
                   for k, v in mine.items()]
         row["note"] = f"baseline {_fmt(_worst(check.op, values)[2] / (1 + check.relative))} {check.relative:+.0%}"
     else:
+        assert check.value is not None  # a check without `relative` has its number (file.py)
         values = [(k, v, check.value) for k, v in mine.items()]
     if not values:
         row["note"] = "no such entries in this run"

@@ -216,8 +216,8 @@ class HostProcess:
         # A new session: a terminal's Ctrl-C reaches only the parent, which stops the host.
         self.proc = subprocess.Popen([sys.executable, "-m", "harness.live.host"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, start_new_session=True)
-        self._reader = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), self.proc.stdout)
+        reader = self._reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.proc.stdout)
         self._write({k: v for k, v in asdict(self.spec).items()})
         line = await asyncio.wait_for(self._reader.readline(), timeout_s)
         self.ready = json.loads(line) if line else {"ready": False, "error": "host exited during start"}
@@ -238,7 +238,7 @@ class HostProcess:
             self._seq += 1
             self._write({"op": op, "id": self._seq, **kw})
             while True:
-                line = await asyncio.wait_for(self._reader.readline(), timeout_s)  # type: ignore[union-attr]
+                line = await asyncio.wait_for(self._reader.readline(), timeout_s)  # type: ignore[union-attr]  # set by start()
                 if not line:
                     raise RuntimeError("live target host has exited")
                 answer = json.loads(line)
@@ -250,7 +250,7 @@ class HostProcess:
             return
         try:
             await self.request("stop", timeout_s=2.0)
-            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.proc.stdin.close()  # type: ignore[union-attr]  # Popen(stdin=PIPE)
         except (RuntimeError, OSError, asyncio.TimeoutError, ValueError):
             pass
         deadline = time.monotonic() + timeout_s

@@ -27,7 +27,7 @@ from harness.live.llm_drive import serve_and_drive
 from targets.gpu.executor import torch_threads, torch_version
 from targets.llm import LlmEngineSpec
 from targets.llm.cost import StepCost
-from workloads.llm import LengthDist, LlmWorkload, build_llm_schedule
+from workloads.llm import LengthDist, LlmSchedule, LlmWorkload, build_llm_schedule
 
 __all__ = ["CALIBRATION", "LIVE_ENGINE", "LlmProfile", "calibration_schedule", "load_cost", "profile_llm",
            "speed_drift"]
@@ -39,7 +39,7 @@ CALIBRATION = LlmWorkload(name="calibration", rate_rps=6.0, duration_s=20.0,
                           prompt=LengthDist.of_lognormal(48, 0.5, 200), output=LengthDist.of_lognormal(24, 0.5, 64))
 
 
-def calibration_schedule(rate_rps: float, duration_s: float, seed: int):  # type: ignore[no-untyped-def]
+def calibration_schedule(rate_rps: float, duration_s: float, seed: int) -> LlmSchedule:
     return build_llm_schedule(CALIBRATION.model_copy(update={"rate_rps": rate_rps, "duration_s": duration_s}), seed)
 
 

@@ -67,5 +67,5 @@ async def start_llm_server(spec: LlmEngineSpec, host: str = "127.0.0.1", port: i
     except BaseException:
         await runner.cleanup()
         raise
-    bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # an asyncio.Server once started
     return LlmServer(engine, runner, host, bound)

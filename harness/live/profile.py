@@ -109,7 +109,7 @@ def profile_model(model_name: str, device: str = "cpu",
 
 def profile(model_name: str, device: str = "cpu",
             batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
-            lengths: Sequence[int] | None = None, repeats: int = 5, warmup: int = 2,
+            lengths: Sequence[int | None] | None = None, repeats: int = 5, warmup: int = 2,
             *, threads: int | None = None, seed: int = 0,
             progress: Callable[[CostPoint], None] | None = None,
             max_rounds: int = MAX_ROUNDS, stable_within: float = STABLE_WITHIN) -> Profile:
@@ -136,7 +136,7 @@ def profile(model_name: str, device: str = "cpu",
         cap = handle.max_length or 0
         grid_lengths = tuple(lengths) if lengths is not None else tuple(
             n for n in DEFAULT_LENGTHS if n <= cap)
-        bad = [n for n in grid_lengths if not 1 <= n <= cap]
+        bad = [n for n in grid_lengths if n is None or not 1 <= n <= cap]
         if bad or not grid_lengths:
             raise ValueError(f"lengths must be non-empty, in 1..{cap}; got {lengths}")
     elif lengths is not None and tuple(lengths) != (None,):

@@ -141,15 +141,16 @@ class LiveRun:
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
+        assert me is not None  # a coroutine run by the loop
         previous_sigterm = signal.getsignal(signal.SIGTERM)  # a caller's (a compare's), put back after
-        loop.add_signal_handler(signal.SIGTERM, me.cancel)  # type: ignore[union-attr]
+        loop.add_signal_handler(signal.SIGTERM, me.cancel)
         t0: float | None = None
         helpers: list[asyncio.Task] = []
         priority = ExitStack()
         guard: RealtimeGuard | None = None
         try:
             if self.url is None:
-                self.host = HostProcess(self.spec)  # type: ignore[arg-type]
+                self.host = HostProcess(self.spec)  # type: ignore[arg-type]  # a spec unless a url is driven
                 self.ready = await self.host.start()
                 self._proxy_base = await self.host.request("stats")
                 host, port, path = "127.0.0.1", self.ready["proxy_port"], "/predict"
@@ -282,7 +283,7 @@ class LiveRun:
         while True:
             await asyncio.sleep(max(0.0, t0 + k * w - loop.time()))
             try:
-                s = await self.host.request("sample")  # type: ignore[union-attr]
+                s = await self.host.request("sample")  # type: ignore[union-attr]  # sampled only with a host
             except (RuntimeError, OSError, asyncio.TimeoutError, ValueError) as exc:
                 self.events.append({"t_s": loop.time() - t0, "event": "host-unreachable", "reason": str(exc)})
                 return
@@ -303,18 +304,19 @@ class LiveRun:
     async def _inject(self, f, t0: float) -> None:
         loop = asyncio.get_running_loop()
         host = self.host
+        assert host is not None  # faults only on a host this run started (no url)
         await asyncio.sleep(max(0.0, t0 + f.at_s - loop.time()))
         if f.kind is FaultKind.GPU_DOWN:
-            down = (await host.request("kill", fraction=f.fraction))["gpus"]  # type: ignore[union-attr]
+            down = (await host.request("kill", fraction=f.fraction))["gpus"]
             self.events.append({"t_s": loop.time() - t0, "event": "gpu-down", "gpus": len(down)})
             await asyncio.sleep(f.duration_s)
-            await host.request("revive", gpus=down)  # type: ignore[union-attr]
+            await host.request("revive", gpus=down)
             self.events.append({"t_s": loop.time() - t0, "event": "gpu-up", "gpus": len(down)})
         else:
-            await host.request("slowdown", factor=f.factor)  # type: ignore[union-attr]
+            await host.request("slowdown", factor=f.factor)
             self.events.append({"t_s": loop.time() - t0, "event": "slowdown", "factor": f.factor})
             await asyncio.sleep(f.duration_s)
-            await host.request("slowdown", factor=1.0)  # type: ignore[union-attr]
+            await host.request("slowdown", factor=1.0)
             self.events.append({"t_s": loop.time() - t0, "event": "slowdown-end"})
 
     # -- the result ------------------------------------------------------------------------------

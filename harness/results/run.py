@@ -42,7 +42,7 @@ ANSWERED = frozenset({Outcome.WITHIN_SLO, Outcome.LATE, Outcome.SHED, Outcome.FA
 TAIL_ORDER = (Outcome.WITHIN_SLO, Outcome.LATE, Outcome.SHED, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.LOST)
 
 
-def outcome_at(counts: Mapping[str, int], q: float) -> Outcome | None:
+def outcome_at(counts: Mapping[Outcome, int] | Mapping[str, int], q: float) -> Outcome | None:
     """The outcome of the request at quantile `q` (0 < q <= 1) when requests are ranked
     in TAIL_ORDER, with the same rank rule as the summary's percentiles (ceil(q n));
     None when there are no requests."""
@@ -74,7 +74,7 @@ class Outcomes(Figures):
     lost: OutcomeFigures
 
     @classmethod
-    def from_counts(cls, counts: Mapping[str, int]) -> "Outcomes":
+    def from_counts(cls, counts: Mapping[Outcome, int] | Mapping[str, int]) -> "Outcomes":
         """From {outcome: count} (Outcome members or their names; absent = 0)."""
         got = {o: int(counts.get(o, 0)) for o in Outcome}
         n = sum(got.values())

@@ -55,7 +55,7 @@ class ApiServers:
             self.lag = LoopLag()
             self.lag.start()
         for door in self.doors:
-            if self.lag is not None and door.overload is None:
+            if limit is not None and self.lag is not None and door.overload is None:
                 door.overload, door.lag = LagGuard(limit), self.lag
             if share is not None and door.age_guard is None:
                 door.age_guard = AgeGuard.for_slo(cfg.slo_s, share)

@@ -46,7 +46,7 @@ import json
 import logging
 import resource
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 from targets.http.conn_table import Admit, ConnTable, Expiry, Phase
 from targets.http.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget, check_exposure
@@ -106,7 +106,7 @@ class _Side(asyncio.Protocol):
         self.skip = 0                    # client side: body bytes of a refused request still to come
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream connection's is one
         if self.up:
             self.proxy._admit(self)
 
@@ -140,6 +140,7 @@ class _Side(asyncio.Protocol):
             self.buffer.append(data)
             if self.up and not self.connecting and not self.closed:
                 self.connecting = True
+                assert self.transport is not None  # data comes after connection_made
                 self.transport.pause_reading()  # one chunk buffered until the backend is connected
                 proxy._spawn(proxy._connect(self))
             return
@@ -209,7 +210,7 @@ class L4Proxy:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def now(self) -> float:
-        return self._loop.time()  # type: ignore[union-attr]
+        return self._loop.time()  # type: ignore[union-attr]  # start() sets it, before any connection
 
     async def start(self) -> int:
         loop = self._loop = asyncio.get_running_loop()
@@ -238,13 +239,18 @@ class L4Proxy:
         request = None if client is None else self.waits.current(client)
         if request is None or not self.waits.to_gpu(client, request):
             return None
-        return lambda: self.waits.from_gpu(client, request, self.now())
+
+        def back() -> None:
+            self.waits.from_gpu(client, request, self.now())
+
+        return back
 
     def _refused(self, client: _Side, data: bytes, now: float) -> bool:
         """Answer the request that ``data`` starts with a 503 when the guard says so."""
         guard = self.guard
-        wait = guard.signal(self.waits.oldest(now, guard.quorum))  # type: ignore[union-attr]
-        retry = guard.decide(wait)  # type: ignore[union-attr]
+        assert guard is not None  # its caller asks only when there is one
+        wait = guard.signal(self.waits.oldest(now, guard.quorum))
+        retry = guard.decide(wait)
         if retry is None:
             return False
         self.stats.refused_overload += 1
@@ -255,7 +261,8 @@ class L4Proxy:
             self._close(client, answer)
         else:
             client.skip = rest
-            client.transport.write(answer)  # type: ignore[union-attr]
+            assert client.transport is not None  # it sent data, so it is connected
+            client.transport.write(answer)
             self.table.downstream(client, now)  # answered: idle, keep-alive
         return True
 
@@ -265,6 +272,7 @@ class L4Proxy:
         task.add_done_callback(self._tasks.discard)
 
     def _admit(self, client: _Side) -> None:
+        assert client.transport is not None  # called from its connection_made
         peer = client.transport.get_extra_info("peername")
         address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
         verdict, victim = self.table.admit(client, address, self.now())
@@ -297,6 +305,7 @@ class L4Proxy:
             if client.transport is not None:
                 client.transport.close()
             return
+        assert client.transport is not None and backend.transport is not None  # both connected
         if client.closed:  # the client gave up (or was closed) while we connected
             backend.transport.close()
             return

@@ -191,7 +191,7 @@ class FrontEndWaits:
 
     def oldest(self, now: float, k: int) -> list[float]:
         """How long the ``k`` oldest waiting in the front end have waited, oldest first."""
-        out = []
+        out: list[float] = []
         for since in self._since.values():
             if len(out) == k:
                 break

@@ -270,7 +270,12 @@ async def _predict(request: web.Request) -> web.Response:
         payload=req.input,
     )
     done: asyncio.Future[Response] = loop.create_future()
-    a.on_answer = lambda r: done.done() or done.set_result(r)
+
+    def answered(r: Response) -> None:
+        if not done.done():
+            done.set_result(r)
+
+    a.on_answer = answered
     if door.to_gpu is not None:  # the GPUs' time is not the front end's
         a.on_answer = _back_from_gpu(door.to_gpu, _relay_key(request), done)
     door.target.submit(a, door.server)

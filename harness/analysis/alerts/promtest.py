@@ -59,7 +59,7 @@ def expand(values: Sequence[float | None]) -> str:
             if step == 0 or (float(v).is_integer() and step.is_integer()):
                 while j + 1 < n and (u := values[j + 1]) is not None and float(u) - float(values[j] or 0) == step:
                     j += 1
-        if j - i < 2:  # one or two values read more plainly than `a+bx1`
+        if j - i < 2 or step is None:  # one or two values read more plainly than `a+bx1` (a lone one has no step)
             out.append(_num(v))
             i += 1
             continue

@@ -70,11 +70,11 @@ def _latency(c: Sample, b: Sample, th: Thresholds) -> tuple[bool, float | None]:
     if len(c.latencies_s) < th.min_samples or len(b.latencies_s) < th.min_samples:
         return False, None
     p = float(mannwhitneyu(c.latencies_s, b.latencies_s, alternative="greater").pvalue)
-    return p < th.alpha and np.median(c.latencies_s) > th.latency_ratio * np.median(b.latencies_s), p
+    return bool(p < th.alpha and np.median(c.latencies_s) > th.latency_ratio * np.median(b.latencies_s)), p
 
 
 def _errors(c: Sample, b: Sample, th: Thresholds) -> tuple[bool, float]:
-    table = [[c.errors, c.answers - c.errors], [b.errors, b.answers - b.errors]]
+    table = np.array([[c.errors, c.answers - c.errors], [b.errors, b.answers - b.errors]])
     p = float(fisher_exact(table, alternative="greater").pvalue)
     excess = c.errors / c.answers - (b.errors / b.answers if b.answers else 0.0)
     return p < th.alpha and excess > th.error_increase, p

@@ -15,6 +15,7 @@ import asyncio
 import math
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -107,6 +108,8 @@ class Rollout:
         target = ServingTarget(self.config, random.Random(rng.randrange(2**31)))
         split = target.attach_canary(self.version, CanaryRouting(self.plan.routing), canary_gpus(self.plan, self.config),
                                      salt=self.seed)
+        fleet = target.canary
+        assert fleet is not None  # attach_canary set it
         tap = StepTap()
         transport = TapTransport(InProcessTransport(target), split, tap, loop)
         held += [target, transport]
@@ -128,15 +131,16 @@ class Rollout:
             decided.set_result(CanaryRun(
                 seed=self.seed, decision=decision.value, decided_at_s=loop.time(), step=steps.step,
                 failed=list(verdict.failed), canary_requests=tap.canary_requests,
-                wrong_version=target.canary.stats.wrong_version))
+                wrong_version=fleet.stats.wrong_version))
 
         split.weight = steps.weight
         loop.call_at(steps.duration_s, end_step)
         traffic = asyncio.ensure_future(driver.run(t0=0.0))
-        await asyncio.wait([traffic, decided], return_when=asyncio.FIRST_COMPLETED)
+        either: list[asyncio.Future[Any]] = [traffic, decided]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         traffic.cancel()
         if not decided.done():  # the traffic ran out before the plan decided
             return CanaryRun(seed=self.seed, decision=Action.HOLD.value, decided_at_s=None, step=steps.step,
                              failed=[], canary_requests=tap.canary_requests,
-                             wrong_version=target.canary.stats.wrong_version)
+                             wrong_version=fleet.stats.wrong_version)
         return decided.result()

@@ -156,7 +156,8 @@ class FleetSearch:
             raise ValueError("width must be >= 1")
         if max_gpus <= lo_fail:
             raise ValueError(f"max_gpus {max_gpus} must exceed lo_fail {lo_fail}")
-        self.lo, self.hi, self.max_gpus, self.width = lo_fail, None, max_gpus, width
+        self.lo, self.max_gpus, self.width = lo_fail, max_gpus, width
+        self.hi: int | None = None  # the fewest GPUs seen to pass
         self.reach = 1
         self.exhausted = False
         self.evaluated: dict[int, bool] = {}

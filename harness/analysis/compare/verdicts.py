@@ -22,6 +22,7 @@ goodput (`GOODPUT_TIE`), then on the p99 of all requests (`headline`).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from harness.analysis.compare.ceiling import ceiling_of_run
 from harness.analysis.stats import difference, interval
@@ -50,8 +51,9 @@ def _tenant_value(summary: RunSummary, selector: str, leaf: str) -> float | None
         unique = sum(m.unique for m in members)
         return sum(m.within_slo for m in members) / unique if unique else None
     values = [getattr(m, leaf, None) for m in members if m.unique]
+    answered = [v for v in values if v is not None]
     # A group's percentile is bounded by its worst member's; a member never answered is never.
-    return None if not values or any(v is None for v in values) else max(values)
+    return None if not values or len(answered) < len(values) else max(answered)
 
 
 def _gpu_s_saved(summary: RunSummary, cfg: TargetConfig | None) -> float:
@@ -69,7 +71,7 @@ def figure_value(answer: Answer, summary: RunSummary, cfg: TargetConfig | None =
         return _tenant_value(summary, *tenant)
     if answer.figure == "cache.gpu_s_saved":
         return _gpu_s_saved(summary, cfg)
-    node: object = summary
+    node: Any = summary  # a figure, after the walk
     for part in answer.figure.split("."):
         node = getattr(node, part, None)
         if node is None:

@@ -160,7 +160,7 @@ def worst(rows: dict[str, ScenarioCost]) -> tuple[FlawCost, FlawGain]:
     before, after = _labels(rows[tail_w])
     cost = FlawCost(
         goodput_loss=max(0.0, max(rows[w].goodput_loss for w in ws)),
-        p99_increase_s=None if None in tails else max(tails),  # type: ignore[type-var]
+        p99_increase_s=None if None in tails else max(t for t in tails if t is not None),
         wasted_gpu_s=max(rows[w].wasted_gpu_s for w in ws),
         scenario=cost_w,
         p99_scenario=tail_w,
@@ -174,7 +174,7 @@ def worst(rows: dict[str, ScenarioCost]) -> tuple[FlawCost, FlawGain]:
     )
     gain = FlawGain(
         goodput_gain=max(0.0, max(rows[w].gain_goodput for w in ws)),
-        p99_decrease_s=None if None in gtails else max(gtails),  # type: ignore[type-var]
+        p99_decrease_s=None if None in gtails else max(t for t in gtails if t is not None),
         scenario=gain_w,
         p99_change=rows[gtail_w].gain_p99_change,
         harm_avoided=max(0.0, max(rows[w].gain_harm() for w in ws)),

@@ -218,7 +218,7 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
     return ReviewResult(
         design=flawed, seed=seed, quick=quick, rank=rank, capacity=embedded.get("capacity"),
         pool=embedded.get("pool"), llm=embedded.get("llm"), alerts=alerts_part, canary=canary_part(),
-        items=items(rank), notes=notes, wall_s=time.perf_counter() - started,
+        doc_items=items(rank), notes=notes, wall_s=time.perf_counter() - started,
     )
 
 

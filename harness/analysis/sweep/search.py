@@ -81,10 +81,8 @@ class RateSearch:
     def next_rate(self) -> float | None:
         if self.done:
             return None
-        if self.lo is None and self.hi is None:
-            return self.start
         if self.lo is None:
-            return max(self.min_rps, self.hi / self.growth)  # type: ignore[operator]
+            return self.start if self.hi is None else max(self.min_rps, self.hi / self.growth)
         if self.hi is None:
             return min(self.max_rps, self.lo * self.growth)
         return math.sqrt(self.lo * self.hi)

@@ -112,6 +112,7 @@ def live_step(plan: Any, min_ratio: float, check_s: float = 0.25, limits: Limits
         async def main() -> None:  # the drive, with a watcher that cancels it once the step is lost
             nonlocal stopped
             me = asyncio.current_task()
+            assert me is not None  # a coroutine run by the loop
             loop = asyncio.get_running_loop()
 
             async def watch() -> None:
@@ -121,7 +122,7 @@ def live_step(plan: Any, min_ratio: float, check_s: float = 0.25, limits: Limits
                     t0 = runner.recorder.t0
                     if t0 and _doomed(runner.recorder, loop.time() - t0, min_ratio):
                         stopped = True
-                        me.cancel()  # type: ignore[union-attr]
+                        me.cancel()
                         return
 
             watcher = loop.create_task(watch())
@@ -130,7 +131,7 @@ def live_step(plan: Any, min_ratio: float, check_s: float = 0.25, limits: Limits
             finally:
                 watcher.cancel()
 
-        runner._main = main  # type: ignore[method-assign]
+        runner._main = main
         res = runner.run()
         return step_of(res, rate_rps, duration_s, stopped, min_ratio, runner.wall_s, live=True, limits=limits)
     return run
