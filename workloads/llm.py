@@ -173,6 +173,9 @@ LENGTH_MIXES: dict[str, tuple[LengthDist, LengthDist]] = {
     "lognormal": (LengthDist.of_lognormal(500, 0.8), LengthDist.of_lognormal(200, 0.8)),
     "sharegpt-like": (_mix((0.7, 60, 1.0), (0.3, 400, 0.9)), _mix((0.5, 120, 0.8), (0.5, 556, 0.6))),
     "fixed": (LengthDist.fixed(512), LengthDist.fixed(128)),
+    # Short chats (means 48 and 24 tokens, at most 200 and 64): fits a small model's context, such as
+    # the tiny decoder that `harness serve llm-...` serves (512 tokens); the default of LLM URL targets.
+    "short": (LengthDist.of_lognormal(48, 0.5, 200), LengthDist.of_lognormal(24, 0.5, 64)),
     # Bad days: a few very long prompts among short chats (head-of-line blocking of decodes) ...
     "long-prompts": (_mix((0.9, 200, 0.5), (0.1, 3000, 0.2)), LengthDist.of_lognormal(150, 0.5)),
     # ... and long generations that outgrow the KV cache (preemption).

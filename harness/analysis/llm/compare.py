@@ -31,7 +31,7 @@ from targets.llm import LlmEngineSpec, LlmPolicy
 from workloads.llm import LlmSchedule, build_llm_schedule, length_mix, mix_workload
 from workloads.llm_trace import read_trace
 
-__all__ = ["DEFAULT_RATES", "LlmSweep", "capacity", "knee_index", "run_sweep"]
+__all__ = ["DEFAULT_RATES", "LlmSweep", "capacity", "curves_and_ratios", "knee_index", "run_sweep", "schedule_of"]
 
 DEFAULT_RATES = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0)
 
@@ -63,7 +63,7 @@ def _is_trace(mix: str) -> bool:
     return mix.endswith((".csv", ".jsonl", ".ndjson"))
 
 
-def _schedule(mix: str, rate: float, sweep: LlmSweep) -> LlmSchedule:
+def schedule_of(mix: str, rate: float, sweep: LlmSweep) -> LlmSchedule:
     """A named mix drawn at `rate`, or a trace file replayed sped up (or slowed) to `rate` req/s on average."""
     if _is_trace(mix):
         trace = read_trace(mix)
@@ -147,14 +147,22 @@ def run_sweep(sweep: LlmSweep, on_run: Callable[[str], None] | None = None) -> L
     runs: list[LlmRun] = []
     for mix in sweep.mixes:
         for rate in sweep.rates_rps:
-            schedule = _schedule(mix, rate, sweep)
+            schedule = schedule_of(mix, rate, sweep)
             for policy in sweep.policies:
                 if on_run:
                     on_run(f"{policy} {mix} {rate:g} req/s")
                 trace = simulate(replace(sweep.engine, policy=LlmPolicy(policy)), schedule, sweep.drain_s)
                 runs.append(run_figures(trace, policy, mix, rate, schedule.tenants, sweep.slo_ttft_s,
                                         sweep.slo_tpot_s))
-    curves, ratios = [], []
+    curves, ratios = curves_and_ratios(runs, sweep)
+    return LlmResult(settings=_settings(sweep), runs=runs, curves=curves, ratios=ratios)
+
+
+def curves_and_ratios(runs: list[LlmRun], sweep: LlmSweep) -> tuple[list[Curve], list[CapacityRatio]]:
+    """Each (policy, mix)'s curve over the rates with its knee, and per mix the first policy's capacity
+    against the last's (`sweep.policies` names the runs' policies, in order)."""
+    curves: list[Curve] = []
+    ratios: list[CapacityRatio] = []
     for mix in sweep.mixes:
         by_policy = {p: sorted((r for r in runs if r.mix == mix and r.policy == p), key=lambda r: r.rate_rps)
                      for p in sweep.policies}
@@ -167,4 +175,4 @@ def run_sweep(sweep: LlmSweep, on_run: Callable[[str], None] | None = None) -> L
                                 knee=knee_index([p.output_tok_s for p in points], [p.tpot_p50_s for p in points])))
         if len(sweep.policies) >= 2:
             ratios.append(_capacity_ratio(mix, by_policy[sweep.policies[0]], by_policy[sweep.policies[-1]], sweep))
-    return LlmResult(settings=_settings(sweep), runs=runs, curves=curves, ratios=ratios)
+    return curves, ratios
