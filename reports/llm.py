@@ -12,6 +12,7 @@ the LLM flaws where the result carries them (the review's LLM part).
 from __future__ import annotations
 
 import html as _html
+from typing import Any
 
 import plotly.graph_objects as go
 from rich import box
@@ -19,12 +20,13 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.results.llm import CapacityRatio, Curve, LlmFlawCost, LlmResult
+from harness.results.stats import Interval
 from reports.charts import FONT, SIDE_COLORS, layout
 from reports.fmt import fmt_ms, fmt_n, fmt_pct, fmt_s, fmt_x
 from reports.page import Section
 
 __all__ = ["answer", "curve_figure", "flaw_rows", "ranking", "ratio_rows", "render", "render_answer", "run_rows", "sections",
-           "symptom_words", "title"]
+           "seed_rows", "symptom_words", "title"]
 
 RATIO_HEADERS = ("mix", "A tok/s @SLO", "B tok/s @SLO", "B/A", "A tok/s @TPOT", "B tok/s @TPOT", "B/A @TPOT",
                  "A idle slots", "A padding", "A wait p50", "B wait p50", "rows/step A", "useful rows A", "rows/step B",
@@ -174,6 +176,41 @@ def ranking(result: LlmResult) -> str | None:
     return "Ranking: " + "; ".join(parts) + "."
 
 
+SEED_ROWS = (("A tok/s @SLO", "a_tok_s", fmt_n), ("B tok/s @SLO", "b_tok_s", fmt_n),
+             ("B/A", "ratio", lambda x: fmt_x(x, 2)), ("B/A @TPOT", "tpot_ratio", lambda x: fmt_x(x, 2)))
+
+
+def _interval(i: Interval, fmt: Any) -> str:
+    if i.mean is None:
+        return f"- ({i.missing} of {i.n} seeds had none)"
+    if i.lo is None or i.hi is None:
+        return fmt(i.mean)
+    return f"{fmt(i.mean)} [{fmt(i.lo)}, {fmt(i.hi)}]"
+
+
+def seed_rows(result: LlmResult) -> list[tuple[str, ...]]:
+    """Per capacity figure, its mean [95% interval] over the seeds on each mix."""
+    over = result.over_seeds
+    if over is None:
+        return []
+    mixes = list(over.ratios)
+    return [(name, *(_interval(over.ratios[m][key], fmt) for m in mixes)) for name, key, fmt in SEED_ROWS]
+
+
+def _render_seeds(result: LlmResult, console: Console) -> None:
+    over = result.over_seeds
+    if over is None or not over.ratios:
+        return
+    table = Table(title=f"Over {len(over.seeds)} seeds ({over.seeds[0]}..{over.seeds[-1]}): mean [95% interval]",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    table.add_column("", no_wrap=True)
+    for mix in over.ratios:
+        table.add_column(mix, justify="right")
+    for row in seed_rows(result):
+        table.add_row(*row)
+    console.print(table)
+
+
 def render(result: LlmResult, console: Console) -> None:
     if result.settings.targets:
         from reports.llm_url import render_url
@@ -190,6 +227,7 @@ def render(result: LlmResult, console: Console) -> None:
             table.add_row(*row)
         console.print(table)
     _render_ratios(result, console)
+    _render_seeds(result, console)
     for curve in result.curves:
         console.print(_curve_table(curve))
     if result.flaws:
@@ -273,6 +311,11 @@ def sections(result: LlmResult) -> list[Section]:
                            else "B against A at the same SLO",
                            html=_html_table(RATIO_HEADERS, ratio_rows(result)),
                            note=_slo_line(result) + " " + (ranking(result) or "")))
+    if result.over_seeds is not None and result.over_seeds.ratios:
+        over = result.over_seeds
+        out.append(Section(f"Over {len(over.seeds)} seeds: mean [95% interval]",
+                           html=_html_table(("", *over.ratios), seed_rows(result)),
+                           note="Each seed draws its own arrivals, the same for both policies."))
     for mix in sorted({c.mix for c in result.curves}, key=result.settings.mixes.index):
         out.append(Section(f"Throughput vs TPOT: {mix}", figure=curve_figure(result, mix),
                            note="Each point is one offered rate; the diamond is the knee (Kneedle's rule)."))

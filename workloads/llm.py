@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["LENGTH_MIXES", "TENANT_SPLITS", "Arrival", "LengthDist", "LlmSchedule", "LlmWorkload", "Lognormal",
-           "TenantLengths", "build_llm_schedule", "length_mix", "mix_workload"]
+__all__ = ["LENGTH_MIXES", "LLM_SUITES", "TENANT_SPLITS", "Arrival", "LengthDist", "LlmSchedule", "LlmWorkload", "Lognormal",
+           "TenantLengths", "build_llm_schedule", "length_mix", "llm_suite", "mix_workload"]
 
 
 class Arrival(str, Enum):
@@ -190,6 +191,22 @@ TENANT_SPLITS: dict[str, tuple[dict[str, float], dict[str, TenantLengths]]] = {
                         {"bulk": TenantLengths(prompt=LengthDist.of_lognormal(3000, 0.2),
                                                output=LengthDist.of_lognormal(1500, 0.2))}),
 }
+
+
+# Suites of LLM mixes (`compare llm-A llm-B --suite NAME`): the LLM bad days, each exposing a flaw of
+# an LLM server, and a replay of the sample of Azure's public LLM inference trace (workloads.llm_trace).
+LLM_SUITES: dict[str, tuple[str, ...]] = {
+    "llm-bad-day": ("long-prompts", "long-outputs", "dominant-tenant",
+                    str(Path(__file__).parent / "traces" / "azure-llm-sample.csv")),
+}
+
+
+def llm_suite(name: str) -> tuple[str, ...]:
+    """The mixes of a named LLM suite; ValueError listing the names."""
+    try:
+        return LLM_SUITES[name]
+    except KeyError:
+        raise ValueError(f"unknown LLM suite '{name}': valid are {', '.join(LLM_SUITES)}") from None
 
 
 def length_mix(name: str) -> tuple[LengthDist, LengthDist]:

@@ -147,7 +147,12 @@ def compare(
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep;
     two LLM URLs: both driven live on the same arrivals at each rate (default 2, 4 and 8 req/s, 10 s each),
     B's output tokens/s within the SLO against A's.
-    Ctrl-C or SIGTERM: the scenarios that finished are written and judged (exit 130)."""
+    Ctrl-C or SIGTERM: the scenarios that finished are written and judged (exit 130).
+
+    Two LLM policies (llm-static, llm-dynamic, llm-continuous): -w mixes or trace files, or --suite
+    llm-bad-day; --seeds N gives intervals. With --mode live each is served and driven in turn (the short
+    mix at 4 req/s for 20 s unless given): each policy and mix ends within --duration + 120 s (a request
+    unanswered ten SLO budgets after its arrival counts as unfinished) plus the server's start."""
     from harness.live.openai import is_llm_url
 
     if is_llm_url(a) and is_llm_url(b):
@@ -165,7 +170,10 @@ def compare(
     if a.startswith("llm-") or b.startswith("llm-"):
         from harness.cli.llm import compare_llm  # LLM policies: their own sweep and result kind
 
-        return compare_llm(a, b, workload, seed, duration, rate, set_, as_json, out_path, quiet, mode)
+        unused = [flag for flag, given in (("--scale", scale is not None), ("--warmup", warmup is not None),
+                                           ("--driver-procs", driver_procs != 1)) if given]
+        return compare_llm(a, b, workload, suite, seed, seeds, duration, rate, set_, Jobs(Executor(executor), n_jobs),
+                           n_jobs is not None or executor != "process", unused, as_json, out_path, quiet, mode)
     for side, spec in (("A", a), ("B", b)):
         if "://" in spec:
             fail(f"{side} '{spec}' is a URL: compare builds both targets itself, or drives two OpenAI-compatible "

@@ -24,9 +24,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.results.base import Figures, Result
+from harness.results.stats import Interval
 
 __all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmFlawCost", "LlmResult", "LlmRun",
-           "LlmSearch", "LlmSettings", "Pcts", "TenantFigures", "UrlRunFigures", "UrlTargetSettings"]
+           "LlmSearch", "LlmSeeds", "LlmSettings", "Pcts", "RATIO_FIGURES", "RUN_FIGURES", "TenantFigures",
+           "UrlRunFigures", "UrlTargetSettings", "run_key"]
 
 
 class Pcts(Figures):
@@ -273,8 +275,29 @@ class LlmSearch(Figures):
     steps: int
 
 
+class LlmSeeds(Figures):
+    """`compare llm-A llm-B --seeds N`: the sweep under seeds `seeds` (the same arrivals on both sides
+    per seed), each figure's mean and 95% interval over them. `ratios`: per mix, the capacity
+    figures of `CapacityRatio` (`RATIO_FIGURES`); `runs`: per "policy, mix, rate" (as
+    `run_key` writes it), the run figures of `RUN_FIGURES`. The rest of the result is the first
+    seed's."""
+
+    seeds: list[int]
+    ratios: dict[str, dict[str, Interval]] = Field(default_factory=dict)
+    runs: dict[str, dict[str, Interval]] = Field(default_factory=dict)
+
+
+RATIO_FIGURES = ("a_tok_s", "b_tok_s", "ratio", "a_tpot_tok_s", "b_tpot_tok_s", "tpot_ratio")
+RUN_FIGURES = ("output_tok_s", "goodput_rps", "slo_attainment", "ttft_s.p50", "ttft_s.p90", "tpot_s.p50",
+               "tpot_s.p90", "e2e_s.p90")
+
+
+def run_key(run: LlmRun) -> str:
+    return f"{run.policy}, {run.mix}, {run.rate_rps:g}"
+
+
 class LlmResult(Result):
-    OMIT_IF_NONE = frozenset({"search"})
+    OMIT_IF_NONE = frozenset({"search", "over_seeds"})
 
     kind: Literal["llm"] = "llm"
     settings: LlmSettings
@@ -283,6 +306,7 @@ class LlmResult(Result):
     ratios: list[CapacityRatio] = Field(default_factory=list)
     flaws: list[LlmFlawCost] = Field(default_factory=list)
     search: LlmSearch | None = None
+    over_seeds: LlmSeeds | None = None
 
     def summary_json(self) -> dict[str, Any]:
         """What `--json` prints: settings, curves and ratios (runs without per-tenant blocks)."""
