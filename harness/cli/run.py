@@ -93,7 +93,7 @@ def run(
     if driver == "locust":
         from harness.cli.locust import run_with_locust  # Locust runs in subprocesses only
 
-        result = run_with_locust(job, workers, scale, model)
+        result = run_with_locust(job, workers, scale, model, device, template, allow_remote)
     elif mode != "sim":
         from harness.cli.live import run_live  # live mode lives in its own module
 
