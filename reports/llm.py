@@ -69,7 +69,7 @@ def _curve_table(curve: Curve) -> Table:
                                                                                    else ()), "SLO", ""):
         table.add_column(col, justify="right", no_wrap=True)
     for i, p in enumerate(curve.points):
-        table.add_row(f"{p.rate_rps:g}", fmt_n(p.output_tok_s), fmt_ms(p.tpot_p50_s), fmt_ms(p.tpot_p90_s),
+        table.add_row(f"{p.rate_rps:.3g}", fmt_n(p.output_tok_s), fmt_ms(p.tpot_p50_s), fmt_ms(p.tpot_p90_s),
                       fmt_s(p.ttft_p90_s), *((fmt_s(p.small_tenants_ttft_p99_s, "-"),) if tenants else ()),
                       "[green]yes[/]" if p.meets_slo else "[red]no[/]", "knee" if i == curve.knee else "")
     return table

@@ -35,11 +35,13 @@ def tenant_rows(run: LlmRun) -> list[tuple[str, ...]]:
 
 
 def run_rows(result: LlmResult) -> list[tuple[str, ...]]:
-    """One row per run: answered of sent, and how its answers ended and were counted."""
+    """One row per run: answered of sent, and how its answers ended and were counted (the target named
+    first when there are several)."""
     rows = []
+    several = len(result.settings.targets or []) > 1
     for r in result.runs:
         u = r.url
-        rows.append((r.policy, f"{r.rate_rps:g}", f"{r.finished:,}/{r.requests:,}",
+        rows.append((*((r.policy,) if several else ()), f"{r.rate_rps:.3g}", f"{r.finished:,}/{r.requests:,}",
                      *((f"{u.timed_out:,}", f"{u.errors:,}", f"{u.cut:,}", f"{u.short_answers:,}", u.token_count or "-")
                        if u is not None else ("-",) * 5)))
     return rows
@@ -117,10 +119,10 @@ def render_url(result: LlmResult, console: Console) -> None:
                     table.add_row(*row)
                 console.print(table)
         return
-    table = Table(title="runs: t/o timed out, err errors, cut: stream ended early, short: fewer tokens than "
-                  "max_tokens, count: tokens from usage or chunks", box=box.SIMPLE_HEAD, pad_edge=False,
+    table = Table(title="runs (t/o: timed out; cut: the stream ended early; short: fewer tokens than "
+                  "max_tokens; count: tokens from usage or chunks)", box=box.SIMPLE_HEAD, pad_edge=False,
                   padding=(0, 1))
-    for h in RUN_HEADERS:
+    for h in RUN_HEADERS if len(result.settings.targets or []) > 1 else RUN_HEADERS[1:]:
         table.add_column(h, justify="right" if h not in ("target", "count") else "left", no_wrap=True)
     for row in run_rows(result):
         table.add_row(*row)

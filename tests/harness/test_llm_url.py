@@ -124,3 +124,65 @@ def test_options_an_llm_url_cannot_honour_end_with_exit_2_naming_them(args, mess
 def test_a_server_that_cannot_be_reached_is_exit_1_naming_it():
     res = runner.invoke(app, ["run", "http://127.0.0.1:9/v1/completions", "--duration", "1"])
     assert res.exit_code == 1 and "cannot reach http://127.0.0.1:9/v1/completions" in " ".join(res.output.split())
+
+
+def _served(policy: str, *sets: str):  # type: ignore[no-untyped-def]
+    """`harness serve POLICY --port 0` in a process of its own; (the process, its completions URL)."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    args = [str(Path(sys.executable).parent / "harness"), "serve", policy, "--port", "0"]
+    for s in sets:
+        args += ["--set", s]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        found = re.search(r"at (http://127\.0\.0\.1:\d+/v1/completions)", line)
+        if found:
+            return proc, found.group(1)
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    pytest.fail(f"harness serve {policy} did not start")
+
+
+@pytest.mark.slow
+def test_served_policies_as_urls_continuous_ranks_over_static(tmp_path):
+    static, a = _served("llm-static", "batch_size=4")
+    continuous, b = _served("llm-continuous")
+    try:
+        res = runner.invoke(app, ["compare", a, b, "--rate", "3", "--duration", "3", "--set", "slo_ttft_s=0.5",
+                                  "--set", "timeout_s=6", "--out", str(tmp_path / "cmp.json")])
+        assert res.exit_code == 0, res.output
+        words = " ".join(res.output.split())
+        assert "Ranking: on short B" in words and "ranks first" in words
+        result = load_result(tmp_path / "cmp.json")
+        tiny = result.settings.targets[1]
+        assert tiny.model == "tiny-llm" and tiny.calibrated and tiny.tokens_per_word > 3   # bytes: ~5 per word
+        assert result.ratios[0].b_tok_s and (result.ratios[0].a_tok_s or 0) < result.ratios[0].b_tok_s
+    finally:
+        for proc in (static, continuous):
+            proc.terminate()
+            proc.wait(20)
+
+
+def test_url_views_fit_80_columns_and_render_again_as_html(tmp_path):
+    from reports.page import write_html
+    from reports.registry import view
+    from tests.reports.fit import rendered
+
+    with serve(FakeOpenAI(ttft_s=0.4)) as slow, serve(FakeOpenAI(ttft_s=0.02, queue_s=0.05)) as fast:
+        for args in (["run", fast, "-w", "dominant-tenant", "--rate", "4", "--duration", "1"],
+                     ["compare", slow, fast, "--rate", "4", "--duration", "1", "--set", "slo_ttft_s=0.2"],
+                     ["sweep", fast, "--start-rate", "4", "--step-duration", "1", "--tolerance", "0.5",
+                      "--set", "slo_ttft_s=0.2"]):
+            out = tmp_path / f"{args[0]}.json"
+            res = runner.invoke(app, [*args, "--out", str(out)])
+            assert res.exit_code == 0, res.output
+            result = load_result(out)
+            text, cuts = rendered(view(result.kind).render, result, 80)
+            assert cuts == [], "\n".join(cuts) + "\n" + text
+            write_html([result], tmp_path / f"{args[0]}.html")
