@@ -103,13 +103,24 @@ def run_llm_url(url: str, workload: str | None, seed: int, duration: float | Non
     publish(result, out_path or results.default_path("llm", f"run-{_file_label(target.label)}"), None, as_json)
 
 
-def compare_llm_urls(a: str, b: str, workloads: list[str] | None, seed: int, duration: float | None,
+def compare_llm_urls(a: str, b: str, workloads: list[str] | None, suite: str, seed: int, duration: float | None,
                      rate: float | None, set_: list[str] | None, model: str | None, api_key_env: str,
                      template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None,
                      quiet: bool) -> None:
     """`harness compare URL_A URL_B`: both on the same arrivals at each rate (default URL_RATES,
-    DEFAULT_COMPARE_S s each), B's capacity at the SLO against A's."""
+    DEFAULT_COMPARE_S s each) of each mix (-w, or an LLM suite: `--suite llm-bad-day`), B's capacity
+    at the SLO against A's."""
     from harness.analysis.llm.url import url_compare
+    from harness.cli.llm import DEFAULT_SUITE
+    from workloads.llm import llm_suite
+
+    if suite != DEFAULT_SUITE:
+        if workloads:
+            fail("--workload and --suite both name the mixes: give one of them")
+        try:
+            workloads = list(llm_suite(suite))
+        except ValueError as exc:
+            fail(str(exc))
 
     ta, slo = _target(a, allow_remote, model, api_key_env, template, set_)
     tb, _ = _target(b, allow_remote, model, api_key_env, template, set_)

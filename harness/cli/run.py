@@ -158,10 +158,10 @@ def compare(
     if is_llm_url(a) and is_llm_url(b):
         from harness.cli.llm_url import compare_llm_urls, refuse
 
-        refuse([("--seeds", seeds > 1), ("--suite", suite != "bad-day"), ("--jobs", n_jobs is not None),
+        refuse([("--seeds", seeds > 1), ("--jobs", n_jobs is not None),
                 ("--executor", executor != "process"), ("--scale", scale is not None),
                 ("--warmup", warmup is not None), ("--driver-procs", driver_procs != 1)], "a compare of LLM URLs")
-        return compare_llm_urls(a, b, workload, seed, duration, rate, set_, model, api_key_env, template,
+        return compare_llm_urls(a, b, workload, suite, seed, duration, rate, set_, model, api_key_env, template,
                                 allow_remote, as_json, out_path, quiet)
     for flag, given in (("--model", model is not None), ("--template", template is not None),
                         ("--allow-remote", allow_remote), ("--api-key-env", api_key_env != "OPENAI_API_KEY")):

@@ -49,7 +49,8 @@ def live_compare(sweep: LlmSweep, on_run: Callable[[str], None] | None = None) -
             spec = replace(sweep.engine, policy=LlmPolicy(policy))
             served = asyncio.run(serve_and_drive(spec, schedule, timeout_s=timeout_s))
             if served.errors:
-                raise ValueError(f"{policy} live on {mix}: {served.errors[0]} ({len(served.errors)} errors)")
+                raise ValueError(f"{policy} live on {mix}: {served.errors[0]}"
+                                 + (f" (and {len(served.errors) - 1} more)" if len(served.errors) > 1 else ""))
             for label, trace in zip(_labels(mix), (served.live, served.sim)):
                 runs.append(run_figures(trace, policy, label, rate, schedule.tenants, sweep.slo_ttft_s,
                                         sweep.slo_tpot_s))
