@@ -12,6 +12,7 @@ the LLM flaws where the result carries them (the review's LLM part).
 from __future__ import annotations
 
 import html as _html
+from typing import Any
 
 import plotly.graph_objects as go
 from rich import box
@@ -19,12 +20,13 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.results.llm import CapacityRatio, Curve, LlmFlawCost, LlmResult
+from harness.results.stats import Interval
 from reports.charts import FONT, SIDE_COLORS, layout
 from reports.fmt import fmt_ms, fmt_n, fmt_pct, fmt_s, fmt_x
 from reports.page import Section
 
-__all__ = ["answer", "curve_figure", "flaw_rows", "ratio_rows", "render", "render_answer", "run_rows", "sections",
-           "symptom_words", "title"]
+__all__ = ["answer", "curve_figure", "flaw_rows", "ranking", "ratio_rows", "render", "render_answer", "run_rows", "sections",
+           "seed_rows", "symptom_words", "title"]
 
 RATIO_HEADERS = ("mix", "A tok/s @SLO", "B tok/s @SLO", "B/A", "A tok/s @TPOT", "B tok/s @TPOT", "B/A @TPOT",
                  "A idle slots", "A padding", "A wait p50", "B wait p50", "rows/step A", "useful rows A", "rows/step B",
@@ -67,7 +69,7 @@ def _curve_table(curve: Curve) -> Table:
                                                                                    else ()), "SLO", ""):
         table.add_column(col, justify="right", no_wrap=True)
     for i, p in enumerate(curve.points):
-        table.add_row(f"{p.rate_rps:g}", fmt_n(p.output_tok_s), fmt_ms(p.tpot_p50_s), fmt_ms(p.tpot_p90_s),
+        table.add_row(f"{p.rate_rps:.3g}", fmt_n(p.output_tok_s), fmt_ms(p.tpot_p50_s), fmt_ms(p.tpot_p90_s),
                       fmt_s(p.ttft_p90_s), *((fmt_s(p.small_tenants_ttft_p99_s, "-"),) if tenants else ()),
                       "[green]yes[/]" if p.meets_slo else "[red]no[/]", "knee" if i == curve.knee else "")
     return table
@@ -156,8 +158,65 @@ def _flaw_table(result: LlmResult) -> Table:
     return table
 
 
+def ranking(result: LlmResult) -> str | None:
+    """Which side serves more output tokens/s within the SLO, mix by mix (None: no ratios)."""
+    if not result.ratios:
+        return None
+    parts = []
+    for c in result.ratios:
+        a_cap, b_cap = c.a_tok_s or 0.0, c.b_tok_s or 0.0
+        if a_cap == b_cap:
+            parts.append(f"on {c.mix} neither ranks first ({fmt_n(c.a_tok_s)} tok/s within the SLO each)")
+            continue
+        first, second = (c.b, c.a) if b_cap > a_cap else (c.a, c.b)
+        times = (f", {fmt_x(max(a_cap, b_cap) / min(a_cap, b_cap), 1)}" if min(a_cap, b_cap) > 0
+                 else f"; {second} never meets the SLO")
+        parts.append(f"on {c.mix} {first} ranks first: {fmt_n(max(a_cap, b_cap))} against "
+                     f"{fmt_n(min(a_cap, b_cap))} output tok/s within the SLO{times}")
+    return "Ranking: " + "; ".join(parts) + "."
+
+
+SEED_ROWS = (("A tok/s @SLO", "a_tok_s", fmt_n), ("B tok/s @SLO", "b_tok_s", fmt_n),
+             ("B/A", "ratio", lambda x: fmt_x(x, 2)), ("B/A @TPOT", "tpot_ratio", lambda x: fmt_x(x, 2)))
+
+
+def _interval(i: Interval, fmt: Any) -> str:
+    if i.mean is None:
+        return f"- ({i.missing} of {i.n} seeds had none)"
+    if i.lo is None or i.hi is None:
+        return fmt(i.mean)
+    return f"{fmt(i.mean)} [{fmt(i.lo)}, {fmt(i.hi)}]"
+
+
+def seed_rows(result: LlmResult) -> list[tuple[str, ...]]:
+    """Per capacity figure, its mean [95% interval] over the seeds on each mix."""
+    over = result.over_seeds
+    if over is None:
+        return []
+    mixes = list(over.ratios)
+    return [(name, *(_interval(over.ratios[m][key], fmt) for m in mixes)) for name, key, fmt in SEED_ROWS]
+
+
+def _render_seeds(result: LlmResult, console: Console) -> None:
+    over = result.over_seeds
+    if over is None or not over.ratios:
+        return
+    table = Table(title=f"Over {len(over.seeds)} seeds ({over.seeds[0]}..{over.seeds[-1]}): mean [95% interval]",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    table.add_column("", no_wrap=True)
+    for mix in over.ratios:
+        table.add_column(mix, justify="right")
+    for row in seed_rows(result):
+        table.add_row(*row)
+    console.print(table)
+
+
 def render(result: LlmResult, console: Console) -> None:
-    if not result.curves:
+    if result.settings.targets:
+        from reports.llm_url import render_url
+
+        render_url(result, console)
+    if not result.curves and not result.settings.targets:
         table = Table(title=title(result), box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
         for h in RUN_HEADERS:
             if h == "policy, mix":
@@ -168,6 +227,7 @@ def render(result: LlmResult, console: Console) -> None:
             table.add_row(*row)
         console.print(table)
     _render_ratios(result, console)
+    _render_seeds(result, console)
     for curve in result.curves:
         console.print(_curve_table(curve))
     if result.flaws:
@@ -178,16 +238,23 @@ def _render_ratios(result: LlmResult, console: Console) -> None:
     if not result.ratios:
         return
     a, b = result.ratios[0].a, result.ratios[0].b
-    table = Table(title=f"Output tokens/s at the same SLO: A = {a}, B = {b}", box=box.SIMPLE_HEAD,
+    table = Table(title=f"Output tokens/s at the same SLO: {a}, {b}" if result.settings.targets else
+                  f"Output tokens/s at the same SLO: A = {a}, B = {b}", box=box.SIMPLE_HEAD,
                   pad_edge=False, padding=(0, 1))
     rows = ratio_rows(result)
     table.add_column("", no_wrap=True)
     for row in rows:
         table.add_column(row[0], justify="right")
-    for k, header in enumerate(RATIO_HEADERS[1:], 1):  # metrics down, mixes across: fits 80 columns
+    # URL targets: the engine's reasons (slots, padding, rows per step) are not measured from outside.
+    shown = RATIO_HEADERS[1:7] if result.settings.targets else RATIO_HEADERS[1:]
+    for k, header in enumerate(shown, 1):  # metrics down, mixes across: fits 80 columns
         table.add_row(header, *(row[k] for row in rows))
     console.print(table)
-    console.print(_slo_line(result), style="dim", highlight=False)
+    console.print(_slo_line(result) if not result.settings.targets else _slo_line(result).replace(
+        " Reasons measured at A's best point.", ""), style="dim", highlight=False)
+    line = ranking(result)
+    if line:
+        console.print(line, style="bold", highlight=False)
 
 
 def render_answer(result: LlmResult, console: Console) -> None:
@@ -229,11 +296,26 @@ def _html_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
 
 def sections(result: LlmResult) -> list[Section]:
     out = []
+    if result.settings.targets:
+        from reports.llm_url import counted_line, search_line, target_lines
+
+        lines = [line for t in result.settings.targets for line in target_lines(t)]
+        lines += [f"{r.policy}, {r.mix} at {r.rate_rps:g} req/s: {counted_line(r)}" for r in result.runs]
+        if result.search is not None:
+            lines.append(search_line(result))
+        out.append(Section("URL targets: how they were driven", html="<br>".join(_html.escape(x) for x in lines)))
     if not result.curves:
         out.append(Section("Runs", html=_html_table(RUN_HEADERS, run_rows(result))))
     if result.ratios:
-        out.append(Section("Continuous vs run-to-completion batching at the same SLO",
-                           html=_html_table(RATIO_HEADERS, ratio_rows(result)), note=_slo_line(result)))
+        out.append(Section("Continuous vs run-to-completion batching at the same SLO" if not result.settings.targets
+                           else "B against A at the same SLO",
+                           html=_html_table(RATIO_HEADERS, ratio_rows(result)),
+                           note=_slo_line(result) + " " + (ranking(result) or "")))
+    if result.over_seeds is not None and result.over_seeds.ratios:
+        over = result.over_seeds
+        out.append(Section(f"Over {len(over.seeds)} seeds: mean [95% interval]",
+                           html=_html_table(("", *over.ratios), seed_rows(result)),
+                           note="Each seed draws its own arrivals, the same for both policies."))
     for mix in sorted({c.mix for c in result.curves}, key=result.settings.mixes.index):
         out.append(Section(f"Throughput vs TPOT: {mix}", figure=curve_figure(result, mix),
                            note="Each point is one offered rate; the diamond is the knee (Kneedle's rule)."))

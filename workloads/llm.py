@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["LENGTH_MIXES", "TENANT_SPLITS", "Arrival", "LengthDist", "LlmSchedule", "LlmWorkload", "Lognormal",
-           "TenantLengths", "build_llm_schedule", "length_mix", "mix_workload"]
+__all__ = ["LENGTH_MIXES", "LLM_SUITES", "TENANT_SPLITS", "Arrival", "LengthDist", "LlmSchedule", "LlmWorkload", "Lognormal",
+           "TenantLengths", "build_llm_schedule", "length_mix", "llm_suite", "mix_workload"]
 
 
 class Arrival(str, Enum):
@@ -173,6 +174,9 @@ LENGTH_MIXES: dict[str, tuple[LengthDist, LengthDist]] = {
     "lognormal": (LengthDist.of_lognormal(500, 0.8), LengthDist.of_lognormal(200, 0.8)),
     "sharegpt-like": (_mix((0.7, 60, 1.0), (0.3, 400, 0.9)), _mix((0.5, 120, 0.8), (0.5, 556, 0.6))),
     "fixed": (LengthDist.fixed(512), LengthDist.fixed(128)),
+    # Short chats (means 48 and 24 tokens, at most 200 and 64): fits a small model's context, such as
+    # the tiny decoder that `harness serve llm-...` serves (512 tokens); the default of LLM URL targets.
+    "short": (LengthDist.of_lognormal(48, 0.5, 200), LengthDist.of_lognormal(24, 0.5, 64)),
     # Bad days: a few very long prompts among short chats (head-of-line blocking of decodes) ...
     "long-prompts": (_mix((0.9, 200, 0.5), (0.1, 3000, 0.2)), LengthDist.of_lognormal(150, 0.5)),
     # ... and long generations that outgrow the KV cache (preemption).
@@ -187,6 +191,22 @@ TENANT_SPLITS: dict[str, tuple[dict[str, float], dict[str, TenantLengths]]] = {
                         {"bulk": TenantLengths(prompt=LengthDist.of_lognormal(3000, 0.2),
                                                output=LengthDist.of_lognormal(1500, 0.2))}),
 }
+
+
+# Suites of LLM mixes (`compare llm-A llm-B --suite NAME`): the LLM bad days, each exposing a flaw of
+# an LLM server, and a replay of the sample of Azure's public LLM inference trace (workloads.llm_trace).
+LLM_SUITES: dict[str, tuple[str, ...]] = {
+    "llm-bad-day": ("long-prompts", "long-outputs", "dominant-tenant",
+                    str(Path(__file__).parent / "traces" / "azure-llm-sample.csv")),
+}
+
+
+def llm_suite(name: str) -> tuple[str, ...]:
+    """The mixes of a named LLM suite; ValueError listing the names."""
+    try:
+        return LLM_SUITES[name]
+    except KeyError:
+        raise ValueError(f"unknown LLM suite '{name}': valid are {', '.join(LLM_SUITES)}") from None
 
 
 def length_mix(name: str) -> tuple[LengthDist, LengthDist]:

@@ -224,6 +224,22 @@ LIVE_SCALE = typer.Option(None, "--scale", help="live: shrink rates and fleet to
 MODEL = typer.Option("mlp", "--model", help="live: torch model of the GPU workers (mlp, cnn, transformer).",
                      callback=one_of("--model", MODELS))
 DEVICE = typer.Option("auto", "--device", help="live: auto, cpu or cuda.", callback=device_check)
+# `run`, `compare` and `sweep` also drive URLs; an OpenAI-compatible one takes any model name.
+URL_MODEL = typer.Option(None, "--model", help="live: torch model of the GPU workers (mlp, cnn, transformer; default "
+                         "mlp); an LLM URL: the served model's name (default: the first its /v1/models lists).")
+API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env", help="LLM URL: the environment variable whose value is "
+                           "sent as 'Authorization: Bearer' (none sent when it is unset; results name it, never the key).")
+ALLOW_REMOTE = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback.")
+URL_TEMPLATE = typer.Option(None, "--template", help="URL target: a JSON body template ({{input}}, ...); an LLM URL: "
+                            "a JSON object of fields added to every request (e.g. {\"temperature\": 0}).",
+                            callback=existing_file("--template"))
+
+
+def torch_model(model: str | None) -> str:
+    """`--model` for a target the harness runs or a /predict URL: one of MODELS (default mlp)."""
+    chosen = model or "mlp"
+    one_of("--model", MODELS)(chosen)
+    return chosen
 
 
 def publish(result: Any, path: Path, html: Path | None, as_json: bool, hint: str | None = None) -> None:

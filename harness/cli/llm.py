@@ -1,15 +1,19 @@
 """`harness compare llm-A llm-B`: LLM batching policies over a rate sweep in sim, or served live.
 
 `compare` hands over here when both targets are LLM policies. Options keep
-their `compare` meaning: `--workload` names length mixes (repeatable; default
-lognormal and sharegpt-like), `--rate` one offered rate instead of the sweep,
-`--duration` seconds of arrivals per point, `--set` engine knobs and cost
-coefficients (`targets.llm.knobs`), cost=FILE (from `harness profile llm`), and
-slo_ttft_s, slo_tpot_s and attainment.
-Builds an ``LlmSweep``, calls ``harness.analysis.llm.run_sweep`` and
+their `compare` meaning: `--workload` names length mixes or trace files
+(repeatable; default lognormal and sharegpt-like), `--suite` an LLM suite of
+them (`workloads.llm.LLM_SUITES`: llm-bad-day), `--rate` one offered rate instead
+of the sweep, `--duration` seconds of arrivals per point, `--seeds` the sweep
+under each seed with intervals, `--jobs`/`--executor` where its points run, `--set`
+engine knobs and cost coefficients (`targets.llm.knobs`), cost=FILE (from
+`harness profile llm`), and slo_ttft_s, slo_tpot_s and attainment. An option it
+cannot honour (`--scale`, `--warmup`, `--driver-procs`; live: `--seeds`, `--jobs`,
+`--executor`) ends it with exit 2 naming it.
+Builds an ``LlmSweep``, calls ``harness.analysis.llm.seeds.run_sweep_seeds`` and
 publishes the ``llm`` result; `--mode live` serves the tiny decoder with each policy
-instead (``harness.live.llm_live``, at `--rate`, default 4 req/s, for `--duration`,
-default 20 s). No arithmetic lives here.
+instead (``harness.analysis.llm.live``: each mix, default short, at `--rate`, default
+4 req/s, for `--duration`, default 20 s). No arithmetic lives here.
 
 `harness serve llm-POLICY` hands over here too (`serve_llm_cmd`): the tiny
 decoder with that policy's scheduler behind the OpenAI-compatible
@@ -22,16 +26,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.llm import LlmSweep, run_sweep
+from harness.analysis.llm import LlmSweep
 from harness.cli.common import err, fail, publish
+from harness.engine.jobs import Jobs
 from harness.results import io as results
 from targets.llm import LlmEngineSpec, LlmPolicy, create_scheduler, policy_names
 from targets.llm.knobs import engine_with
 from targets.spec import parse_value
+from workloads.llm import llm_suite
 
-__all__ = ["compare_llm", "is_llm", "serve_llm_cmd"]
+__all__ = ["DEFAULT_SUITE", "compare_llm", "is_llm", "serve_llm_cmd"]
 
 _SWEEP_KNOBS = ("slo_ttft_s", "slo_tpot_s", "attainment")
+DEFAULT_SUITE = "bad-day"   # compare's --suite default: for LLM policies, the default mixes
+LIVE_MIX = "short"          # --mode live: the mix the tiny decoder's context takes...
+LIVE_RATE_RPS = 4.0         # ...at this rate...
+LIVE_DURATION_S = 20.0      # ...for this many seconds of arrivals, unless given
 _COST_FILE = "cost"  # --set cost=FILE: the step cost `harness profile llm` fitted
 
 
@@ -57,21 +67,33 @@ def _split_set(pairs: list[str]) -> tuple[dict[str, str], dict[str, float]]:
     return engine, sweep
 
 
-def compare_llm(a: str, b: str, workload: list[str] | None, seed: int, duration: float | None,
-                rate: float | None, set_: list[str] | None, as_json: bool, out_path: Path | None, quiet: bool,
-                mode: str) -> None:
+def compare_llm(a: str, b: str, workload: list[str] | None, suite: str, seed: int, seeds: int, duration: float | None,
+                rate: float | None, set_: list[str] | None, jobs: Jobs, jobs_given: bool, unused: list[str],
+                as_json: bool, out_path: Path | None, quiet: bool, mode: str) -> None:
+    """`unused`: the compare options given that an LLM compare cannot honour (an exit 2 naming them);
+    `jobs_given`: --jobs or --executor was given (refused live, where runs share the wall clock)."""
     for side, spec in (("A", a), ("B", b)):
         if spec not in policy_names():
             fail(f"{side} '{spec}': LLM policies are {', '.join(policy_names())}")
     if a == b:
         fail(f"A and B are both '{a}': compare two different LLM policies")
+    if mode != "sim":
+        unused = unused + [flag for flag, given in (("--seeds", seeds > 1), ("--jobs/--executor", jobs_given)) if given]
+    if unused:
+        fail(f"{', '.join(unused)}: not used by an LLM compare" + (" in --mode live (each policy is served and "
+                                                                    "driven once, on the wall clock)"
+                                                                    if mode != "sim" else ""))
+    if workload and suite != DEFAULT_SUITE:
+        fail("--workload and --suite both name the mixes: give one of them")
     engine_knobs, sweep_knobs = _split_set(set_ or [])
     try:
+        mixes = tuple(workload) if workload else (llm_suite(suite) if suite != DEFAULT_SUITE else None)
         base = LlmEngineSpec()
         if mode != "sim":
             from harness.live.llm_profile import LIVE_ENGINE
 
             base = LIVE_ENGINE
+            mixes = mixes or (LIVE_MIX,)
         if _COST_FILE in engine_knobs:
             from harness.live.llm_profile import load_cost
 
@@ -80,30 +102,36 @@ def compare_llm(a: str, b: str, workload: list[str] | None, seed: int, duration:
         for policy in (a, b):
             create_scheduler(replace(engine, policy=LlmPolicy(policy)))  # bad knob values fail here, early
         given: dict[str, Any] = dict(sweep_knobs)  # _SWEEP_KNOBS: none of the three below
-        if workload:
-            given["mixes"] = tuple(workload)
-        if rate is not None:
-            given["rates_rps"] = (rate,)
-        if duration is not None:
-            given["duration_s"] = duration
+        if mixes:
+            given["mixes"] = mixes
+        if rate is not None or mode != "sim":
+            given["rates_rps"] = (rate or LIVE_RATE_RPS,)
+        if duration is not None or mode != "sim":
+            given["duration_s"] = duration or LIVE_DURATION_S
         sweep = LlmSweep(policies=(a, b), seed=seed, engine=engine, **given)
     except ValueError as exc:
         fail(str(exc))
     show = not (quiet or as_json) and err.is_terminal
     if mode != "sim":
-        from harness.live.llm_live import live_compare
+        from harness.analysis.llm.live import live_compare
 
         try:
-            with err.status("llm: serving and driving the tiny decoder"):
-                result = live_compare((a, b), engine, rate or 4.0, duration or 20.0, seed, sweep.slo_ttft_s,
-                                      sweep.slo_tpot_s)
+            with err.status("llm: serving and driving the tiny decoder") as status:
+                result = live_compare(sweep, on_run=(lambda what: status.update(f"llm: serving {what}")) if show
+                                      else None)
         except ValueError as exc:
             fail(str(exc))
-    elif show:
-        with err.status("llm") as status:
-            result = run_sweep(sweep, on_run=lambda what: status.update(f"llm: simulating {what}"))
     else:
-        result = run_sweep(sweep)
+        from harness.analysis.llm.seeds import run_sweep_seeds
+        from harness.analysis.stats import seeds_from
+
+        chosen = jobs if (seeds > 1 or jobs_given) else None
+        if show:
+            with err.status("llm") as status:
+                result = run_sweep_seeds(sweep, seeds_from(seed, seeds), chosen,
+                                         on_done=lambda what: status.update(f"llm: simulated {what}"))
+        else:
+            result = run_sweep_seeds(sweep, seeds_from(seed, seeds), chosen)
     publish(result, out_path or results.default_path("llm", f"{a}-vs-{b}"), None, as_json)
 
 

@@ -37,20 +37,25 @@ def locustfile(
               f"run: locust -f {out_path} --headless --host http://127.0.0.1:8000", highlight=False, soft_wrap=True)
 
 
-def run_with_locust(job: Any, workers: int, scale: float | None, model: str) -> RunResult:
-    """`harness run TARGET --mode live --driver locust`: a URL is driven as it is; a target spec
-    gets its host started as the built-in driver's runs do (same scale, padding and faults)."""
+def run_with_locust(job: Any, workers: int, scale: float | None, model: str, device: str = "auto",
+                    template: Path | None = None, allow_remote: bool = False) -> RunResult:
+    """`harness run TARGET --mode live --driver locust`: a URL is driven as it is (outside loopback only
+    with `allow_remote`), each request `model`'s input or the `template` body; a target spec gets its
+    host started as the built-in driver's runs do (same scale, padding, faults and `device`)."""
     from harness.live.locust_run import run_locust, run_locust_hosted
     from harness.live.plan import plan_live
 
     try:
+        text = template.read_text() if template is not None else None
+        if text is not None and "://" not in job.target:
+            fail("--template applies to a URL target (a target the harness starts takes its own body)")
         plan = plan_live(job.target, job.workload, job.seed, job.overrides, job.duration_s, job.rate_rps, scale,
-                         model, warmup_s=0)
-    except (ConfigError, ValueError, OSError) as exc:
+                         model, device, None, text, allow_remote, warmup_s=0)
+    except (ConfigError, ValueError, OSError, UnicodeDecodeError) as exc:
         fail(str(exc))
     try:
         if plan.url is not None:
-            return run_locust(job.target, plan.workload, plan.config, workers, job.seed)
+            return run_locust(job.target, plan.workload, plan.config, workers, job.seed, model, text)
         return run_locust_hosted(plan, workers)
     except RuntimeError as exc:
         fail(str(exc), code=1)

@@ -10,9 +10,10 @@ import typer
 from harness.analysis.compare import compare as run_compare
 from harness.analysis.seeds import run_seeds
 from harness.analysis.stats import seeds_from
-from harness.cli.common import (DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT,
-                                QUIET, RATE, SEED, SEEDS, SET, bounded, check_target_mode, err, existing_file, fail,
-                                interruptible, one_of, publish)
+from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, JSON,
+                                LIVE_SCALE, MODE, OUT, QUIET, RATE, SEED, SEEDS, SET, URL_MODEL, URL_TEMPLATE, bounded,
+                                check_target_mode, err, existing_file, fail, interruptible, one_of, publish,
+                                torch_model)
 from harness.cli.live import DRIVER_PROCS, WARMUP
 from harness.engine.jobs import Executor, Jobs, SimJob
 from harness.results import CompareResult
@@ -22,8 +23,12 @@ from workloads.loader import ConfigError, load_suite, load_workload, suite_durat
 
 
 def run(
-    target: str = typer.Argument(..., help="Target spec (naive, hardened+blind-retries, ...) or TOML file."),
-    workload: str = typer.Option("steady", "--workload", "-w", help="Workload name or TOML file."),
+    target: str = typer.Argument(..., help="Target spec (naive, hardened+blind-retries, ...) or TOML file; or an "
+                                 "http URL (--mode live): /predict, or any OpenAI-compatible .../v1/completions or "
+                                 ".../v1/chat/completions (an LLM URL, always live)."),
+    workload: Optional[str] = typer.Option(None, "--workload", "-w", help="Workload name or TOML file (default "
+                                           "steady); an LLM URL: a length mix or LLM trace file (default short, "
+                                           "at --rate 2 req/s for --duration 20 s)."),
     mode: str = MODE,
     seed: int = SEED,
     seeds: int = SEEDS,
@@ -36,11 +41,11 @@ def run(
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
     scale: Optional[float] = LIVE_SCALE,
-    model: str = MODEL,
+    model: Optional[str] = URL_MODEL,
     device: str = DEVICE,
-    template: Optional[Path] = typer.Option(None, "--template", help="live, URL target: JSON body template ({{input}}, ...).",
-                                            callback=existing_file("--template")),
-    allow_remote: bool = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback."),
+    template: Optional[Path] = URL_TEMPLATE,
+    allow_remote: bool = ALLOW_REMOTE,
+    api_key_env: str = API_KEY_ENV,
     warmup: Optional[float] = WARMUP,
     driver: str = typer.Option("builtin", "--driver", help="live: builtin (open loop) or locust (closed-loop users).",
                                callback=one_of("--driver", ("builtin", "locust"))),
@@ -48,7 +53,23 @@ def run(
                                 callback=bounded("--workers", ge=1, le=64)),
     driver_procs: int = DRIVER_PROCS,
 ) -> None:
-    """Run one target under one workload and write its result file."""
+    """Run one target under one workload and write its result file.
+
+    An LLM URL (any OpenAI-compatible server, streaming) gets an `llm` result: TTFT, ITL, TPOT, E2E and
+    goodput under a TTFT + TPOT SLO (--set slo_ttft_s=, slo_tpot_s=, attainment=), per tenant."""
+    from harness.live.openai import is_llm_url
+
+    if is_llm_url(target):
+        from harness.cli.llm_url import refuse, run_llm_url
+
+        refuse([("--seeds", seeds > 1), ("--jobs", n_jobs is not None), ("--executor", executor != "process"),
+                ("--scale", scale is not None), ("--device", device != "auto"), ("--warmup", warmup is not None),
+                ("--driver", driver != "builtin"), ("--workers", workers != 2), ("--driver-procs", driver_procs != 1)],
+               "an LLM URL")
+        return run_llm_url(target, workload, seed, duration, rate, set_, model, api_key_env, template, allow_remote,
+                           as_json, out_path, quiet)
+    workload = workload or "steady"
+    model = torch_model(model)
     check_target_mode(target, mode)
     if mode == "sim":
         for option, given in (("--scale", scale is not None), ("--template", template is not None),
@@ -72,7 +93,7 @@ def run(
     if driver == "locust":
         from harness.cli.locust import run_with_locust  # Locust runs in subprocesses only
 
-        result = run_with_locust(job, workers, scale, model)
+        result = run_with_locust(job, workers, scale, model, device, template, allow_remote)
     elif mode != "sim":
         from harness.cli.live import run_live  # live mode lives in its own module
 
@@ -98,7 +119,8 @@ def run(
 
 def compare(
     a: str = typer.Argument(..., help="Target A (spec or TOML file)."),
-    b: str = typer.Argument(..., help="Target B (spec or TOML file)."),
+    b: str = typer.Argument(..., help="Target B (spec or TOML file). Two LLM policies (llm-static, ...): a rate "
+                            "sweep of each; two LLM URLs (OpenAI-compatible servers): each driven live."),
     workload: Optional[List[str]] = typer.Option(None, "--workload", "-w", help="Workload (repeatable); default: the suite."),
     suite: str = typer.Option("bad-day", "--suite", help="Suite to run when no --workload is given."),
     seed: int = SEED,
@@ -115,17 +137,47 @@ def compare(
     scale: Optional[float] = LIVE_SCALE,
     warmup: Optional[float] = WARMUP,
     driver_procs: int = DRIVER_PROCS,
+    model: Optional[str] = typer.Option(None, "--model", help="LLM URLs: the served model's name (default: the first "
+                                        "each server's /v1/models lists)."),
+    api_key_env: str = API_KEY_ENV,
+    template: Optional[Path] = typer.Option(None, "--template", help="LLM URLs: a JSON object of fields added to "
+                                            "every request.", callback=existing_file("--template")),
+    allow_remote: bool = typer.Option(False, "--allow-remote", help="LLM URLs: allow servers outside loopback."),
 ) -> None:
-    """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep.
-    Ctrl-C or SIGTERM: the scenarios that finished are written and judged (exit 130)."""
+    """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep;
+    two LLM URLs: both driven live on the same arrivals at each rate (default 2, 4 and 8 req/s, 10 s each),
+    B's output tokens/s within the SLO against A's.
+    Ctrl-C or SIGTERM: the scenarios that finished are written and judged (exit 130).
+
+    Two LLM policies (llm-static, llm-dynamic, llm-continuous): -w mixes or trace files, or --suite
+    llm-bad-day; --seeds N gives intervals. With --mode live each is served and driven in turn (the short
+    mix at 4 req/s for 20 s unless given): each policy and mix ends within --duration + 120 s (a request
+    unanswered ten SLO budgets after its arrival counts as unfinished) plus the server's start."""
+    from harness.live.openai import is_llm_url
+
+    if is_llm_url(a) and is_llm_url(b):
+        from harness.cli.llm_url import compare_llm_urls, refuse
+
+        refuse([("--seeds", seeds > 1), ("--jobs", n_jobs is not None),
+                ("--executor", executor != "process"), ("--scale", scale is not None),
+                ("--warmup", warmup is not None), ("--driver-procs", driver_procs != 1)], "a compare of LLM URLs")
+        return compare_llm_urls(a, b, workload, suite, seed, duration, rate, set_, model, api_key_env, template,
+                                allow_remote, as_json, out_path, quiet)
+    for flag, given in (("--model", model is not None), ("--template", template is not None),
+                        ("--allow-remote", allow_remote), ("--api-key-env", api_key_env != "OPENAI_API_KEY")):
+        if given:
+            fail(f"{flag} applies to a compare of two LLM URLs only")
     if a.startswith("llm-") or b.startswith("llm-"):
         from harness.cli.llm import compare_llm  # LLM policies: their own sweep and result kind
 
-        return compare_llm(a, b, workload, seed, duration, rate, set_, as_json, out_path, quiet, mode)
+        unused = [flag for flag, given in (("--scale", scale is not None), ("--warmup", warmup is not None),
+                                           ("--driver-procs", driver_procs != 1)) if given]
+        return compare_llm(a, b, workload, suite, seed, seeds, duration, rate, set_, Jobs(Executor(executor), n_jobs),
+                           n_jobs is not None or executor != "process", unused, as_json, out_path, quiet, mode)
     for side, spec in (("A", a), ("B", b)):
         if "://" in spec:
-            fail(f"{side} '{spec}' is a URL: compare builds both targets itself; "
-                 f"drive a server with `harness run {spec} --mode live`")
+            fail(f"{side} '{spec}' is a URL: compare builds both targets itself, or drives two OpenAI-compatible "
+                 f"LLM URLs; drive another server with `harness run {spec} --mode live`")
     try:
         overrides = parse_overrides(set_ or [])
         resolve_target(a, overrides)

@@ -13,15 +13,17 @@ from typing import List, Optional
 
 import typer
 
-from harness.cli.common import (DEVICE, HTML, JSON, MODE, MODEL, OUT, QUIET, SEED, SET, LIVE_SCALE, bounded,
-                                check_target_mode, err, fail, out, publish)
+from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, HTML, JSON, LIVE_SCALE, MODE, OUT, QUIET, SEED,
+                                SET, URL_MODEL, URL_TEMPLATE, bounded, check_target_mode, err, fail, out, publish,
+                                torch_model)
 from harness.cli.live import DRIVER_PROCS, WARMUP
 from harness.results import io as results
 from workloads.loader import ConfigError
 
 
 def sweep(
-    target: str = typer.Argument(..., help="Target spec, TOML file, or http URL (--mode live)."),
+    target: str = typer.Argument(..., help="Target spec, TOML file, or http URL (--mode live); an OpenAI-compatible "
+                                 "LLM URL (always live): the highest rate within its TTFT + TPOT SLO."),
     mode: str = MODE,
     start: Optional[float] = typer.Option(None, "--start-rate", help="First rate to try (default: the target's peak).",
                                           callback=bounded("--start-rate", gt=0, unit=" req/s")),
@@ -38,11 +40,15 @@ def sweep(
     set_: Optional[List[str]] = SET,
     seed: int = SEED,
     scale: Optional[float] = LIVE_SCALE,
-    model: str = MODEL,
+    model: Optional[str] = URL_MODEL,
     device: str = DEVICE,
     pad_to_s: Optional[float] = typer.Option(None, "--pad-to-s", help="live host: pad batches to this (0: off).",
                                              callback=bounded("--pad-to-s", ge=0, unit=" s")),
-    allow_remote: bool = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback."),
+    allow_remote: bool = ALLOW_REMOTE,
+    api_key_env: str = API_KEY_ENV,
+    template: Optional[Path] = URL_TEMPLATE,
+    workload: Optional[str] = typer.Option(None, "--workload", "-w", help="LLM URL: the length mix or LLM trace "
+                                           "file of every step (default short)."),
     warmup: Optional[float] = WARMUP,
     driver_procs: int = DRIVER_PROCS,
     as_json: bool = JSON,
@@ -50,7 +56,28 @@ def sweep(
     quiet: bool = QUIET,
     html: Optional[Path] = HTML,
 ) -> None:
-    """Find the highest offered rate whose goodput stays within the SLO (binary search, early stops)."""
+    """Find the highest offered rate whose goodput stays within the SLO (binary search, early stops).
+
+    An LLM URL: the highest rate at which --min-goodput of the requests meet the TTFT + TPOT SLO
+    (--set slo_ttft_s=, slo_tpot_s=), from --start-rate (default 1 req/s), --step-duration s of
+    arrivals per step (default 10), at most 10 steps."""
+    from harness.live.openai import is_llm_url
+
+    if is_llm_url(target):
+        from harness.analysis.sweep.search import RateSearch
+        from harness.cli.llm_url import refuse, sweep_llm_url
+
+        refuse([("--check", bool(check)), ("--check-capacity", check_capacity), ("--send-lag-limit", send_lag != 0.005),
+                ("--scale", scale is not None), ("--device", device != "auto"), ("--pad-to-s", pad_to_s is not None),
+                ("--warmup", warmup is not None), ("--driver-procs", driver_procs != 1)], "a sweep of an LLM URL")
+        return sweep_llm_url(target, workload, seed, start, duration, rel_tol, min_ratio, set_, model, api_key_env,
+                             template, allow_remote, as_json, out_path, quiet, html,
+                             lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol))
+    for flag, given in (("--workload", workload is not None), ("--template", template is not None),
+                        ("--api-key-env", api_key_env != "OPENAI_API_KEY")):
+        if given:
+            fail(f"{flag} applies to a sweep of an LLM URL only")
+    model = torch_model(model)
     from harness.analysis.capacity import capacity_agreement
     from harness.analysis.sweep import run_sweep
     from harness.gate.sweep import judge_sweep

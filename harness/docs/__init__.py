@@ -37,7 +37,7 @@ def _register() -> None:
         "results.md": ("the keys of every result document (run, compare, rank, review, gate, capacity, pool)",
                        lambda app: results_page.page()),
         "http-api.md": ("the live HTTP API: request fields, each model's input, every error kind; URL targets "
-                        "and their body template placeholders", lambda app: http_page.page()),
+                        "and their body template placeholders; the LLM endpoint (fields, streaming, usage, errors)", lambda app: http_page.page()),
         "cli.md": ("every command and option", cli_page.page),
     })
 

@@ -5,7 +5,8 @@ are found by asking the parser (`parse_predict`) about a body without each one; 
 model's input and answer by asking the model (`validate`, `run`); the error kinds by
 reading the server modules' source for every `(status, kind, reason)` they can answer,
 plus the kinds made at run time (target statuses, aiohttp's own refusals); the URL-target
-template placeholders from the payload builder's pattern, probed for what each becomes.
+template placeholders from the payload builder's pattern, probed for what each becomes;
+the LLM endpoint's part from its own server and parser (`harness.docs.llm_page`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from types import ModuleType
 
 import numpy as np
 
+from harness.docs import llm_page
 from harness.docs.markdown import banner, block, code, table
 from harness.live import payloads
 from targets.http import edge, l4proxy, parse, server
@@ -177,7 +179,8 @@ def page() -> str:
     rest = inspect.cleandoc(server.__doc__ or "").split("\nRequest IDs and dedupe", 1)[1]
     return "\n".join([
         banner([f"targets/http/{name}.py" for name in ("server", "parse", "edge", "l4proxy")]
-               + ["targets/gpu/models.py", "harness/live/payloads.py"]),
+               + ["targets/gpu/models.py", "harness/live/payloads.py", "targets/llm/server.py",
+                  "targets/llm/openai_request.py"]),
         "# The live HTTP API\n",
         "`harness serve TARGET` (and `harness run TARGET --mode live`) starts a target as real processes on "
         "127.0.0.1: a layer-4 proxy, aiohttp API servers and torch GPU workers. This is what they answer.\n",
@@ -208,4 +211,5 @@ def page() -> str:
         "leave it out unless the target sends IDs). It is checked against the server's parser, with and "
         "without a deadline, whenever these docs are generated:\n",
         block(_checked_template(), "json"),
+        llm_page.section(),
     ])

@@ -32,101 +32,46 @@ server does.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import math
 from dataclasses import dataclass
-
-import aiohttp
+from typing import Any
 
 from harness.engine.llm_run import EngineTrace, simulate
-from harness.engine.hdr import new_histogram
+from harness.live.openai.drive import drive_stream
+from harness.live.openai.stream import Api
 from targets.llm import LlmEngineSpec, Sequence
 from workloads.llm import LlmSchedule
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT_S", "MAX_REQUEST_TIMEOUT_S", "MIN_REQUEST_TIMEOUT_S", "Served", "drive",
            "request_timeout_s", "serve_and_drive"]
 
-_US = 1_000_000
 SLO_MULTIPLE = 10.0                 # a request is abandoned at ten times its SLO budget...
 MIN_REQUEST_TIMEOUT_S = 5.0         # ...but never sooner than this
 MAX_REQUEST_TIMEOUT_S = 120.0       # ...nor later than this
 DEFAULT_REQUEST_TIMEOUT_S = 60.0    # with no SLO to derive it from
 
 
-def request_timeout_s(slo_ttft_s: float, slo_tpot_s: float, output_tokens: int) -> float:
-    """The bound on one request of up to `output_tokens` tokens from its scheduled start: ten times its
-    SLO budget (TTFT + TPOT x the tokens after the first), within [MIN, MAX]_REQUEST_TIMEOUT_S."""
+def request_timeout_s(slo_ttft_s: float, slo_tpot_s: float, output_tokens: int,
+                      multiple: float = SLO_MULTIPLE) -> float:
+    """The bound on one request of up to `output_tokens` tokens from its scheduled start: `multiple`
+    (ten) times its SLO budget (TTFT + TPOT x the tokens after the first), within
+    [MIN, MAX]_REQUEST_TIMEOUT_S."""
     budget = slo_ttft_s + slo_tpot_s * max(0, output_tokens - 1)
-    return min(MAX_REQUEST_TIMEOUT_S, max(MIN_REQUEST_TIMEOUT_S, SLO_MULTIPLE * budget))
-
-
-async def _one(http: aiohttp.ClientSession, url: str, model: str, seq: Sequence, tenant: str, t0: float,
-               itl: list[float], errors: list[str], in_window: list[int], window_s: float, timeout_s: float,
-               timed_out: list[int]) -> None:
-    loop = asyncio.get_running_loop()
-    body = {"model": model, "prompt": [65 + (seq.id + i) % 26 for i in range(seq.prompt_tokens)],
-            "max_tokens": seq.output_tokens, "stream": True, "user": tenant}
-    try:
-        async with (asyncio.timeout_at(t0 + seq.arrival_s + timeout_s),
-                    http.post(url, json=body, headers={"X-Request-Id": str(seq.id)}) as resp):
-            if resp.status == 429:
-                seq.shed = True
-                return
-            if resp.status != 200:
-                errors.append(f"HTTP {resp.status}: {(await resp.text())[:200]}")
-                return
-            async for raw in resp.content:
-                line = raw.decode().strip()
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                if not json.loads(line[6:])["choices"][0]["text"]:
-                    continue  # the closing chunk carries usage, not a token
-                now = loop.time() - t0
-                if seq.generated:
-                    itl.append(now - seq.last_token_s)
-                else:
-                    seq.first_token_s = now
-                seq.last_token_s = now
-                seq.generated += 1
-                in_window[0] += now <= window_s
-            if seq.generated == seq.output_tokens:
-                seq.finish_s = seq.last_token_s
-    except TimeoutError:  # asyncio's and aiohttp's timeouts (ServerTimeoutError too) are TimeoutErrors
-        timed_out[0] += 1
-    except aiohttp.ClientError as exc:
-        errors.append(f"{type(exc).__name__}: {exc}")
+    return min(MAX_REQUEST_TIMEOUT_S, max(MIN_REQUEST_TIMEOUT_S, multiple * budget))
 
 
 async def drive(url: str, schedule: LlmSchedule, model: str,
                 timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> tuple[EngineTrace, list[str], int]:
-    """The schedule sent open loop to `url`; the trace the metrics read, any errors, and how many
-    requests timed out (each abandoned `timeout_s` after its scheduled start; unfinished in the trace)."""
-    if not timeout_s > 0:
-        raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
-    loop = asyncio.get_running_loop()
-    seqs = [Sequence(i, float(a), int(p), int(o), int(t)) for i, (a, p, o, t) in
-            enumerate(zip(schedule.arrival_s, schedule.prompt_tokens, schedule.output_tokens, schedule.tenant))]
-    itl: list[float] = []
-    errors: list[str] = []
-    in_window, timed_out = [0], [0]
-    # No session-wide timeout (aiohttp's default is 5 minutes in total): each request has its own bound.
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
-                                     timeout=aiohttp.ClientTimeout(total=None)) as http:
-        t0 = loop.time()
-        tasks = []
-        for seq in seqs:
-            await asyncio.sleep(max(0.0, t0 + seq.arrival_s - loop.time()))
-            tasks.append(asyncio.create_task(_one(http, url, model, seq, schedule.tenants[seq.tenant], t0, itl,
-                                                   errors, in_window, schedule.duration_s, timeout_s,
-                                                   timed_out)))
-        await asyncio.gather(*tasks)
-        end = loop.time() - t0
-    trace = EngineTrace(seqs, schedule.duration_s, end, new_histogram(), origin_s=t0)
-    for gap in itl:
-        trace.itl.record_value(max(1, round(gap * _US)))
-    trace.tokens_in_window = in_window[0]
-    return trace, errors, timed_out[0]
+    """The schedule sent open loop to `url` (`harness.live.openai.drive_stream`), each prompt as
+    `prompt_tokens` token ids; the trace the metrics read, the first errors, and how many requests
+    timed out (each abandoned `timeout_s` after its scheduled start; unfinished in the trace)."""
+    def body(seq: Sequence, tenant: str) -> dict[str, Any]:
+        return {"model": model, "prompt": [65 + (seq.id + i) % 26 for i in range(seq.prompt_tokens)],
+                "max_tokens": seq.output_tokens, "stream": True, "stream_options": {"include_usage": True},
+                "user": tenant}
+
+    driven = await drive_stream(url, Api.COMPLETIONS, schedule, body, timeout_s=timeout_s)
+    return driven.trace, driven.errors, driven.timed_out
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -82,17 +83,20 @@ def records_to_result(records: list[list[Any]], config: TargetConfig, workload: 
                           extra={"live": block})
 
 
-def _locust(folder: Path, workload: WorkloadConfig, timeout_s: float, url: str, workers: int
-            ) -> tuple[subprocess.Popen, list[subprocess.Popen]]:
-    """Start a headless Locust master and its ``workers`` (its shape starts once all have joined)."""
+def _locust(folder: Path, workload: WorkloadConfig, timeout_s: float, url: str, workers: int, model: str = "mlp",
+            template: str | None = None) -> tuple[subprocess.Popen, list[subprocess.Popen]]:
+    """Start a headless Locust master and its ``workers`` (its shape starts once all have joined),
+    posting ``model``'s input (or ``template`` filled in) to ``url``'s path."""
+    parts = urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     lf = folder / "locustfile.py"
-    lf.write_text(locustfile_text(workload, timeout_s))
+    lf.write_text(locustfile_text(workload, timeout_s, model, template, path))
     env = {**os.environ, "HARNESS_LOCUST_OUT": str(folder)}
     port = _free_port()
     common = [sys.executable, "-m", "locust", "-f", str(lf), "--loglevel", "WARNING", "--skip-log-setup"]
     master = subprocess.Popen(common + ["--headless", "--master", "--master-bind-host", "127.0.0.1",
                                         "--master-bind-port", str(port), "--expect-workers", str(workers),
-                                        "--host", url.rsplit("/predict", 1)[0], "--only-summary"],
+                                        "--host", f"{parts.scheme}://{parts.netloc}", "--only-summary"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     procs = [subprocess.Popen(common + ["--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -124,22 +128,23 @@ def _finish(master: subprocess.Popen, procs: list[subprocess.Popen], folder: Pat
     return records
 
 
-def _live_block(url: str | None, workers: int) -> dict[str, Any]:
+def _live_block(url: str | None, workers: int, model: str, template: bool) -> dict[str, Any]:
     return {"driver": "locust", "locust_workers": workers, "locust_per_user_rps": PER_USER_RPS,
-            "locust_limits": LIMITS_TEXT, "external_url": url}
+            "locust_limits": LIMITS_TEXT, "external_url": url, "model": model, "body_template": template}
 
 
-def run_locust(url: str, workload: WorkloadConfig, config: TargetConfig, workers: int = 2, seed: int = 1
-               ) -> RunResult:
-    """Drive ``url`` (http://HOST:PORT/predict) with Locust, master + ``workers`` worker processes."""
+def run_locust(url: str, workload: WorkloadConfig, config: TargetConfig, workers: int = 2, seed: int = 1,
+               model: str = "mlp", template: str | None = None) -> RunResult:
+    """Drive ``url`` (http://HOST:PORT/PATH) with Locust, master + ``workers`` worker processes, each
+    request ``model``'s input or ``template`` filled in (harness.live.locust_file)."""
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="harness-locust-") as tmp:
-        master, procs = _locust(Path(tmp), workload, config.client_timeout_s, url, workers)
+        master, procs = _locust(Path(tmp), workload, config.client_timeout_s, url, workers, model, template)
         records = _finish(master, procs, Path(tmp), workload.duration_s + _GRACE_S)
     return records_to_result(records, config, workload, seed, time.perf_counter() - started,
-                             _live_block(url, workers))
+                             _live_block(url, workers, model, template is not None))
 
 
 def run_locust_hosted(plan: Any, workers: int = 2) -> RunResult:
@@ -158,7 +163,8 @@ def run_locust_hosted(plan: Any, workers: int = 2) -> RunResult:
         try:
             ready = await host.start()
             url = f"http://127.0.0.1:{ready['proxy_port']}/predict"
-            master, procs = _locust(folder, plan.workload, plan.config.client_timeout_s, url, workers)
+            master, procs = _locust(folder, plan.workload, plan.config.client_timeout_s, url, workers,
+                                    plan.payloads.model)
             loop = asyncio.get_running_loop()
             t0 = loop.time()
 
@@ -185,4 +191,4 @@ def run_locust_hosted(plan: Any, workers: int = 2) -> RunResult:
     with tempfile.TemporaryDirectory(prefix="harness-locust-") as tmp:
         records = asyncio.run(main(Path(tmp)))
     return records_to_result(records, plan.config, plan.workload, plan.seed, time.perf_counter() - started,
-                             _live_block(None, workers))
+                             _live_block(None, workers, plan.payloads.model, False))

@@ -10,6 +10,11 @@ continuous to static throughput at the same SLO with the measured reasons
 each LLM flaw of `targets.llm.flaws` measured with its knobs present and fixed
 (`LlmFlawCost`). Every figure is decided in the library; `reports/llm.py`
 only words it.
+
+A run against an OpenAI-compatible URL (`harness run URL`, `compare URL_A URL_B`,
+`sweep URL`) is the same `LlmRun`, its `url` block saying how the answers were
+counted (`UrlRunFigures`), and the settings name each URL and how its prompts were
+sized (`UrlTargetSettings`) in place of an engine; a sweep adds `search` (`LlmSearch`).
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.results.base import Figures, Result
+from harness.results.stats import Interval
 
 __all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmFlawCost", "LlmResult", "LlmRun",
-           "LlmSettings", "Pcts", "TenantFigures"]
+           "LlmSearch", "LlmSeeds", "LlmSettings", "Pcts", "RATIO_FIGURES", "RUN_FIGURES", "TenantFigures",
+           "UrlRunFigures", "UrlTargetSettings", "run_key"]
 
 
 class Pcts(Figures):
@@ -46,6 +53,30 @@ class TenantFigures(Figures):
     goodput_rps: float
     tokens_requested: int = 0
     shed: int = 0
+
+
+class UrlRunFigures(Figures):
+    """How one run against a URL was read. `token_count`: where output tokens were counted from
+    ("usage": the server's usage.completion_tokens for every answer; "chunks": one per content
+    chunk, the server sent no usage; "mixed": some of each; None: no answer finished).
+    `short_answers`: finished with fewer tokens than max_tokens asked; `cut`: the stream ended
+    before the server said the answer was complete; `prompt_tokens_error`: the mean of
+    |prompt tokens the server counted - the target| / the target (None without usage)."""
+
+    token_count: Literal["usage", "chunks", "mixed"] | None
+    counted_by_usage: int
+    counted_by_chunks: int
+    chunks: int
+    tokens: int
+    short_answers: int
+    cut: int
+    timed_out: int
+    errors: int
+    first_errors: list[str] = Field(default_factory=list)
+    http_status: dict[str, int] = Field(default_factory=dict)
+    prompt_tokens_target_mean: float | None = None
+    prompt_tokens_mean: float | None = None      # as the server counted them (usage)
+    prompt_tokens_error: float | None = None
 
 
 class LlmRun(Figures):
@@ -88,6 +119,9 @@ class LlmRun(Figures):
     padding_share: float | None = None
     small_tenants_ttft_p99_s: float | None = None
     per_tenant: dict[str, TenantFigures] = Field(default_factory=dict)
+    url: UrlRunFigures | None = None   # a run against a URL: how its answers were read
+
+    OMIT_IF_NONE = frozenset({"url"})
 
     def figure(self, name: str) -> float | None:
         """A flaw's symptom by name: a field of this run, or "itl_max_s" (the longest inter-token gap)."""
@@ -115,7 +149,35 @@ class EngineSettings(Figures):
     cost: dict[str, float]
 
 
+class UrlTargetSettings(Figures):
+    """One URL target as it was driven: its label (the `policy` of its runs), the model and what was
+    sent (`ignore_eos`, `include_usage`: asked for usage; `extra_fields`: the template's), and how
+    prompts were sized: `prompt_sizing` in words, from the server's usage, a tokenizer, or assumed
+    (`tokens_per_word` and `overhead_tokens` per prompt). The API key is named, never kept."""
+
+    label: str
+    url: str
+    api: Literal["completions", "chat"]
+    model: str
+    ignore_eos: bool
+    include_usage: bool
+    prompt_sizing: str
+    tokens_per_word: float
+    overhead_tokens: float
+    calibrated: bool
+    tokenizer: str | None = None
+    api_key_env: str
+    api_key_sent: bool
+    extra_fields: list[str] = Field(default_factory=list)
+    request_timeout_s: float
+    notes: list[str] = Field(default_factory=list)
+
+
 class LlmSettings(Figures):
+    """What ran. `engine`: the engine every policy ran on (None: URL targets, each in `targets`)."""
+
+    OMIT_IF_NONE = frozenset({"targets"})
+
     policies: list[str]
     mixes: list[str]
     rates_rps: list[float]
@@ -124,7 +186,8 @@ class LlmSettings(Figures):
     slo_ttft_s: float
     slo_tpot_s: float
     attainment: float
-    engine: EngineSettings
+    engine: EngineSettings | None
+    targets: list[UrlTargetSettings] | None = None
 
 
 class CurvePoint(Figures):
@@ -196,13 +259,54 @@ class LlmFlawCost(Figures):
     ttft_p50_fixed_s: float | None
 
 
+class LlmSearch(Figures):
+    """`harness sweep URL`: the highest offered rate at which `attainment` of the requests met the
+    TTFT + TPOT SLO (None: no rate did), searched by galloping from `start_rps` then bisecting to
+    `rel_tol`; `first_failing_rate` the lowest failing rate above it (None: none failed). Each step
+    is one of the result's runs."""
+
+    target: str
+    mix: str
+    start_rps: float
+    step_duration_s: float
+    rel_tol: float
+    max_rate_within_slo: float | None
+    first_failing_rate: float | None
+    steps: int
+
+
+class LlmSeeds(Figures):
+    """`compare llm-A llm-B --seeds N`: the sweep under seeds `seeds` (the same arrivals on both sides
+    per seed), each figure's mean and 95% interval over them. `ratios`: per mix, the capacity
+    figures of `CapacityRatio` (`RATIO_FIGURES`); `runs`: per "policy, mix, rate" (as
+    `run_key` writes it), the run figures of `RUN_FIGURES`. The rest of the result is the first
+    seed's."""
+
+    seeds: list[int]
+    ratios: dict[str, dict[str, Interval]] = Field(default_factory=dict)
+    runs: dict[str, dict[str, Interval]] = Field(default_factory=dict)
+
+
+RATIO_FIGURES = ("a_tok_s", "b_tok_s", "ratio", "a_tpot_tok_s", "b_tpot_tok_s", "tpot_ratio")
+RUN_FIGURES = ("output_tok_s", "goodput_rps", "slo_attainment", "ttft_s.p50", "ttft_s.p90", "tpot_s.p50",
+               "tpot_s.p90", "e2e_s.p90")
+
+
+def run_key(run: LlmRun) -> str:
+    return f"{run.policy}, {run.mix}, {run.rate_rps:g}"
+
+
 class LlmResult(Result):
+    OMIT_IF_NONE = frozenset({"search", "over_seeds"})
+
     kind: Literal["llm"] = "llm"
     settings: LlmSettings
     runs: list[LlmRun] = Field(default_factory=list)
     curves: list[Curve] = Field(default_factory=list)
     ratios: list[CapacityRatio] = Field(default_factory=list)
     flaws: list[LlmFlawCost] = Field(default_factory=list)
+    search: LlmSearch | None = None
+    over_seeds: LlmSeeds | None = None
 
     def summary_json(self) -> dict[str, Any]:
         """What `--json` prints: settings, curves and ratios (runs without per-tenant blocks)."""

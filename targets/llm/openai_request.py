@@ -5,9 +5,13 @@
 so every malformed request is a 4xx with a reason and never reaches the engine.
 Accepted: `model` (must name this server's model), `prompt` (text, or a list of
 token ids 0..255), `max_tokens` (>= 1, default 16), `stream`, and the sampling
-fields common clients send (`temperature`, `top_p`, `seed`, `stop`,
-`stream_options`, `n` = 1, `echo` = false, `logprobs` = null, penalties): decoding
-is greedy, so those are checked but change nothing. Any other field is refused.
+fields common clients send (`temperature`, `top_p`, `seed`, `stream_options`,
+`ignore_eos`, `n` = 1, `echo` = false, `logprobs` = null, penalties): decoding is
+greedy and has no end-of-sequence token, so those are checked but change nothing.
+`stop` is refused (400, `unsupported`) unless null or empty: an answer is always
+`max_tokens` long, and a stop sequence that silently did nothing would lie. Usage
+comes in a stream only when asked (`stream_options: {"include_usage": true}`), as
+OpenAI sends it. Any other field is refused.
 
 `user` is kept (`Completion.user`): it names the tenant whose limits and
 priority class the request takes (`tenant_name` checks it, and the server's
@@ -25,7 +29,7 @@ from targets.llm.decoder import VOCAB, encode
 __all__ = ["MAX_TENANT_CHARS", "BadCompletion", "Completion", "parse_completion", "tenant_name"]
 
 _ACCEPTED = {"model", "prompt", "max_tokens", "stream", "temperature", "top_p", "n", "echo", "logprobs", "seed",
-             "user", "stop", "stream_options", "presence_penalty", "frequency_penalty"}
+             "user", "stop", "stream_options", "presence_penalty", "frequency_penalty", "ignore_eos"}
 MAX_TENANT_CHARS = 64
 
 
@@ -140,4 +144,11 @@ def parse_completion(body: Any, model: str, max_len: int) -> Completion:
     if stop is not None and not (isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(s, str)
                                                                                           for s in stop))):
         raise _bad("invalid-type", "'stop' must be a string or a list of strings", "stop")
-    return Completion(model, prompt, max_tokens, stream, bool((options or {}).get("include_usage", True)), user)
+    if stop:
+        raise _bad("unsupported", "stop sequences are not served: every answer is max_tokens long", "stop")
+    if not isinstance(body.get("ignore_eos", False), bool):
+        raise _bad("invalid-type", "'ignore_eos' must be true or false", "ignore_eos")
+    usage = (options or {}).get("include_usage", False)
+    if not isinstance(usage, bool):
+        raise _bad("invalid-type", "'stream_options.include_usage' must be true or false", "stream_options")
+    return Completion(model, prompt, max_tokens, stream, usage, user)

@@ -1,9 +1,10 @@
 """An OpenAI-compatible completions server for the tiny decoder: `POST /v1/completions`, aiohttp.
 
-Non-streaming answers are one JSON `text_completion`; with `stream: true` the
-answer is server-sent events: one `data: {...}` chunk per token with
-`choices[0].text`, a last chunk with `finish_reason: "length"` and `usage`,
-then `data: [DONE]`. A malformed request gets a 4xx JSON error in OpenAI's
+Non-streaming answers are one JSON `text_completion` with `usage`; with
+`stream: true` the answer is server-sent events: one `data: {...}` chunk per
+token with `choices[0].text`, a chunk with `finish_reason: "length"` and empty
+text, then, only when asked with `stream_options: {"include_usage": true}` (as
+OpenAI does), a chunk with no choices and `usage`; then `data: [DONE]`. A malformed request gets a 4xx JSON error in OpenAI's
 shape (`targets.llm.openai_request`), never a 500. The only module of
 targets/llm that sees a web type.
 
@@ -59,10 +60,12 @@ def _rate_limited(exc: RateLimited) -> web.Response:
     return web.json_response(body, status=429, headers=headers)
 
 
-def _chunk(rid: str, created: int, model: str, text: str, finish: str | None,
+def _chunk(rid: str, created: int, model: str, text: str | None, finish: str | None,
            usage: dict[str, int] | None = None) -> bytes:
+    """One SSE event: a token's text (`text` None: the usage chunk, with no choices)."""
     doc: dict[str, Any] = {"id": rid, "object": "text_completion", "created": created, "model": model,
-                           "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}]}
+                           "choices": [] if text is None else
+                           [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}]}
     if usage is not None:
         doc["usage"] = usage
     return f"data: {json.dumps(doc)}\n\n".encode()
@@ -142,7 +145,9 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         await resp.write(_chunk(rid, created, model, chr(first), None))
         async for token in tokens:
             await resp.write(_chunk(rid, created, model, chr(token), None))
-        await resp.write(_chunk(rid, created, model, "", "length", usage if req.include_usage else None))
+        await resp.write(_chunk(rid, created, model, "", "length"))
+        if req.include_usage:
+            await resp.write(_chunk(rid, created, model, None, None, usage))
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp

@@ -66,7 +66,20 @@ async def test_streaming_client_gets_one_chunk_per_token_then_done(server, model
     text = "".join(c["choices"][0]["text"] for c in chunks)
     assert len(chunks) == 13 and chunks[-1]["choices"][0]["finish_reason"] == "length"
     assert text == bytes(model.generate(encode("Once upon a time"), 12)).decode()  # greedy, exactly 12
-    assert chunks[-1]["usage"] == {"prompt_tokens": 16, "completion_tokens": 12, "total_tokens": 28}
+    assert not any("usage" in c for c in chunks)  # not asked for
+
+
+async def test_usage_comes_in_a_last_chunk_without_choices_only_when_asked(server):
+    async with aiohttp.ClientSession() as http:
+        body = {"model": "tiny-llm", "prompt": "Once upon a time", "max_tokens": 5, "stream": True,
+                "stream_options": {"include_usage": True}, "ignore_eos": True}
+        async with http.post(server.make_url(URL), json=body) as resp:
+            events = await sse_events(resp)
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert events[-1] == "[DONE]" and len(chunks) == 7
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length" and "usage" not in chunks[-2]
+    assert chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"] == {"prompt_tokens": 16, "completion_tokens": 5, "total_tokens": 21}
 
 
 async def test_concurrent_requests_batch_and_each_gets_its_own_greedy_answer(server, model):
@@ -127,6 +140,9 @@ MALFORMED = [
     ("echo", {**OK, "echo": True}, None, 400, "unsupported"),
     ("logprobs", {**OK, "logprobs": 3}, None, 400, "unsupported"),
     ("stop a number", {**OK, "stop": 3}, None, 400, "invalid-type"),
+    ("a stop sequence", {**OK, "stop": ["\n"]}, None, 400, "unsupported"),
+    ("ignore_eos not a bool", {**OK, "ignore_eos": "yes"}, None, 400, "invalid-type"),
+    ("include_usage not a bool", {**OK, "stream_options": {"include_usage": 1}}, None, 400, "invalid-type"),
     ("seed a string", {**OK, "seed": "s"}, None, 400, "invalid-type"),
     ("user a number", {**OK, "user": 7}, None, 400, "invalid-type"),
     ("user empty", {**OK, "user": ""}, None, 400, "invalid-tenant"),

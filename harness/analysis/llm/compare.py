@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from harness.engine.jobs import Jobs
 from harness.engine.llm_metrics import run_figures
 from harness.engine.llm_run import simulate
 from harness.results.llm import (CapacityRatio, Curve, CurvePoint, EngineSettings, LlmResult, LlmRun, LlmSettings)
@@ -31,7 +32,8 @@ from targets.llm import LlmEngineSpec, LlmPolicy
 from workloads.llm import LlmSchedule, build_llm_schedule, length_mix, mix_workload
 from workloads.llm_trace import read_trace
 
-__all__ = ["DEFAULT_RATES", "LlmSweep", "capacity", "knee_index", "run_sweep"]
+__all__ = ["DEFAULT_RATES", "LlmPoint", "LlmSweep", "capacity", "curves_and_ratios", "engine_settings", "knee_index",
+           "points_of", "result_of", "run_sweep", "schedule_of", "settings_of"]
 
 DEFAULT_RATES = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0)
 
@@ -63,7 +65,7 @@ def _is_trace(mix: str) -> bool:
     return mix.endswith((".csv", ".jsonl", ".ndjson"))
 
 
-def _schedule(mix: str, rate: float, sweep: LlmSweep) -> LlmSchedule:
+def schedule_of(mix: str, rate: float, sweep: LlmSweep) -> LlmSchedule:
     """A named mix drawn at `rate`, or a trace file replayed sped up (or slowed) to `rate` req/s on average."""
     if _is_trace(mix):
         trace = read_trace(mix)
@@ -127,34 +129,78 @@ def _capacity_ratio(mix: str, a_runs: list[LlmRun], b_runs: list[LlmRun], sweep:
     )
 
 
-def _settings(sweep: LlmSweep) -> LlmSettings:
-    e = sweep.engine
-    engine = EngineSettings(batch_size=e.batch_size, max_wait_s=e.max_wait_s, kv_blocks=e.kv_blocks,
-                            block_size=e.block_size, max_seqs=e.max_seqs, max_batched_tokens=e.max_batched_tokens,
-                            chunked_prefill=e.chunked_prefill, chunk_tokens=e.chunk_tokens,
-                            tenant_rps=e.tenant_rps, tenant_burst_requests=e.tenant_burst_requests,
-                            tenant_tok_s=e.tenant_tok_s, tenant_burst_tokens=e.tenant_burst_tokens,
-                            over_limit=e.limits().over_limit.value, max_delay_s=e.max_delay_s,
-                            tenant_priority=dict(e.tenant_priority),
-                            cost={k: float(v) for k, v in vars(e.cost).items()})
+def engine_settings(e: LlmEngineSpec) -> EngineSettings:
+    """Every knob of the engine that ran, as the result records it."""
+    return EngineSettings(batch_size=e.batch_size, max_wait_s=e.max_wait_s, kv_blocks=e.kv_blocks,
+                          block_size=e.block_size, max_seqs=e.max_seqs, max_batched_tokens=e.max_batched_tokens,
+                          chunked_prefill=e.chunked_prefill, chunk_tokens=e.chunk_tokens,
+                          tenant_rps=e.tenant_rps, tenant_burst_requests=e.tenant_burst_requests,
+                          tenant_tok_s=e.tenant_tok_s, tenant_burst_tokens=e.tenant_burst_tokens,
+                          over_limit=e.limits().over_limit.value, max_delay_s=e.max_delay_s,
+                          tenant_priority=dict(e.tenant_priority),
+                          cost={k: float(v) for k, v in vars(e.cost).items()})
+
+
+def settings_of(sweep: LlmSweep, engine: LlmEngineSpec | None = None) -> LlmSettings:
+    """What ran: the sweep's plan and `engine` (default: the sweep's)."""
     return LlmSettings(policies=list(sweep.policies), mixes=list(sweep.mixes), rates_rps=list(sweep.rates_rps),
                        duration_s=sweep.duration_s, seed=sweep.seed, slo_ttft_s=sweep.slo_ttft_s,
-                       slo_tpot_s=sweep.slo_tpot_s, attainment=sweep.attainment, engine=engine)
+                       slo_tpot_s=sweep.slo_tpot_s, attainment=sweep.attainment,
+                       engine=engine_settings(engine or sweep.engine))
 
 
-def run_sweep(sweep: LlmSweep, on_run: Callable[[str], None] | None = None) -> LlmResult:
-    """Every policy x mix x rate; the curves, knees and (first vs last policy) capacity ratios."""
+@dataclass(frozen=True)
+class LlmPoint:
+    """One policy at one rate on one mix: a job (`harness.engine.jobs.Job`), picklable as plain data."""
+
+    sweep: LlmSweep
+    policy: str
+    mix: str
+    rate_rps: float
+
+    def run(self) -> LlmRun:
+        sweep = self.sweep
+        schedule = schedule_of(self.mix, self.rate_rps, sweep)
+        trace = simulate(replace(sweep.engine, policy=LlmPolicy(self.policy)), schedule, sweep.drain_s)
+        return run_figures(trace, self.policy, self.mix, self.rate_rps, schedule.tenants, sweep.slo_ttft_s,
+                           sweep.slo_tpot_s)
+
+
+def point_label(p: LlmPoint) -> str:
+    return f"{p.policy} {p.mix} {p.rate_rps:g} req/s"
+
+
+def points_of(sweep: LlmSweep) -> list[LlmPoint]:
+    """Every (mix, rate, policy) of the sweep, in that order."""
+    return [LlmPoint(sweep, policy, mix, rate) for mix in sweep.mixes for rate in sweep.rates_rps
+            for policy in sweep.policies]
+
+
+def result_of(sweep: LlmSweep, runs: list[LlmRun]) -> LlmResult:
+    curves, ratios = curves_and_ratios(runs, sweep)
+    return LlmResult(settings=settings_of(sweep), runs=runs, curves=curves, ratios=ratios)
+
+
+def run_sweep(sweep: LlmSweep, on_run: Callable[[str], None] | None = None, jobs: Jobs | None = None) -> LlmResult:
+    """Every policy x mix x rate; the curves, knees and (first vs last policy) capacity ratios. `jobs`:
+    where the points run (None: one after another in this process, `on_run` told before each)."""
+    points = points_of(sweep)
+    if jobs is not None:
+        return result_of(sweep, jobs.run(points, None if on_run is None else
+                                         lambda i, _p, _r: on_run(point_label(points[i]))))
     runs: list[LlmRun] = []
-    for mix in sweep.mixes:
-        for rate in sweep.rates_rps:
-            schedule = _schedule(mix, rate, sweep)
-            for policy in sweep.policies:
-                if on_run:
-                    on_run(f"{policy} {mix} {rate:g} req/s")
-                trace = simulate(replace(sweep.engine, policy=LlmPolicy(policy)), schedule, sweep.drain_s)
-                runs.append(run_figures(trace, policy, mix, rate, schedule.tenants, sweep.slo_ttft_s,
-                                        sweep.slo_tpot_s))
-    curves, ratios = [], []
+    for point in points:
+        if on_run:
+            on_run(f"{point.policy} {point.mix} {point.rate_rps:g} req/s")
+        runs.append(point.run())
+    return result_of(sweep, runs)
+
+
+def curves_and_ratios(runs: list[LlmRun], sweep: LlmSweep) -> tuple[list[Curve], list[CapacityRatio]]:
+    """Each (policy, mix)'s curve over the rates with its knee, and per mix the first policy's capacity
+    against the last's (`sweep.policies` names the runs' policies, in order)."""
+    curves: list[Curve] = []
+    ratios: list[CapacityRatio] = []
     for mix in sweep.mixes:
         by_policy = {p: sorted((r for r in runs if r.mix == mix and r.policy == p), key=lambda r: r.rate_rps)
                      for p in sweep.policies}
@@ -167,4 +213,4 @@ def run_sweep(sweep: LlmSweep, on_run: Callable[[str], None] | None = None) -> L
                                 knee=knee_index([p.output_tok_s for p in points], [p.tpot_p50_s for p in points])))
         if len(sweep.policies) >= 2:
             ratios.append(_capacity_ratio(mix, by_policy[sweep.policies[0]], by_policy[sweep.policies[-1]], sweep))
-    return LlmResult(settings=_settings(sweep), runs=runs, curves=curves, ratios=ratios)
+    return curves, ratios

@@ -1,0 +1,163 @@
+"""LLM URL targets on the command line: `run URL`, `compare URL_A URL_B` and `sweep URL` for any
+OpenAI-compatible server (`/v1/completions` or `/v1/chat/completions`, streaming).
+
+Parses options into a `harness.live.openai.UrlTarget` and an `LlmSweep` (mixes, rates,
+duration, seed, SLO) and calls ``harness.analysis.llm.url``; no arithmetic lives here.
+`--set` takes the SLO keys (slo_ttft_s, slo_tpot_s, attainment) and the URL knobs
+(`harness.live.openai.URL_KNOBS`). An option given that an LLM URL cannot honour ends the
+command with exit 2 naming it (`refuse`). A server that cannot be reached or refuses the
+probe request ends it with exit 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.cli.common import err, fail, publish
+from harness.results import io as results
+
+__all__ = ["DEFAULT_MIX", "DEFAULT_RATE_RPS", "DEFAULT_RUN_S", "DEFAULT_STEP_S", "URL_RATES", "compare_llm_urls",
+           "refuse", "run_llm_url", "sweep_llm_url"]
+
+DEFAULT_MIX = "short"              # fits a small model's context (the tiny decoder's 512 tokens)
+DEFAULT_RATE_RPS = 2.0             # `run URL` without --rate
+DEFAULT_RUN_S = 20.0               # `run URL` without --duration: seconds of arrivals
+URL_RATES = (2.0, 4.0, 8.0)        # `compare URL_A URL_B` without --rate: each side at each rate
+DEFAULT_COMPARE_S = 10.0           # ... for this many seconds of arrivals each
+DEFAULT_STEP_S = 10.0              # `sweep URL`: seconds of arrivals per step
+DEFAULT_START_RPS = 1.0
+_SLO_KEYS = ("slo_ttft_s", "slo_tpot_s", "attainment")
+
+
+def refuse(given: list[tuple[str, bool]], what: str) -> None:
+    """Exit 2 naming every option given that `what` cannot honour."""
+    names = [name for name, on in given if on]
+    if names:
+        fail(f"{', '.join(names)}: not used by {what} (it is driven live, one run at a time, by this process)")
+
+
+def _target(url: str, allow_remote: bool, model: str | None, api_key_env: str, template: Path | None,
+            set_: list[str] | None) -> tuple[Any, dict[str, float]]:
+    from harness.live.openai import UrlTarget
+
+    knobs: dict[str, str] = {}
+    slo: dict[str, float] = {}
+    for pair in set_ or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"--set '{pair}' is not KEY=VALUE")
+        if key in _SLO_KEYS:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = -1.0
+            if not value > 0 or (key == "attainment" and value > 1):
+                fail(f"--set {key}: expected a number > 0{' and <= 1' if key == 'attainment' else ''}, got {raw!r}")
+            slo[key] = value
+        else:
+            knobs[key] = raw
+    try:
+        text = template.read_text() if template is not None else None
+        return UrlTarget.parse(url, allow_remote, model, api_key_env, text, knobs), slo
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        fail(str(exc))
+
+
+def _plan(labels: tuple[str, ...], mixes: list[str] | None, rates: tuple[float, ...], duration_s: float, seed: int,
+          slo: dict[str, Any]) -> Any:
+    from harness.analysis.llm import LlmSweep
+
+    try:
+        return LlmSweep(policies=labels, mixes=tuple(mixes or [DEFAULT_MIX]), rates_rps=rates, duration_s=duration_s,
+                        seed=seed, **slo)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def _drive(what: str, quiet: bool, work: Callable[[Callable[[str], None] | None], Any]) -> Any:
+    from harness.live.openai.run import ProbeFailed
+
+    show = not quiet and err.is_terminal
+    try:
+        if show:
+            with err.status(what) as status:
+                return work(lambda text: status.update(f"{what}: {text}"))
+        return work(None)
+    except ProbeFailed as exc:
+        fail(str(exc), code=1)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def run_llm_url(url: str, workload: str | None, seed: int, duration: float | None, rate: float | None,
+                set_: list[str] | None, model: str | None, api_key_env: str, template: Path | None,
+                allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool) -> None:
+    """`harness run URL -w MIX`: one run at `rate` (default DEFAULT_RATE_RPS) for `duration` s."""
+    from harness.analysis.llm.url import url_run
+
+    target, slo = _target(url, allow_remote, model, api_key_env, template, set_)
+    sweep = _plan((target.label,), [workload] if workload else None, (rate or DEFAULT_RATE_RPS,),
+                  duration or DEFAULT_RUN_S, seed, slo)
+    result = _drive(f"llm: driving {target.label}", quiet or as_json, lambda on: url_run(target, sweep, on))
+    publish(result, out_path or results.default_path("llm", f"run-{_file_label(target.label)}"), None, as_json)
+
+
+def compare_llm_urls(a: str, b: str, workloads: list[str] | None, suite: str, seed: int, duration: float | None,
+                     rate: float | None, set_: list[str] | None, model: str | None, api_key_env: str,
+                     template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None,
+                     quiet: bool) -> None:
+    """`harness compare URL_A URL_B`: both on the same arrivals at each rate (default URL_RATES,
+    DEFAULT_COMPARE_S s each) of each mix (-w, or an LLM suite: `--suite llm-bad-day`), B's capacity
+    at the SLO against A's."""
+    from harness.analysis.llm.url import url_compare
+    from harness.cli.llm import DEFAULT_SUITE
+    from workloads.llm import llm_suite
+
+    if suite != DEFAULT_SUITE:
+        if workloads:
+            fail("--workload and --suite both name the mixes: give one of them")
+        try:
+            workloads = list(llm_suite(suite))
+        except ValueError as exc:
+            fail(str(exc))
+
+    ta, slo = _target(a, allow_remote, model, api_key_env, template, set_)
+    tb, _ = _target(b, allow_remote, model, api_key_env, template, set_)
+    if ta.url == tb.url:
+        fail(f"A and B are both '{a}': compare two different servers")
+    same_path = ta.path == tb.path
+    labels = (f"A {ta.host}:{ta.port}" if same_path else f"A {ta.label}",
+              f"B {tb.host}:{tb.port}" if same_path else f"B {tb.label}")
+    sweep = _plan(labels, workloads, (rate,) if rate else URL_RATES, duration or DEFAULT_COMPARE_S, seed, slo)
+    result = _drive("llm: driving A then B", quiet or as_json, lambda on: url_compare([ta, tb], sweep, on))
+    publish(result, out_path or results.default_path("llm", f"{_file_label(ta.label)}-vs-{_file_label(tb.label)}"),
+            None, as_json)
+
+
+def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | None, step_s: float | None,
+                  rel_tol: float, attainment: float, set_: list[str] | None, model: str | None, api_key_env: str,
+                  template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool,
+                  html: Path | None, search: Callable[[float, float], Any]) -> None:
+    """`harness sweep URL`: the highest rate within the TTFT + TPOT SLO (`attainment`: --min-goodput)."""
+    from harness.analysis.llm.url import url_sweep
+
+    target, slo = _target(url, allow_remote, model, api_key_env, template, set_)
+    slo.setdefault("attainment", attainment)
+    start = start_rps or DEFAULT_START_RPS
+    sweep = _plan((target.label,), [workload] if workload else None, (start,), step_s or DEFAULT_STEP_S, seed, slo)
+
+    def shown(run: Any) -> None:
+        if not (quiet or as_json):
+            met = run.slo_attainment >= sweep.attainment
+            err.print(f"  {run.rate_rps:g} req/s: {run.slo_attainment:.0%} within the SLO, TTFT p90 "
+                      f"{(run.ttft_s.p90 or 0) * 1000:,.0f} ms, TPOT p90 {(run.tpot_s.p90 or 0) * 1000:,.1f} ms: "
+                      f"{'pass' if met else 'fail'}", highlight=False)
+
+    result = _drive(f"sweep: driving {target.label}", True,
+                    lambda _on: url_sweep(target, sweep, search(start, rel_tol), start, rel_tol, shown))
+    publish(result, out_path or results.default_path("llm", f"sweep-{_file_label(target.label)}"), html, as_json)
+
+
+def _file_label(label: str) -> str:
+    return label.replace("/", "_").replace(":", "_")

@@ -1,0 +1,112 @@
+"""A small OpenAI-compatible streaming server for tests, with set timing, on a thread of its own.
+
+`serve(FakeOpenAI(ttft_s=0.05, itl_s=0.01))` yields the completions URL of a server on
+127.0.0.1 that answers every request after `ttft_s` (plus `queue_s` per request in flight:
+a server that slows under load), then one chunk per `tokens_per_chunk` tokens every
+`itl_s`, exactly `max_tokens` tokens; usage in a last chunk without choices when asked
+(`usage`); none after `hang_after` requests; a prompt counts `tokens_per_word` per word plus `overhead` tokens. It runs
+on its own thread and loop, so code under test may run its own `asyncio.run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+
+@dataclass
+class FakeOpenAI:
+    ttft_s: float = 0.02
+    itl_s: float = 0.005
+    queue_s: float = 0.0            # added to TTFT per request already in flight
+    usage: bool = True              # send usage when asked
+    refuse_ignore_eos: bool = False
+    tokens_per_chunk: int = 1
+    tokens_per_word: int = 2
+    overhead: int = 3
+    hang_after: int | None = None   # answer this many requests, then never answer again
+    model: str = "fake-model"
+    seen: list[dict] = field(default_factory=list)
+    inflight: int = 0
+
+
+def app_of(cfg: FakeOpenAI) -> web.Application:
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": cfg.model, "object": "model"}]})
+
+    async def complete(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        cfg.seen.append(body)
+        if cfg.refuse_ignore_eos and "ignore_eos" in body:
+            return web.json_response({"error": {"message": "unknown field ignore_eos"}}, status=400)
+        if body.get("model") != cfg.model:
+            return web.json_response({"error": {"message": "no such model"}}, status=404)
+        chat = request.path.endswith("/chat/completions")
+        text = body["messages"][0]["content"] if chat else body["prompt"]
+        prompt_tokens = cfg.tokens_per_word * len(text.split()) + cfg.overhead
+        cfg.inflight += 1
+        try:
+            await asyncio.sleep(cfg.ttft_s + cfg.queue_s * (cfg.inflight - 1))
+            if cfg.hang_after is not None and len(cfg.seen) > cfg.hang_after:
+                await asyncio.sleep(3600)
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            n = body["max_tokens"]
+            sent = 0
+            while sent < n:
+                k = min(cfg.tokens_per_chunk, n - sent)
+                piece = {"delta": {"content": "x" * k}} if chat else {"text": "x" * k}
+                await resp.write(f"data: {json.dumps({'choices': [{**piece, 'finish_reason': None}]})}\n\n".encode())
+                sent += k
+                if sent < n:
+                    await asyncio.sleep(cfg.itl_s * k)
+            end = {"delta": {}} if chat else {"text": ""}
+            await resp.write(f"data: {json.dumps({'choices': [{**end, 'finish_reason': 'length'}]})}\n\n".encode())
+            if cfg.usage and (body.get("stream_options") or {}).get("include_usage"):
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
+                await resp.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
+            await resp.write(b"data: [DONE]\n\n")
+            return resp
+        finally:
+            cfg.inflight -= 1
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/completions", complete)
+    app.router.add_post("/v1/chat/completions", complete)
+    return app
+
+
+@contextmanager
+def serve(cfg: FakeOpenAI, chat: bool = False) -> Iterator[str]:
+    """The server's completions (or chat) URL while the block runs."""
+    ready = threading.Event()
+    state: dict = {}
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        state["loop"] = loop
+        runner = web.AppRunner(app_of(cfg), shutdown_timeout=0.5)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        state["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        yield f"http://127.0.0.1:{state['port']}/v1/{'chat/' if chat else ''}completions"
+    finally:
+        state["loop"].call_soon_threadsafe(state["loop"].stop)
+        thread.join(10)
