@@ -137,6 +137,7 @@ def compare(
         return compare_llm(a, b, workload, seed, duration, rate, set_, as_json, out_path, quiet, mode)
     configure(executor)
     for side, spec in (("A", a), ("B", b)):
+        check_target_mode(spec, mode, side)
         if "://" in spec:
             fail(f"{side} '{spec}' is a URL: compare builds both targets itself; "
                  f"drive a server with `harness run {spec} --mode live`")
