@@ -16,7 +16,8 @@ request IDs and deadlines sent), so a compare against hardened differs only in
 the server. Both are TargetConfig knobs and can be set in the same spec.
 
 Each framework declares the flaws of the doc's catalogue (targets.flaws) it has
-at its defaults, why, and which of its knobs fixes each (None: none does).
+at its defaults, why, and which of its knobs fixes each (none: none does); a flaw
+of the framework's own that the catalogue lacks is declared too, and says so.
 """
 
 from __future__ import annotations

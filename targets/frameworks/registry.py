@@ -80,12 +80,20 @@ RAY_SERVE = Framework(
                      fix={"max_queued_requests": 100},
                      fix_note="max_queued_requests=N answers 503 past N queued requests (a bound on the queue, "
                               "by count, not by predicted wait)"),
+        DeclaredFlaw("clock-cut-batches",
+                     "not in the doc's catalogue: @serve.batch cuts a batch batch_wait_timeout_s (10 ms) after its "
+                     "first request whether or not the replica is free, and the batches queue for it; with a "
+                     "100 ms batch a replica runs batches of 1-2 requests one after another and saturates at a "
+                     "tenth of its capacity",
+                     fix={"batch_wait_timeout_s": 0.1},
+                     fix_note="batch_wait_timeout_s of about one batch time: a batch fills while the one "
+                              "before it runs"),
         DeclaredFlaw("blind-retries", "no request IDs or dedupe: a retry is computed again (a client that "
                      "disconnects cancels its request where it has not reached a batch yet)"),
         DeclaredFlaw("no-tenant-limits", "no per-tenant limit or fair share"),
         DeclaredFlaw("fixed-batch-time", "a batch is padded to its longest input (transformer model only)"),
     ),
-    tuned={"max_queued_requests": 100, "batch_wait_timeout_s": 0.01},
+    tuned={"max_queued_requests": 100, "batch_wait_timeout_s": 0.1},
 )
 
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (LITSERVE, RAY_SERVE)}

@@ -8,6 +8,7 @@ its flaws are its behaviour, which only its knobs change.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,15 @@ class FrameworkTarget:
         return self.config.batch_time_s if self.config.cost_model is CostModel.CONSTANT else None
 
 
+def _value(raw: str) -> Any:
+    """A knob's value: JSON where it parses (numbers, true, null), else a string (as targets.spec
+    reads `--set`; targets.spec imports this module, so not from there)."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
 def framework_name(spec: str) -> str | None:
     """The framework a spec names, else None (a harness target, a file, a URL)."""
     head = spec.partition(":")[0]
@@ -63,8 +73,6 @@ def framework_knob_names() -> frozenset[str]:
 
 def framework_target(spec: str, overrides: dict[str, Any] | None = None) -> FrameworkTarget | None:
     """The framework target a spec names (None: not a framework). ConfigError names a bad knob."""
-    from targets.spec import parse_value
-
     name = framework_name(spec)
     if name is None:
         return None
@@ -77,7 +85,7 @@ def framework_target(spec: str, overrides: dict[str, Any] | None = None) -> Fram
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise ConfigError(f"target '{spec}': '{pair}' is not KEY=VALUE")
-        pairs[key] = parse_value(raw)
+        pairs[key] = _value(raw)
     pairs.update(overrides or {})
     own = fw.knobs.model_fields
     design = TargetConfig.model_fields

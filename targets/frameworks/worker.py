@@ -45,6 +45,7 @@ class ModelWorker:
         self.version = version
         self.slowdown = Slowdown(control_dir)
         self.books = Books(control_dir, "worker") if control_dir else None
+        self._gpu = asyncio.Lock()
         self.run([self.handle.synthetic_input(random.Random(seed))])  # the first pass pays torch's one-off costs
 
     # -- requests ------------------------------------------------------------------------------
@@ -71,14 +72,17 @@ class ModelWorker:
         return outputs
 
     async def run_async(self, items: Sequence[Any]) -> list[dict[str, Any]]:
-        """As `run`, holding on the event loop rather than in the thread (a replica's batch)."""
-        started = time.monotonic()
-        outputs = self.handle.run(items)
-        hold = self._hold_s(started)
-        if hold > 0:
-            await asyncio.sleep(hold)
-        self._booked(len(items), started)
-        return outputs
+        """As `run`, holding on the event loop rather than in the thread (a replica's batch).
+        Batches run one at a time, as on the one GPU a worker stands for: a replica running
+        several at once (`max_concurrent_batches`) queues them here."""
+        async with self._gpu:
+            started = time.monotonic()
+            outputs = self.handle.run(items)
+            hold = self._hold_s(started)
+            if hold > 0:
+                await asyncio.sleep(hold)
+            self._booked(len(items), started)
+            return outputs
 
     def _hold_s(self, started: float) -> float:
         elapsed = time.monotonic() - started
