@@ -5,7 +5,7 @@ at the defaults: 4 scenarios x 5 targets, each a shortened live run after its wa
 
     python benchmarks/frameworks_bad_day.py                          # scale 1/32: 312 req/s steady
     python benchmarks/frameworks_bad_day.py --scale 0.1              # the scale: 938 req/s steady
-    python benchmarks/frameworks_bad_day.py -w spike --targets hardened,litserve --warmup 2   # a quick look
+    python benchmarks/frameworks_bad_day.py -w spike -t hardened -t litserve --warmup 2   # a quick look
 
 Every target runs the same live scale, so the same fleet (hardened's: 80% utilisation
 and N+1 workers, each batch held to the doc's 100 ms) and the same clients (hardened's);
@@ -112,36 +112,39 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", type=float, default=1 / 32, help="live scale, the same for every target")
     ap.add_argument("-w", "--workload", action="append", help=f"scenario (repeatable; default: {', '.join(SCENARIOS)})")
-    ap.add_argument("--targets", default=None, help="comma-separated specs (default: hardened, then each "
-                    "installed framework with its defaults and its tuned knobs)")
+    ap.add_argument("-t", "--target", action="append", help="a target spec (repeatable; default: hardened, then "
+                    "each installed framework with its defaults and its tuned knobs)")
     ap.add_argument("--warmup", type=float, default=None, help="warm-up seconds per run (default: the harness's)")
     ap.add_argument("--duration", type=float, default=None, help="cut every script to this many seconds "
                     "(default: the live compare's shortening)")
     ap.add_argument("--out", type=Path, default=Path("runs/frameworks_bad_day.json"))
     args = ap.parse_args()
     scenarios = args.workload or list(SCENARIOS)
-    targets = args.targets.split(",") if args.targets else default_targets()
+    targets = args.target or default_targets()
     base = resolve_target("hardened")
     shortened = workload_of({w: p["shortening"] for w, p in live_plan(scenarios).items()}) \
         if args.duration is None else None
     print(f"machine: {machine()}; scale {args.scale:g}; targets: {', '.join(targets)}", flush=True)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
-    for scenario in scenarios:
-        for target in targets:
-            plan = plan_live(target, scenario, 1, {}, args.duration, None, args.scale, scale_from=base,
-                             warmup_s=args.warmup,
-                             workload_config=shortened(scenario) if shortened is not None else None)
-            before = os.getloadavg()[0]
-            try:
-                res = plan.run()
-            except RuntimeError as exc:  # a server that would not start: said, and the table goes on
-                print(f"  {scenario:16} {target:40} did not run: {exc}", flush=True)
-                continue
-            rows.append(row(target, scenario, res, (before, os.getloadavg()[0])))
-            r = rows[-1]
-            print(f"  {scenario:16} {target:40} goodput {r['goodput_rps']:7,.0f} req/s ({_pct(r['goodput_ratio'])}), "
-                  f"p99 ok {_ms(r['p99_ok_s'])}, {_fault(r)}, load {r['load_before']:.1f}", flush=True)
+    runs = [(scenario, target) for scenario in scenarios for target in targets]
+    for scenario, target in runs:
+        plan = plan_live(target, scenario, 1, {}, args.duration, None, args.scale, scale_from=base,
+                         warmup_s=args.warmup,
+                         workload_config=shortened(scenario) if shortened is not None else None)
+        before = os.getloadavg()[0]
+        try:
+            res = plan.run()
+        except RuntimeError as exc:  # a server that would not start: said, and the table goes on
+            print(f"  {scenario:16} {target:40} did not run: {exc}", flush=True)
+            continue
+        if res.summary.partial:  # Ctrl-C or SIGTERM: the table stops with what finished
+            print("  interrupted: the table holds the runs that finished", flush=True)
+            break
+        rows.append(row(target, scenario, res, (before, os.getloadavg()[0])))
+        r = rows[-1]
+        print(f"  {scenario:16} {target:40} goodput {r['goodput_rps']:7,.0f} req/s ({_pct(r['goodput_ratio'])}), "
+              f"p99 ok {_ms(r['p99_ok_s'])}, {_fault(r)}, load {r['load_before']:.1f}", flush=True)
     print(f"\n{table(rows)}\n\nmachine: {machine()}; scale {args.scale:g}; "
           f"{time.perf_counter() - started:,.0f} s in all", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)

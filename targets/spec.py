@@ -112,7 +112,7 @@ def resolve_target(spec: str, overrides: dict[str, Any] | None = None) -> Target
     foreign = sorted(set(overrides or {}) - set(TargetConfig.model_fields))
     if foreign:
         raise ConfigError(f"target '{spec}': '{foreign[0]}' is a framework's knob, not this target's "
-                          "(give a framework its knobs in its spec: litserve:timeout=0.3)")
+                          "(give a framework its knobs in its spec: litserve:timeout=0.2)")
     text, _, knob_text = spec.partition(":")
     base, ops = _split_flaws(text)
     knobs = _apply(base_knobs(base), ops)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from harness.cli.common import fail, out
+from reports.fmt import fmt_s, fmt_share
 from targets.frameworks.registry import FRAMEWORKS, installed_version
+from workloads.config_files import ConfigError
 
-__all__ = ["render_frameworks"]
+__all__ = ["render_frameworks", "review_framework_cmd"]
 
 
 def render_frameworks(console: Console, knobs: bool = False) -> None:
@@ -40,3 +45,61 @@ def render_frameworks(console: Console, knobs: bool = False) -> None:
         for name, field in fw.knobs.model_fields.items():
             k.add_row(name, json.dumps(defaults[name]), field.description or "")
         console.print(k)
+
+
+def review_framework_cmd(spec: str, seed: int, scale: float | None, warmup_s: float | None, as_json: bool,
+                         out_path: Path | None, quiet: bool) -> None:
+    """`harness review FRAMEWORK`: each declared flaw's cost at the defaults and its fix, measured live
+    (harness.analysis.framework_review); one compare result file per measured flaw."""
+    from harness.analysis.framework_review import plan_trials, review_framework
+    from harness.cli.live import _shown_run
+    from harness.results import io as results
+
+    try:
+        planned = plan_trials(spec)
+    except (ConfigError, ValueError) as exc:
+        fail(str(exc))
+    if not quiet and not as_json:
+        runs = sorted({w for t in planned if t.skipped is None for w in t.scenarios})
+        out.print(f"review of {spec}, live: {len(planned)} flaw(s); bad days {', '.join(runs) or 'none'}: "
+                  f"each run as given and with each flaw's fix", highlight=False)
+    try:
+        trials = review_framework(spec, seed, scale, warmup_s, run_one=_shown_run(quiet or as_json))
+    except (ConfigError, ValueError, OSError) as exc:
+        fail(str(exc))
+    doc = {"target": spec, "flaws": []}
+    t = Table(title=f"{spec}: what its defaults cost, and the knob that fixes each flaw (live)", header_style="bold")
+    for col in ("flaw", "fix", "bad day", "goodput as given", "with the fix", "p99 ok given / fixed",
+                "timed out given / fixed", "shed given / fixed"):
+        t.add_column(col, overflow="fold")
+    for trial in trials:
+        fix = ", ".join(f"{k}={json.dumps(v)}" for k, v in trial.flaw.fix.items()) or "none"
+        entry = {"flaw": trial.flaw.id, "fix": trial.flaw.fix, "fixed_target": trial.fixed,
+                 "scenarios": list(trial.scenarios), "skipped": trial.skipped, "result": None}
+        if trial.result is None:
+            t.add_row(trial.flaw.id, fix, ", ".join(trial.scenarios) or "-", f"not measured: {trial.skipped}",
+                      "", "", "", "", end_section=True)
+            doc["flaws"].append(entry)
+            continue
+        path = results.write_atomic(out_path.with_name(f"{out_path.stem}-{trial.flaw.id}.json") if out_path
+                                    else results.default_path("review", f"{spec}-{trial.flaw.id}"), trial.result)
+        entry["result"] = str(path)
+        entry["compare"] = trial.result.summary_json()
+        doc["flaws"].append(entry)
+        r = trial.result
+        for i, day in enumerate(r.scenarios):
+            a, b = r.pair(day)
+            t.add_row(trial.flaw.id if i == 0 else "", fix if i == 0 else "", day,
+                      f"{a.goodput_rps:,.0f} req/s ({fmt_share(a.goodput_ratio)}){'' if a.valid else ' !'}",
+                      f"{b.goodput_rps:,.0f} req/s ({fmt_share(b.goodput_ratio)}){'' if b.valid else ' !'}",
+                      f"{fmt_s(a.latency_ok_s.p99)} / {fmt_s(b.latency_ok_s.p99)}",
+                      f"{fmt_share(a.outcomes.timed_out.share)} / {fmt_share(b.outcomes.timed_out.share)}",
+                      f"{fmt_share(a.outcomes.shed.share)} / {fmt_share(b.outcomes.shed.share)}",
+                      end_section=i == len(r.scenarios) - 1)
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        return
+    out.print(t)
+    out.print("'!': an invalid run (its driver fell behind: `harness report FILE` says why and how to get a valid "
+              "one); each measured flaw's compare: " + ", ".join(e["result"] for e in doc["flaws"] if e["result"])
+              , highlight=False, soft_wrap=True)

@@ -98,6 +98,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, theirs, ...), from /proc; [] where there is none."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 class FrameworkProcess:
     """A framework server in a child process (see the module docstring)."""
 
@@ -204,14 +226,21 @@ class FrameworkProcess:
         self.kill()
 
     def kill(self) -> None:
-        """Synchronous and certain: the whole process group killed, the child reaped, the folder gone."""
+        """Synchronous and certain: the child, its process group and every process it started
+        (Ray's actors run in sessions of their own) killed, the child reaped, the folder gone."""
         p = self.proc
         if p is not None:
+            family = descendants(p.pid)  # before anyone dies: orphans lose their parent link
             if p.poll() is None:
                 p.terminate()
                 try:
                     p.wait(2.0)
                 except subprocess.TimeoutExpired:
+                    pass
+            for pid in family:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
                     pass
             try:
                 os.killpg(p.pid, signal.SIGKILL)  # what is left of its session: workers, agents

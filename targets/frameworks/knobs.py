@@ -87,6 +87,11 @@ class DeclaredFlaw:
     why: str
     fix: dict[str, Any] = field(default_factory=dict)
     fix_note: str = ""
+    exposed_by: tuple[str, ...] = ()  # a flaw of the framework's own: the bad days that show it
+
+    def scenarios(self) -> tuple[str, ...]:
+        """The bad days that expose it: the catalogue's, or the framework's own flaw's."""
+        return next((f.exposed_by for f in FLAWS if f.id == self.id), self.exposed_by)
 
 
 # The design's part of a framework target: hardened's fleet sizing and clients (its

@@ -27,7 +27,7 @@ from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from targets.frameworks.books import Books, Field as Slot
-from targets.frameworks.server_spec import ServerSpec
+from targets.frameworks.server_spec import ServerSpec, die_with_parent
 from targets.server_parse import MAX_DEADLINE_MS, BadRequest
 
 _TENANT = r"^[A-Za-z0-9_.\-]{1,64}$"
@@ -114,6 +114,7 @@ def build(spec: ServerSpec) -> ls.LitServer:
 
 
 def main(path: str) -> None:
+    die_with_parent()
     spec = ServerSpec.read(path)
     server = build(spec)
     server.run(host=spec.host, port=spec.port, num_api_servers=spec.knobs.get("num_api_servers"),

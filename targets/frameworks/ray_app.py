@@ -28,7 +28,7 @@ from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from targets.frameworks.server_spec import ServerSpec
+from targets.frameworks.server_spec import ServerSpec, die_with_parent
 
 
 def deployment(spec: ServerSpec) -> Any:
@@ -74,6 +74,7 @@ def deployment(spec: ServerSpec) -> Any:
 
 
 def main(path: str) -> None:
+    die_with_parent()
     spec = ServerSpec.read(path)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -30,7 +30,7 @@ class Framework:
     summary: str
 
     def tuned_spec(self) -> str:
-        """The spec of this framework with its tuned knobs, e.g. 'litserve:timeout=0.3'."""
+        """The spec of this framework with its tuned knobs, e.g. 'litserve:timeout=0.2'."""
         return self.name + ":" + ",".join(f"{k}={_text(v)}" for k, v in self.tuned.items())
 
 
@@ -52,7 +52,7 @@ LITSERVE = Framework(
         DeclaredFlaw("no-admission-control",
                      "no queue bound: every request is queued, and one waits up to `timeout` (30 s) before a "
                      "worker refuses it (504), long past its client's timeout",
-                     fix={"timeout": 0.3},
+                     fix={"timeout": 0.2},
                      fix_note="timeout=S refuses (504) a request that waited S in the queue, once a worker "
                               "reaches it: a late refusal, not a bound on the queue"),
         DeclaredFlaw("blind-retries", _NO_IDS,
@@ -63,7 +63,7 @@ LITSERVE = Framework(
                      fix={"restart_workers": True}),
         DeclaredFlaw("fixed-batch-time", "a batch is padded to its longest input (transformer model only)"),
     ),
-    tuned={"timeout": 0.3, "batch_timeout": 0.01, "num_api_servers": 1},
+    tuned={"timeout": 0.2, "batch_timeout": 0.01, "num_api_servers": 1},
 )
 
 RAY_SERVE = Framework(
@@ -87,7 +87,8 @@ RAY_SERVE = Framework(
                      "tenth of its capacity",
                      fix={"batch_wait_timeout_s": 0.1},
                      fix_note="batch_wait_timeout_s of about one batch time: a batch fills while the one "
-                              "before it runs"),
+                              "before it runs",
+                     exposed_by=("steady", "spike")),
         DeclaredFlaw("blind-retries", "no request IDs or dedupe: a retry is computed again (a client that "
                      "disconnects cancels its request where it has not reached a batch yet)"),
         DeclaredFlaw("no-tenant-limits", "no per-tenant limit or fair share"),

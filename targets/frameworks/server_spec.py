@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerSpec"]
+__all__ = ["ServerSpec", "die_with_parent"]
 
 
 @dataclass(frozen=True)
@@ -44,3 +44,14 @@ class ServerSpec:
     @classmethod
     def read(cls, path: str | Path) -> ServerSpec:
         return cls(**json.loads(Path(path).read_text()))
+
+
+def die_with_parent() -> None:
+    """Linux: SIGTERM this server when the harness that started it dies (no orphaned servers)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
