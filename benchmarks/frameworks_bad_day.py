@@ -6,6 +6,7 @@ at the defaults: 4 scenarios x 5 targets, each a shortened live run after its wa
     python benchmarks/frameworks_bad_day.py                          # scale 1/32: 312 req/s steady
     python benchmarks/frameworks_bad_day.py --scale 0.1              # the scale: 938 req/s steady
     python benchmarks/frameworks_bad_day.py -w spike -t hardened -t litserve --warmup 2   # a quick look
+    python benchmarks/frameworks_bad_day.py --set batch_size=8     # B=8: one GPU's worth is 80 req/s
 
 Every target runs the same live scale, so the same fleet (hardened's: 80% utilisation
 and N+1 workers, each batch held to the doc's 100 ms) and the same clients (hardened's);
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from harness.analysis.compare_live import live_plan, workload_of  # noqa: E402
 from harness.live.plan import plan_live  # noqa: E402
 from targets.frameworks import FRAMEWORKS, installed_version  # noqa: E402
-from targets.spec import resolve_target  # noqa: E402
+from targets.spec import parse_overrides, resolve_target  # noqa: E402
 
 SCENARIOS = ("steady", "spike", "slowdown", "dominant-tenant")
 
@@ -117,19 +118,24 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=None, help="warm-up seconds per run (default: the harness's)")
     ap.add_argument("--duration", type=float, default=None, help="cut every script to this many seconds "
                     "(default: the live compare's shortening)")
+    ap.add_argument("--set", dest="set_", action="append", default=[], metavar="KEY=VALUE",
+                    help="a design knob for every side, e.g. batch_size=8: a smaller B makes a GPU's share of the "
+                         "traffic smaller, so the smallest live scale (one GPU's worth) offers fewer requests/s")
     ap.add_argument("--out", type=Path, default=Path("runs/frameworks_bad_day.json"))
     args = ap.parse_args()
     scenarios = args.workload or list(SCENARIOS)
     targets = args.target or default_targets()
-    base = resolve_target("hardened")
+    overrides = parse_overrides(args.set_)
+    base = resolve_target("hardened", overrides)
     shortened = workload_of({w: p["shortening"] for w, p in live_plan(scenarios).items()}) \
         if args.duration is None else None
-    print(f"machine: {machine()}; scale {args.scale:g}; targets: {', '.join(targets)}", flush=True)
+    print(f"machine: {machine()}; scale {args.scale:g}; targets: {', '.join(targets)}"
+          + (f"; design knobs {overrides}" if overrides else ""), flush=True)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     runs = [(scenario, target) for scenario in scenarios for target in targets]
     for scenario, target in runs:
-        plan = plan_live(target, scenario, 1, {}, args.duration, None, args.scale, scale_from=base,
+        plan = plan_live(target, scenario, 1, overrides, args.duration, None, args.scale, scale_from=base,
                          warmup_s=args.warmup,
                          workload_config=shortened(scenario) if shortened is not None else None)
         before = os.getloadavg()[0]
@@ -148,7 +154,8 @@ def main() -> None:
     print(f"\n{table(rows)}\n\nmachine: {machine()}; scale {args.scale:g}; "
           f"{time.perf_counter() - started:,.0f} s in all", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": machine(), "scale": args.scale, "rows": rows}, indent=1))
+    args.out.write_text(json.dumps({"machine": machine(), "scale": args.scale, "design": overrides, "rows": rows},
+                                   indent=1))
     print(f"figures: {args.out}")
 
 

@@ -217,8 +217,13 @@ def serve(
         return serve_llm_cmd(target, port, host, expose, token, set_ or [], unused)
     from harness.live.scaling import shrink
     from harness.live.host import HostSpec, TargetHost
+    from targets.frameworks import framework_name
     from targets.limits import check_exposure
     from targets.spec import parse_overrides, resolve_target
+
+    if framework_name(target):
+        fail(f"'{target}' is a real serving framework: a live run starts and stops it itself "
+             f"(`harness run {target} --mode live`); serve it with its own command to keep it up")
 
     try:
         design = resolve_target(target, parse_overrides(set_ or []))

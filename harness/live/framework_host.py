@@ -69,12 +69,13 @@ class FrameworkSpec:
     threads: int = 1
     flaws: list[str] = field(default_factory=list)
     tenants: list[str] | None = None
+    changed: dict[str, Any] = field(default_factory=dict)  # the knobs set off the framework's defaults
 
     def effective_pad_s(self, cfg: TargetConfig) -> float | None:
         return self.pad_to_s
 
     def describe(self) -> str:
-        knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items() if v is not None) or "its defaults"
+        knobs = ", ".join(f"{k}={v}" for k, v in self.changed.items()) or "its defaults"
         return f"{self.framework} ({knobs}): {self.workers} worker(s), batches up to {self.batch_size}"
 
 
@@ -84,7 +85,7 @@ def framework_spec(target: FrameworkTarget, cfg: TargetConfig, model: str, seed:
     return FrameworkSpec(framework=target.framework.name, knobs=target.knobs.model_dump(mode="json"),
                          workers=target.workers(cfg), batch_size=target.batch_size(), pad_to_s=target.pad_s(),
                          model=model, seed=seed, threads=target.knobs.torch_threads, flaws=target.flaws(),
-                         tenants=tenants)
+                         tenants=tenants, changed=target.knobs.model_dump(mode="json", exclude_defaults=True))
 
 
 def host_process(spec: HostSpec | FrameworkSpec) -> HostProcess | FrameworkProcess:

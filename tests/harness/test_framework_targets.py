@@ -91,3 +91,22 @@ def test_targets_lists_the_frameworks_flaws_and_knobs() -> None:
     for needle in ("litserve", "ray-serve", "no-admission-control", "max_queued_requests", "workers_per_device",
                    "tuned: litserve:timeout=0.2"):
         assert needle in text, needle
+
+
+def test_a_framework_review_plans_each_declared_flaw_it_still_has() -> None:
+    from harness.analysis.framework_review import plan_trials
+
+    trials = {t.flaw.id: t for t in plan_trials("ray-serve")}
+    assert trials["no-admission-control"].fixed == "ray-serve:max_queued_requests=100"
+    assert trials["no-admission-control"].scenarios == ("spike", "slowdown")  # gpu-outage: no GPU-down fault here
+    assert trials["clock-cut-batches"].fixed == "ray-serve:batch_wait_timeout_s=0.1"
+    assert trials["no-tenant-limits"].skipped == "no knob of the framework fixes it"
+    tuned = {t.flaw.id: t for t in plan_trials("litserve:timeout=0.2")}
+    assert "no-admission-control" not in tuned  # its knob already fixes it
+    assert tuned["no-failure-handling"].fixed == "litserve:timeout=0.2,restart_workers=true"
+    assert tuned["no-failure-handling"].skipped.startswith("no bad day a framework target can run")
+
+
+def test_review_scale_is_for_framework_targets_only() -> None:
+    res = runner.invoke(app, ["review", "hardened", "--scale", "0.1"])
+    assert res.exit_code == 2 and "--scale applies to a framework target only" in res.output
