@@ -121,6 +121,21 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def _running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _until_gone(pids: list[int], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 class FrameworkProcess:
     """A framework server in a child process (see the module docstring)."""
 
@@ -251,6 +266,7 @@ class FrameworkProcess:
                 p.wait(5.0)
             except subprocess.TimeoutExpired:
                 pass
+            _until_gone(family, timeout_s=5.0)  # a SIGKILL lands, the process ends a moment later
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None

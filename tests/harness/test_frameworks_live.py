@@ -13,6 +13,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -88,7 +89,12 @@ def test_a_framework_server_starts_answers_slows_and_stops_whole(framework) -> N
     assert a["batches"] == b["batches"] + 1
     assert a["busy_gpu_s"] - b["busy_gpu_s"] >= 3 * 0.05 * 0.95   # the slowed batch held 3 x its pad
     assert sample["queue_depth"] == 0 and sample["alive"] == 1
-    assert _alive_in_group(pid) == []  # nothing of its session is left running (zombies aside)
+    # Nothing of its session is left running (zombies aside). A killed process ends once it is
+    # scheduled: on a busy machine, at idle priority, that took seconds here.
+    deadline = time.monotonic() + 30.0
+    while _alive_in_group(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _alive_in_group(pid) == []
     assert not folder.exists()
 
 
