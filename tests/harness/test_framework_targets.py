@@ -85,11 +85,19 @@ def test_the_cli_refuses_what_a_framework_cannot_do(argv, error) -> None:
 
 
 def test_targets_lists_the_frameworks_flaws_and_knobs() -> None:
-    res = runner.invoke(app, ["targets", "--knobs"], env={"COLUMNS": "200"})
-    assert res.exit_code == 0, res.output
-    text = res.output
-    for needle in ("litserve", "ray-serve", "no-admission-control", "max_queued_requests", "workers_per_device",
-                   "tuned: litserve:timeout=0.2"):
+    import io
+
+    from rich.console import Console
+
+    from harness.cli.frameworks import render_frameworks
+
+    res = runner.invoke(app, ["targets", "--knobs"])
+    assert res.exit_code == 0 and "ray-serve" in res.output, res.output
+    wide = Console(width=240, file=io.StringIO())
+    render_frameworks(wide, knobs=True)
+    text = wide.file.getvalue()
+    for needle in ("litserve", "ray-serve", "no-admission-control", "clock-cut-batches", "max_queued_requests",
+                   "workers_per_device", "tuned: litserve:timeout=0.2,batch_timeout=0.01,num_api_servers=1"):
         assert needle in text, needle
 
 
