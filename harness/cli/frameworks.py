@@ -68,38 +68,41 @@ def review_framework_cmd(spec: str, seed: int, scale: float | None, warmup_s: fl
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
     doc = {"target": spec, "flaws": []}
-    t = Table(title=f"{spec}: what its defaults cost, and the knob that fixes each flaw (live)", header_style="bold")
-    for col in ("flaw", "fix", "bad day", "goodput as given", "with the fix", "p99 ok given / fixed",
-                "timed out given / fixed", "shed given / fixed"):
+    t = Table(title=f"{spec}: each flaw's cost at its defaults, and its fix (live)", header_style="bold")
+    for col in ("flaw", "fix", "bad day", "goodput", "p99 ok", "timed out", "shed"):
         t.add_column(col, overflow="fold")
+    unmeasured = []
     for trial in trials:
         fix = ", ".join(f"{k}={json.dumps(v)}" for k, v in trial.flaw.fix.items()) or "none"
         entry = {"flaw": trial.flaw.id, "fix": trial.flaw.fix, "fixed_target": trial.fixed,
                  "scenarios": list(trial.scenarios), "skipped": trial.skipped, "result": None}
+        doc["flaws"].append(entry)
         if trial.result is None:
-            t.add_row(trial.flaw.id, fix, ", ".join(trial.scenarios) or "-", f"not measured: {trial.skipped}",
-                      "", "", "", "", end_section=True)
-            doc["flaws"].append(entry)
+            unmeasured.append(f"  {trial.flaw.id} ({', '.join(trial.scenarios) or 'no bad day'}): not measured, "
+                              f"{trial.skipped}")
             continue
         path = results.write_atomic(out_path.with_name(f"{out_path.stem}-{trial.flaw.id}.json") if out_path
                                     else results.default_path("review", f"{spec}-{trial.flaw.id}"), trial.result)
         entry["result"] = str(path)
         entry["compare"] = trial.result.summary_json()
-        doc["flaws"].append(entry)
         r = trial.result
         for i, day in enumerate(r.scenarios):
             a, b = r.pair(day)
+            bang = lambda s: "" if s.valid else "!"  # noqa: E731
             t.add_row(trial.flaw.id if i == 0 else "", fix if i == 0 else "", day,
-                      f"{a.goodput_rps:,.0f} req/s ({fmt_share(a.goodput_ratio)}){'' if a.valid else ' !'}",
-                      f"{b.goodput_rps:,.0f} req/s ({fmt_share(b.goodput_ratio)}){'' if b.valid else ' !'}",
-                      f"{fmt_s(a.latency_ok_s.p99)} / {fmt_s(b.latency_ok_s.p99)}",
-                      f"{fmt_share(a.outcomes.timed_out.share)} / {fmt_share(b.outcomes.timed_out.share)}",
-                      f"{fmt_share(a.outcomes.shed.share)} / {fmt_share(b.outcomes.shed.share)}",
+                      f"{fmt_share(a.goodput_ratio)}{bang(a)} -> {fmt_share(b.goodput_ratio)}{bang(b)}",
+                      f"{fmt_s(a.latency_ok_s.p99)} -> {fmt_s(b.latency_ok_s.p99)}",
+                      f"{fmt_share(a.outcomes.timed_out.share)} -> {fmt_share(b.outcomes.timed_out.share)}",
+                      f"{fmt_share(a.outcomes.shed.share)} -> {fmt_share(b.outcomes.shed.share)}",
                       end_section=i == len(r.scenarios) - 1)
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
         return
     out.print(t)
-    out.print("'!': an invalid run (its driver fell behind: `harness report FILE` says why and how to get a valid "
-              "one); each measured flaw's compare: " + ", ".join(e["result"] for e in doc["flaws"] if e["result"])
-              , highlight=False, soft_wrap=True)
+    out.print("as given -> with the fix; goodput: share of requests answered within the SLO; '!': an invalid run "
+              "(`harness report FILE` says why and how to get a valid one)", highlight=False, soft_wrap=True)
+    for line in unmeasured:
+        out.print(line, highlight=False, soft_wrap=True)
+    for e in doc["flaws"]:
+        if e["result"]:
+            out.print(f"{e['flaw']}: {e['result']}", highlight=False, soft_wrap=True)
