@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.engine.jobs import SimJob, run_jobs
+from harness.engine.jobs import Jobs, SimJob
 
 
 def main() -> None:
@@ -32,7 +32,7 @@ def main() -> None:
     # admission off: the batching policy alone decides.
     jobs = [SimJob(f"hardened:{policies[p]},gpus={g},admission=false", w, 1, {},
                    args.duration if w == "steady" else 120) for w, g, p in cases]
-    docs = run_jobs(jobs, args.jobs)
+    docs = Jobs(workers=args.jobs).run(jobs)
     print(f"{'workload':12} {'gpus':>4} {'policy':8} {'p50 ms':>7} {'p99 ms':>7} {'fill':>6} {'util':>6} {'goodput':>8}")
     for (w, g, p), d in zip(cases, docs):
         s = d.to_json()["summary"]

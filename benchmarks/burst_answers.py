@@ -1,6 +1,6 @@
 """Concurrent bursts at a served target on loopback: is every request answered, and how soon?
 
-Starts `python -m targets.server_stack` (hardened, at the live scale `harness serve` runs here
+Starts `python -m targets.http.stack` (hardened, at the live scale `harness serve` runs here
 by default: one API server, three modeled GPUs, 312.5 req/s peak, so tenant limits bite) in a
 child process, then fires bursts of N concurrent POST /predict from one client address, each on
 its own connection, in three shapes:
@@ -46,7 +46,7 @@ SHAPES = ("same-id", "same-input", "distinct")
 
 
 def start_server(knobs: str, guard: bool) -> tuple[subprocess.Popen, dict]:
-    cmd = [sys.executable, "-m", "targets.server_stack", "--target", "hardened", "--set", knobs]
+    cmd = [sys.executable, "-m", "targets.http.stack", "--target", "hardened", "--set", knobs]
     proc = subprocess.Popen(cmd + (["--guard"] if guard else []), cwd=ROOT, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
     return proc, json.loads(proc.stdout.readline())
@@ -79,7 +79,7 @@ async def shaped(port: int, shape: str, n: int, tenants: int, deadline_ms: int |
 
 async def gpu_death(n: int, knobs: str, deadline_ms: int | None, timeout_s: float, bound_s: float) -> str:
     """n same-input requests at a stack in this process whose GPUs all die once a batch runs."""
-    from targets.server_stack import start_stack
+    from targets.http.stack import start_stack
     from targets.spec import resolve_target
 
     stack = await start_stack(resolve_target("hardened", json.loads(knobs)))

@@ -10,7 +10,7 @@ serving the baseline MLP (seed-0 weights) on its GPU workers and the canary on
 workers of its own (harness.live.canary_host), padded to the design's 100 ms
 batch; open-loop traffic from one seed runs the plan `benchmarks/canary_live_plan.toml`
 (25% -> 50%, 3 s a step) and each step is judged by the same `judge` as the sim.
-Days (harness.analysis.canary_live.LIVE_DAYS): good (same weights), slow (same
+Days (harness.analysis.canary.live.LIVE_DAYS): good (same weights), slow (same
 weights, 1.5x batch time), wrong (seed-1 weights), erroring (2% 5xx),
 wrong-behind-exact-cache (the doc's cache hides the canary; wrong-version answers counted).
 
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.analysis.canary_live import DEFAULT_LIVE_DAYS, run_canary_live  # noqa: E402
+from harness.analysis.canary.live import DEFAULT_LIVE_DAYS, run_canary_live  # noqa: E402
 
 PLAN = str(ROOT / "benchmarks" / "canary_live_plan.toml")
 

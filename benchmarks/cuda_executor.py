@@ -30,9 +30,9 @@ from pathlib import Path
 
 import torch
 
-from harness.live.profile import describe_device, profile_model
-from targets.models import MODEL_NAMES, ModelHandle, create_model
-from targets.torch_executor import TorchExecutor, WorkerDied, resolve_device
+from harness.live.profile import profile_model
+from targets.gpu.executor import TorchExecutor, WorkerDied, describe_device, resolve_device
+from targets.gpu.models import MODEL_NAMES, ModelHandle, create_model
 
 
 def _parse_ints(text: str) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ at the defaults: 4 scenarios x 5 targets, each a shortened live run after its wa
 Every target runs the same live scale, so the same fleet (hardened's: 80% utilisation
 and N+1 workers, each batch held to the doc's 100 ms) and the same clients (hardened's);
 only the server differs. Each bad-day script is shortened for live as `harness compare
---mode live` shortens it (harness.analysis.compare_live.live_plan). Prints one markdown
+--mode live` shortens it (harness.analysis.compare.live.live_plan). Prints one markdown
 table (goodput, p99 of OK answers, shed, timed out, attempts per request, recovery after
 the disturbance, and who was at fault when a run was not clean: harness.live.validity),
 the machine and its load average beside each run, and writes every figure as JSON (--out).
@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.analysis.compare_live import live_plan, workload_of  # noqa: E402
+from harness.analysis.compare.live import live_plan, workload_of  # noqa: E402
 from harness.live.plan import plan_live  # noqa: E402
 from targets.frameworks import FRAMEWORKS, installed_version  # noqa: E402
 from targets.spec import parse_overrides, resolve_target  # noqa: E402

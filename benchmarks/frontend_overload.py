@@ -45,8 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.analysis.capacity_sim import traffic  # noqa: E402
 from harness.analysis.sweep import run_sweep  # noqa: E402
+from harness.analysis.traffic import traffic  # noqa: E402
 from harness.live.frontend_profile import profile_frontend  # noqa: E402
 from harness.live.plan import plan_live  # noqa: E402
 

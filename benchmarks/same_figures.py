@@ -1,5 +1,6 @@
 """Whether two result files hold the same figures: every value of one equals the other's,
-except what says how or where a run was made (wall time, package versions).
+except what says how or where a run was made (wall time, package versions, the file format's
+schema version).
 
 Usage: python benchmarks/same_figures.py A.json B.json [--ignore KEY ...]
 
@@ -16,7 +17,10 @@ import json
 import sys
 from typing import Any
 
-HOW_MADE = {"wall_s", "versions"}
+# How a file was made, not what it measured: wall time, package versions, and the format's
+# version (`schema`, harness.results.io.SCHEMA), so a file of an older schema compares by its
+# figures alone.
+HOW_MADE = {"wall_s", "versions", "schema"}
 
 
 def differences(a: Any, b: Any, ignore: set[str], path: str = "") -> tuple[int, list[tuple[str, Any, Any]]]:

@@ -1,6 +1,6 @@
 """Abuse a served target's connection limits on loopback and print the figures.
 
-Starts `python -m targets.server_stack` (the hardened target, a modeled GPU,
+Starts `python -m targets.http.stack` (the hardened target, a modeled GPU,
 default EdgeLimits unless --limits) in a child process, then:
 
 1. holds N idle connections from one address (127.0.0.2): how many the proxy
@@ -32,7 +32,7 @@ RAW = (b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n
 
 
 def start_server(limits: str) -> tuple[subprocess.Popen, dict]:
-    proc = subprocess.Popen([sys.executable, "-m", "targets.server_stack", "--limits", limits], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "targets.http.stack", "--limits", limits], cwd=ROOT,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     return proc, json.loads(proc.stdout.readline())
 

@@ -1,6 +1,6 @@
 """Soak a served target with unique request IDs and many tenant names; print its RSS.
 
-Starts `python -m targets.server_stack` (the hardened target, a modeled GPU)
+Starts `python -m targets.http.stack` (the hardened target, a modeled GPU)
 in a child process and sends --requests requests, closed loop at
 --concurrency (so at the rate the target serves), each with a unique
 request_id, tenants drawn from --tenants names, inputs from a pool of
@@ -85,7 +85,7 @@ def main() -> None:
     p.add_argument("--max-s", type=float, default=540.0, help="stop early after this long")
     p.add_argument("--set", default='{"api_servers": 2, "gpus": 2, "batch_time_s": 0.005}')
     args = p.parse_args()
-    proc = subprocess.Popen([sys.executable, "-m", "targets.server_stack", "--set", args.set], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "targets.http.stack", "--set", args.set], cwd=ROOT,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     ready = json.loads(proc.stdout.readline())
     print(f"server pid {ready['pid']}, proxy port {ready['port']}, RSS {rss_mib(ready['pid']):.1f} MiB at start")

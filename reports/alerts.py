@@ -1,12 +1,13 @@
 """The alerts view: the generated rules, and per scenario which rule fires first and how soon.
 
 Reads only `harness.results.alerts.AlertsResult`; every time in it was
-measured by `harness.analysis.alert_days`.
+measured by `harness.analysis.alerts.days`.
 """
 
 from __future__ import annotations
 
 import html as _html
+from typing import Sequence
 
 from rich import box
 from rich.console import Console
@@ -15,7 +16,7 @@ from rich.table import Table
 from harness.results.alerts import AlertsResult, ScenarioAlerts
 from reports.page import Section
 
-__all__ = ["render", "scenario_rows", "sections", "title"]
+__all__ = ["fired_lines", "render", "scenario_rows", "sections", "title"]
 
 _HEAD = ("scenario", "onset", "first alert", "delay", "fired (first at)")
 
@@ -30,7 +31,7 @@ def _s(x: float | None) -> str:
 
 def scenario_rows(result: AlertsResult) -> list[tuple[str, ...]]:
     """One row per scenario: a calm day lists any false alarm; a bad day without an onset is bad throughout."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for s in result.scenarios:
         fired = ", ".join(f"{f.rule} ({_s(f.first_s)})" for f in s.fired) or "none"
         onset = "calm" if s.calm else ("whole run" if s.onset_s is None else _s(s.onset_s))
@@ -43,22 +44,35 @@ def _calm_alarms(result: AlertsResult) -> list[ScenarioAlerts]:
     return [s for s in result.scenarios if s.calm and s.fired]
 
 
+def fired_lines(s: ScenarioAlerts) -> str:
+    """The rules that fired on a scenario, one a line in the order they first fired, the first
+    alert marked '*' (a bad day no rule caught says NONE first)."""
+    missed = ["NONE after the onset"] if not s.calm and s.onset_s is not None and s.first_rule is None else []
+    fired = sorted(s.fired, key=lambda f: (f.first_s is None, f.first_s or 0.0))
+    return "\n".join(missed + [f"{'*' if f.rule == s.first_rule else ' '} {f.rule} {_s(f.first_s)}"
+                                for f in fired]) or "none"
+
+
 def render(result: AlertsResult, console: Console) -> None:
     console.print(f"[bold]{title(result)}[/]  (an hour of the SRE workbook = {result.hour_s:g} s; "
                   f"objective {result.objective:g})")
     rules = Table(box=box.SIMPLE_HEAD)
-    for col in ("rule", "severity", "for", "summary"):
-        rules.add_column(col)
+    for col in ("rule", "severity", "for"):
+        rules.add_column(col, no_wrap=True)
+    rules.add_column("summary", overflow="fold")
     for r in result.rules:
         rules.add_row(r.name, r.severity, f"{r.for_s:g} s", r.summary)
     console.print(rules)
     if result.scenarios:
+        # The rule names are long: one a line in their own column keeps the table in 80 columns.
         t = Table(box=box.SIMPLE_HEAD)
-        for col in _HEAD:
-            t.add_column(col, overflow="fold")
-        for row in scenario_rows(result):
-            t.add_row(*row)
+        for col in ("scenario", "onset", "delay", "fired (first at)"):
+            t.add_column(col, no_wrap=True)
+        for s in result.scenarios:
+            onset = "calm" if s.calm else ("whole run" if s.onset_s is None else _s(s.onset_s))
+            t.add_row(s.scenario, onset, _s(s.delay_s) if s.onset_s is not None else "-", fired_lines(s))
         console.print(t)
+        console.print("*: the first alert; delay: from the onset to it", style="dim", highlight=False)
         calm = _calm_alarms(result)
         names = ", ".join(s.scenario for s in result.scenarios if s.calm)
         console.print(f"calm days ({names}): " + ("no rule fired" if not calm else
@@ -67,7 +81,7 @@ def render(result: AlertsResult, console: Console) -> None:
         console.print(f"wrote {f}", highlight=False)
 
 
-def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     cells = "".join(f"<th>{_html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{_html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"

@@ -104,10 +104,10 @@ def render(result: CapacityResult, console: Console) -> None:
         fill = _table(f"Batch fill vs load on {r.realtime_gpus} GPUs")
         for name in ("load", "QPS", "fill", "p50 ms", "p99 ms", "GPU ms/req"):
             fill.add_column(name, justify="right")
-        for p in r.fill_vs_load:
-            per = p.gpu_s_per_request
-            fill.add_row(fmt_pct(p.load_fraction, 0), f"{p.rate_rps:,.0f}", fmt_pct(p.batch_fill, 0),
-                         fmt_ms(p.p50_s), fmt_ms(p.p99_s), "-" if per is None else f"{per * 1000:.2f}")
+        for fp in r.fill_vs_load:
+            per = fp.gpu_s_per_request
+            fill.add_row(fmt_pct(fp.load_fraction, 0), f"{fp.rate_rps:,.0f}", fmt_pct(fp.batch_fill, 0),
+                         fmt_ms(fp.p50_s), fmt_ms(fp.p99_s), "-" if per is None else f"{per * 1000:.2f}")
         console.print(fill)
 
     off = r.offline

@@ -68,12 +68,13 @@ def _outcomeshort_share(s: RunSummary, key: str) -> float:
 
 
 def _ceilingshort_share(result: CompareResult, name: str) -> tuple[str, str]:
-    ca, cb = result.ceiling_pair(name)
-    return tuple("-" if c is None or c.share is None else f"{100 * c.share:.0f}%" for c in (ca, cb))
+    a, b = ("-" if c is None or c.share is None else f"{100 * c.share:.0f}%" for c in result.ceiling_pair(name))
+    return a, b
 
 
 def _ceiling_ratio(result: CompareResult, name: str) -> tuple[str, str]:
-    return tuple("-" if c is None else fmt_pct(c.ceiling_ratio) for c in result.ceiling_pair(name))
+    a, b = ("-" if c is None else fmt_pct(c.ceiling_ratio) for c in result.ceiling_pair(name))
+    return a, b
 
 
 def value_text(v: FigureVerdict, x: float | None) -> str:

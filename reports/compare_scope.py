@@ -1,7 +1,7 @@
 """What a compare covers beyond its scenarios' figures, in the terminal and in HTML: an
 interrupted compare's account (which scenarios finished and are judged, what ran of the rest),
 and a live compare's shortening and its check against the sim on the same configs
-(harness.analysis.compare_live). reports.compare places them around its tables."""
+(harness.analysis.compare.live). reports.compare places them around its tables."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _goodputs(row: dict, label: str) -> str:
 
 def render_live(result: CompareResult, console: Console, name_width: int) -> None:
     """A live compare: how each script was shortened, and each scenario's live winner beside
-    the sim's on the same configs (harness.analysis.compare_live)."""
+    the sim's on the same configs (harness.analysis.compare.live)."""
     block = result.live or {}
     shortened = block.get("shortened")
     if shortened:

@@ -144,11 +144,15 @@ def answer(result: LlmResult) -> list[str]:
 
 
 def _flaw_table(result: LlmResult) -> Table:
+    """The flaws in 80 columns: the flaw over its mix in one cell, the symptom in words that
+    may wrap, the figures whole (the knobs are left to the words)."""
     table = Table(title="LLM flaws, present -> fixed", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    for h in FLAW_HEADERS[:-1]:
-        table.add_column(h, overflow="fold")
-    for row in flaw_rows(result):
-        table.add_row(*row[:-1])
+    table.add_column("flaw, on mix", no_wrap=True)
+    table.add_column(FLAW_HEADERS[2], overflow="fold")
+    for h in FLAW_HEADERS[3:-1]:
+        table.add_column(h, no_wrap=True)
+    for fid, mix, *rest in flaw_rows(result):
+        table.add_row(f"{fid}\non {mix}", *rest[:-1])
     return table
 
 
@@ -202,7 +206,7 @@ def curve_figure(result: LlmResult, mix: str) -> go.Figure:
     for k, curve in enumerate(c for c in result.curves if c.mix == mix):
         color = SIDE_COLORS[k % len(SIDE_COLORS)]
         pts = [p for p in curve.points if p.tpot_p50_s is not None]
-        fig.add_trace(go.Scatter(x=[p.output_tok_s for p in pts], y=[p.tpot_p50_s * 1000 for p in pts],
+        fig.add_trace(go.Scatter(x=[p.output_tok_s for p in pts], y=[p.tpot_p50_s * 1000 for p in pts if p.tpot_p50_s is not None],
                                  mode="lines+markers", name=curve.policy, line=dict(color=color),
                                  text=[f"{p.rate_rps:g} req/s" for p in pts]))
         if curve.knee is not None:

@@ -28,7 +28,7 @@ def _worse(f: LlmFlawRank) -> str:
 
 def rows(llm: LlmRank) -> list[tuple[str, ...]]:
     """One row per LLM flaw in rank order, its worst mix's figures."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for f in llm.flaws:
         c = f.worst()
         out.append((str(f.rank), f.id + ("" if f.measurable else " (noise)"), c.mix, f"{c.rate_rps:g}",

@@ -19,7 +19,7 @@ import html as _html
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import plotly.graph_objects as go
 
@@ -142,7 +142,9 @@ def page_html(results: list[Result], plotly_js: str | None = None, title: str | 
         plotly_js = get_plotlyjs()
     groups = [(doc_title(r), doc_sections(r)) for r in results]
     title = title or ("; ".join(g[0] for g in groups) if len(groups) == 1 else "Inference harness report")
-    toc, body, figs = [], [], []
+    toc: list[str] = []
+    body: list[str] = []
+    figs: list[dict[str, Any]] = []
     n = 0
     for heading, sections in groups:
         gid = _anchor(n, heading)

@@ -15,7 +15,7 @@ import html as _html
 from typing import Callable
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawRank, FlawSeeds,
@@ -74,9 +74,10 @@ def _stability(result: RankResult, console: Console) -> None:
         return
     t = Table(title=f"over {len(result.seeds or [])} seeds: cost intervals (95%) and how stable each place is",
               box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
-    for col, just in (("#", "right"), ("flaw", "left"), ("lost, pts", "right"), ("p99 +, ms", "right"),
-                      ("places", "left"), ("held", "right")):
-        t.add_column(col, justify=just, no_wrap=col == "flaw")  # type: ignore[arg-type]
+    cols: tuple[tuple[str, JustifyMethod], ...] = (("#", "right"), ("flaw", "left"), ("lost, pts", "right"),
+                                                   ("p99 +, ms", "right"), ("places", "left"), ("held", "right"))
+    for col, just in cols:
+        t.add_column(col, justify=just, no_wrap=col == "flaw")
     for row in rows:
         t.add_row(*row)
     console.print()
@@ -211,9 +212,9 @@ def render(result: RankResult, console: Console) -> None:
                   f"('never' = the 1% tail was never answered, 'shed' = it was refused); harm: points more of requests timed out, "
                   f"failed or lost in flight; * = top three; ! = runs too short to show it (below).",
                   highlight=False)
-    warned = [f for f in flaws if f.too_short]
-    for f in warned:
-        console.print(f"[bold]! {f.id}[/]: {short_run_words(f.too_short)}.", highlight=False)  # type: ignore[arg-type]
+    for f in flaws:
+        if f.too_short:
+            console.print(f"[bold]! {f.id}[/]: {short_run_words(f.too_short)}.", highlight=False)
     _stability(result, console)
     console.print()
     console.print("[bold]Insist on these before shipping:[/]")

@@ -141,7 +141,9 @@ def heatmap_figure(result: RankResult) -> go.Figure:
     scen = list(result.suite or sorted({w for f in flaws for w in f.per_scenario}))
     z, text, tips = [], [], []
     for f in flaws:
-        row, trow, hrow = [], [], []
+        row: list[float | None] = []
+        trow: list[str] = []
+        hrow: list[str] = []
         for w in scen:
             c = f.per_scenario.get(w)
             if c is None:

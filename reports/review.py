@@ -1,6 +1,6 @@
 """The review view: the design doc item by item, in words, in the terminal and in HTML.
 
-The library (`harness.analysis.review`) decides every verdict and keeps the
+The library (`harness.analysis.review.run`) decides every verdict and keeps the
 figures (`harness.results.review.ReviewResult`); this module only words them.
 The embedded rank, capacity (Part 2) and pool (Part 3) results are drawn by
 their own views, found through the registry; the LLM follow-up's in words and
@@ -190,12 +190,14 @@ def render(result: ReviewResult, console: Console) -> None:
             console.print()
             console.print(Rule(heading))
             (llm_view.render_answer if key == "llm" else view(key).render)(part, console)
-    for part, heading, say in ((result.alerts, "follow-up: dashboards and alerts", followups.render_alerts),
-                               (result.canary, "follow-up: canary rollouts", followups.render_canary)):
-        if part is not None:
-            console.print()
-            console.print(Rule(heading))
-            say(part, console)  # type: ignore[operator]
+    if result.alerts is not None:
+        console.print()
+        console.print(Rule("follow-up: dashboards and alerts"))
+        followups.render_alerts(result.alerts, console)
+    if result.canary is not None:
+        console.print()
+        console.print(Rule("follow-up: canary rollouts"))
+        followups.render_canary(result.canary, console)
     for note in result.notes:
         console.print(f"[dim]note:[/] {note}", highlight=False)
     if result.wall_s:

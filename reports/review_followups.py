@@ -2,7 +2,7 @@
 
 Reads only `harness.results.followups`; every verdict (bad or calm, missed,
 the metrics chosen, the plan recommended) was decided by the library
-(`harness.analysis.review_alerts`, `harness.analysis.review_canary`).
+(`harness.analysis.review.alerts`, `harness.analysis.review.canary`).
 """
 
 from __future__ import annotations
@@ -117,12 +117,17 @@ _DAY_HEAD = ("design", "scenario", "day", "run", "goodput", "first alert", "dela
 def render_alerts(a: AlertsAnswer, console: Console) -> None:
     for line in alerts_lines(a):
         console.print(line, highlight=False)
-    t = Table(box=box.SIMPLE_HEAD)
-    for col in _DAY_HEAD[:-1]:
-        t.add_column(col, overflow="fold")
-    for row in day_rows(a):
-        t.add_row(*row[:-1])
-    console.print(t)
+    # One table per design, its name the title: a design column beside the rule names would
+    # not fit 80 columns (the HTML table keeps it, with every rule that fired).
+    rows = day_rows(a)
+    for design in dict.fromkeys(row[0] for row in rows):
+        t = Table(title=design, box=box.SIMPLE_HEAD)
+        for col in _DAY_HEAD[1:-1]:
+            t.add_column(col, no_wrap=True)
+        for row in rows:
+            if row[0] == design:
+                t.add_row(*row[1:-1])
+        console.print(t)
 
 
 def render_canary(c: CanaryAnswer, console: Console) -> None:

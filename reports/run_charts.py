@@ -346,7 +346,7 @@ def tenant_figure(sides: list[Side]) -> go.Figure | None:
                         subplot_titles=("p99 latency per tenant, of requests answered OK",
                                         "how each tenant's requests ended"))
     slo = sides[0].run.summary.slo_s
-    finite = [_ok_p99(t) for s in sides for t in s.run.summary.tenants.values() if _ok_p99(t) is not None]
+    finite = [p for p in (_ok_p99(t) for s in sides for t in s.run.summary.tenants.values()) if p is not None]
     cap = max(finite + [slo]) * 1.25
     # Bar labels only while they stay legible; hover always has the figure.
     label = len(names) * len(sides) <= 12

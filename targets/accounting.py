@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from targets.bounded import Bound
-from targets.config import TargetConfig
+from targets.config import ClientKnobs
 
 
 @dataclass
@@ -22,7 +22,7 @@ class TargetStats:
     wasted_padding_s: float = 0.0
 
 
-def live_computed_bound(config: TargetConfig) -> Bound:
+def live_computed_bound(config: ClientKnobs) -> Bound:
     """The bound a long-running server puts on duplicate-work accounting: uids are
     kept twice as long as a retry may come. A duplicate computed later than that
     (an attempt queued for longer, e.g. full-batch-only at night) counts as

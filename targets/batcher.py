@@ -237,10 +237,13 @@ class Batcher:
 
 class GpuPoolLike(Protocol):
     """What a Batcher needs of a pool (see targets.gpu_pool.GpuPool): `idle` holds
-    the free GPUs and `alive` counts the live ones (plain attributes, read per request)."""
+    the free GPUs and `alive` counts the live ones (plain attributes, read per request;
+    read-only here, so a pool's `idle` may be any sized collection)."""
 
-    idle: Sized
-    alive: int
+    @property
+    def idle(self) -> Sized: ...
+    @property
+    def alive(self) -> int: ...
 
     def submit(self, batch: list[Attempt]) -> None: ...
     def add_listener(self, fn: Callable[[], None]) -> None: ...

@@ -47,7 +47,7 @@ class CanaryFleet:
             executor = ModeledExecutor(lambda b, length: cost(b, length) * version.cost_factor)
             executor_for = lambda i: executor  # noqa: E731
         self.pool = GpuPool(gpus, executor_for, on_done=lambda batch, out, s: on_done(batch, out, s, version))
-        self.batcher = Batcher(FifoQueue(), policy, self.pool, pull=True)  # type: ignore[arg-type]
+        self.batcher = Batcher(FifoQueue(), policy, self.pool, pull=True)
 
     def version_of(self, a: Attempt) -> ModelVersion:
         return self.version if self.split.to_canary(a.uid, a.tenant) else self.baseline

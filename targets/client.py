@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from targets.config import Backoff, TargetConfig
+from targets.config import Backoff, ClientKnobs
 from targets.native import mypyc_attr
 from targets.protocol import BAD_REQUEST, OK, Attempt, Response, Status
 
@@ -34,7 +34,8 @@ class ClientPolicy:
     propagate_deadline: bool
 
     @classmethod
-    def from_target(cls, c: TargetConfig) -> "ClientPolicy":
+    def from_target(cls, c: ClientKnobs) -> "ClientPolicy":
+        """The policy a target's client knobs describe (a whole TargetConfig is a ClientKnobs)."""
         return cls(
             timeout_s=c.client_timeout_s,
             retries=c.client_retries,
@@ -166,7 +167,7 @@ class _Request(Attempt):
         c._send(a, p.timeout_s, answer)
 
     def on_response(self, response: Response) -> None:
-        self.on_answer = None  # type: ignore[assignment]  # see the class docstring
+        self.on_answer = None  # see the class docstring
         c = self.client
         p = c.policy
         now = c._time()

@@ -96,7 +96,8 @@ class CostTable:
             raise ValueError("duplicate (batch, length) points")
         batches = sorted({p.batch for p in points})
         lengths = sorted({p.length for p in points if p.length is not None})
-        for length in lengths or [None]:
+        rows: list[int | None] = [*lengths] or [None]  # one grid row per length; one row without
+        for length in rows:
             missing = [b for b in batches if (b, length) not in keyed]
             if missing:
                 raise ValueError(f"points are not a full grid: length {length} lacks "
@@ -106,7 +107,7 @@ class CostTable:
         object.__setattr__(self, "_batches", tuple(float(b) for b in batches))
         object.__setattr__(self, "_lengths", tuple(float(n) for n in lengths) or None)
         object.__setattr__(self, "_grid", tuple(
-            tuple(keyed[(b, length)] for b in batches) for length in (lengths or [None])))
+            tuple(keyed[(b, length)] for b in batches) for length in rows))
         object.__setattr__(self, "_cache", {})
 
     @property

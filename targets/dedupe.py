@@ -86,7 +86,7 @@ def input_digest(value: Any) -> bytes:
 
 
 def _feed(h: Any, value: Any) -> None:
-    if isinstance(value, np.ndarray):  # a validated input (targets.models): as its tolist() would hash
+    if isinstance(value, np.ndarray):  # a validated input (targets.gpu.models): as its tolist() would hash
         if value.ndim == 1 and value.dtype.kind in "iuf":
             h.update(b"L%d;" % len(value))
             h.update(np.ascontiguousarray(value, dtype=np.float64).tobytes())

@@ -1,9 +1,10 @@
 """Loop timers that keep the event loop's timer heap small, which is most of the cost of a
 large simulation. Work on any asyncio loop (virtual or wall clock).
 
-`DelayLine`: run callbacks a constant delay after they were pushed. With one delay for
-everything (a client timeout, a cache hop), expiries come in push order, so one FIFO and
-one armed timer replace a heap entry per item.
+`DelayLine`: hand each attempt pushed to `on_due` a constant delay later. With one delay
+for everything (a client timeout, a cache hop), expiries come in push order, so one FIFO
+and one armed timer replace a heap entry per attempt. `DelayLines`: one line per delay,
+made on first use (client timeouts: one per client policy, usually).
 
 `Alarm`: one callback at the earliest of the times it was asked for (a batcher's next
 recheck, the dedupe's next expiry): a later ask while it is armed changes nothing, an
@@ -14,40 +15,62 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, Callable
+from typing import Callable
+
+from targets.protocol import Attempt
 
 
 class DelayLine:
-    """`resolution_s` > 0 lets callbacks due within that much of each other
-    run together (late by at most `resolution_s`): timer slack, as real event
-    loops have, which saves a loop iteration per item."""
+    """Calls `on_due(attempt)` `delay_s` after each `push(attempt)`, in push order.
 
-    def __init__(self, delay_s: float, loop: asyncio.AbstractEventLoop | None = None, resolution_s: float = 0.0) -> None:
+    `pending_only` skips attempts already done when they fall due, without a call: a
+    line of client timeouts, where most attempts are answered long before theirs.
+    `resolution_s` > 0 lets attempts due within that much of each other go together
+    (late by at most `resolution_s`): timer slack, as real event loops have, which saves
+    a loop iteration per attempt."""
+
+    def __init__(self, delay_s: float, on_due: Callable[[Attempt], None],
+                 loop: asyncio.AbstractEventLoop | None = None, resolution_s: float = 0.0,
+                 pending_only: bool = False) -> None:
         if delay_s < 0 or resolution_s < 0:
             raise ValueError("delay_s and resolution_s must be >= 0")
         self.delay_s = delay_s
         self.resolution_s = resolution_s
+        self.pending_only = pending_only
         self.loop = loop or asyncio.get_running_loop()
-        self._items: deque[tuple[float, Callable[..., Any], Any]] = deque()
+        self._time = self.loop.time
+        self._on_due = on_due
+        self._items: deque[tuple[float, Attempt]] = deque()
         self._armed = False
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def push(self, callback: Callable[[Any], Any], arg: Any) -> None:
-        """Call `callback(arg)` after `delay_s` (cancel by making it a no-op)."""
-        self._items.append((self.loop.time() + self.delay_s, callback, arg))
+    def push(self, attempt: Attempt) -> None:
+        """Hand `attempt` to `on_due` after `delay_s`."""
+        self._items.append((self._time() + self.delay_s, attempt))
         if not self._armed:
             self._armed = True
             self.loop.call_at(self._items[0][0], self._fire)
 
+    def clear(self) -> None:
+        """Forget every attempt still on the line (a finished simulation); an armed timer
+        still fires once, and finds nothing."""
+        self._items.clear()
+
     def _fire(self) -> None:
         items = self._items
-        now = self.loop.time()
+        on_due = self._on_due
+        now = self._time()
         horizon = now + 1e-9
-        while items and items[0][0] <= horizon:
-            _, callback, arg = items.popleft()
-            callback(arg)
+        if self.pending_only:
+            while items and items[0][0] <= horizon:
+                attempt = items.popleft()[1]
+                if not attempt.done:
+                    on_due(attempt)
+        else:
+            while items and items[0][0] <= horizon:
+                on_due(items.popleft()[1])
         if items:
             self.loop.call_at(max(items[0][0], now + self.resolution_s), self._fire)
         else:
@@ -87,16 +110,25 @@ class Alarm:
 
 
 class DelayLines:
-    """One DelayLine per distinct delay, made on first use: what a transport
-    needs for client timeouts (one timeout per client policy, usually)."""
+    """One DelayLine per distinct delay, made on first use, all calling the same `on_due`
+    (a transport's client timeouts: one timeout per client policy, usually)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, resolution_s: float = 0.0) -> None:
+    def __init__(self, on_due: Callable[[Attempt], None], loop: asyncio.AbstractEventLoop | None = None,
+                 resolution_s: float = 0.0, pending_only: bool = False) -> None:
         self.loop = loop or asyncio.get_running_loop()
         self.resolution_s = resolution_s
+        self.pending_only = pending_only
+        self._on_due = on_due
         self._lines: dict[float, DelayLine] = {}
 
-    def push(self, delay_s: float, callback: Callable[[Any], Any], arg: Any) -> None:
+    def push(self, delay_s: float, attempt: Attempt) -> None:
         line = self._lines.get(delay_s)
         if line is None:
-            line = self._lines[delay_s] = DelayLine(delay_s, self.loop, self.resolution_s)
-        line.push(callback, arg)
+            line = self._lines[delay_s] = DelayLine(delay_s, self._on_due, self.loop, self.resolution_s,
+                                                    self.pending_only)
+        line.push(attempt)
+
+    def clear(self) -> None:
+        """Forget every attempt still on a line (see `DelayLine.clear`)."""
+        for line in self._lines.values():
+            line.clear()

@@ -13,7 +13,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Callable
 
-from targets.config import CostModel, TargetConfig
+from targets.config import CostModel, ModelKnobs
 from targets.cost_table import CostTable
 from targets.protocol import Attempt
 
@@ -26,7 +26,7 @@ def _load_table(path: str) -> CostTable:
     return CostTable.from_json(path)
 
 
-def cost_function(config: TargetConfig) -> CostFn:
+def cost_function(config: ModelKnobs) -> CostFn:
     """Seconds for a batch of `b` requests whose longest input is `length`."""
     ref = config.reference_length
     if config.cost_model is CostModel.CONSTANT:
@@ -53,6 +53,7 @@ class ModeledExecutor:
     def expected_s(self, batch: list[Attempt]) -> float:
         return self.cost(len(batch), max(map(_size, batch))) * self.slowdown
 
-    async def run_batch(self, batch: list[Attempt]) -> None:
+    async def run_batch(self, batch: list[Attempt]) -> list | None:
+        """None: a cost model computes no outputs (a subclass may answer, one per input)."""
         await asyncio.sleep(self.expected_s(batch))
         return None

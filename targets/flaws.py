@@ -4,16 +4,24 @@ fix it, and the scenarios that expose it.
 `naive` is TargetConfig's defaults (every flaw present); `hardened` is naive
 with every flaw's `fixed` knobs applied. Because each flaw owns disjoint knobs,
 any target is a base with flaws put back or fixed, one at a time.
+
+`Flaw` is also the type of the LLM catalogue's entries (`targets.llm.flaws.LlmFlaw`
+adds what an LLM flaw needs).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
 @dataclass(frozen=True)
 class Flaw:
+    """One flaw: `doc_item` the design doc's item(s), `failure` what goes wrong and `fix`
+    what mends it (one line each), `present` and `fixed` the knobs that put it in and fix
+    it (TargetConfig's here, LlmEngineSpec's in the LLM catalogue), `exposed_by` the
+    scenarios (LLM: the length mixes) that show it."""
+
     id: str
     doc_item: str
     failure: str
@@ -21,7 +29,6 @@ class Flaw:
     present: dict[str, Any]
     fixed: dict[str, Any]
     exposed_by: tuple[str, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 FLAWS: tuple[Flaw, ...] = (

@@ -24,7 +24,7 @@ queueing only). A sim target whose GPUs are modeled models that front end too
 A request is refused by the proxy at its cost while the front end's
 ``PROXY_QUORUM``-th oldest admitted request still in it has waited
 ``proxy_limit_s`` or more: the live proxy's guard (frontend_proxy_share of the
-SLO, targets.server_overload.ProxyGuard) judges that very signal. It is an age,
+SLO, targets.http.overload.ProxyGuard) judges that very signal. It is an age,
 so it lags the queue behind it: while it is under the limit, arrivals keep
 being admitted and the requests at the back wait longer than the limit (about
 the overload times it). (The first model refused on the wait a request
@@ -43,11 +43,12 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+
+from targets.config import TargetConfig
 
 __all__ = ["Admitted", "FrontendCpu", "PROXY_QUORUM"]
 
-PROXY_QUORUM = 3  # as targets.server_overload.ProxyGuard.quorum (a test holds them equal)
+PROXY_QUORUM = 3  # as targets.http.overload.ProxyGuard.quorum (a test holds them equal)
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,9 @@ class FrontendCpu:
         self.free_at = [0.0] * (cores if cores is not None else servers)  # a heap when shared
 
     @classmethod
-    def for_config(cls, config: Any, servers: int) -> "FrontendCpu | None":
-        """The front end a TargetConfig asks for (None when frontend_cost_s is 0: free)."""
+    def for_config(cls, config: TargetConfig, servers: int) -> "FrontendCpu | None":
+        """The front end a TargetConfig's front-end knobs ask for (None when frontend_cost_s is 0: free);
+        its shares are of the design's slo_s."""
         if config.frontend_cost_s <= 0:
             return None
         limits = [x for x in (config.frontend_lag_limit_s,

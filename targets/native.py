@@ -36,7 +36,7 @@ COMPILED = (
     "harness.engine.recorder", "harness.engine.transports",
     "targets.accounting", "targets.admission", "targets.balancer", "targets.batcher", "targets.bounded",
     "targets.cache", "targets.canary_fleet", "targets.client", "targets.dedupe", "targets.delayline",
-    "targets.dispatch_policy", "targets.gpu_pool", "targets.limits", "targets.protocol", "targets.queues",
+    "targets.dispatch_policy", "targets.gpu_pool", "targets.http.limits", "targets.protocol", "targets.queues",
     "targets.slowness", "targets.target", "targets.versions",
 )
 PURE_ENV = "HARNESS_PURE_PYTHON"
@@ -46,7 +46,7 @@ _state: list[str] = []  # the status line, once decided
 try:
     from mypy_extensions import mypyc_attr
 except ImportError:  # mypy is a build dependency only
-    def mypyc_attr(*_args: Any, **_kwargs: Any) -> Callable[[Any], Any]:  # type: ignore[misc]
+    def mypyc_attr(*_args: Any, **_kwargs: Any) -> Callable[[Any], Any]:  # type: ignore[misc]  # a no-op stand-in
         return lambda cls: cls
 
 
@@ -103,7 +103,7 @@ def install() -> None:
     loaded = [n for n in COMPILED if n in sys.modules]
     if loaded:  # imported before install() (should not happen): leave them be
         return
-    sys.meta_path.insert(0, _SourceFinder())  # type: ignore[arg-type]
+    sys.meta_path.insert(0, _SourceFinder())
     if "changed after" in why or "partial" in why:
         print(f"harness: {why}", file=sys.stderr)
 

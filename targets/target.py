@@ -104,7 +104,7 @@ class ServingTarget:
         shared = config.topology is Topology.SHARED
         queues = 1 if shared else n
         self.batchers = [
-            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,  # type: ignore[arg-type]
+            Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,
                     gpu_share=1 / queues, slowness=self.current_slowness)
             for _ in range(queues)
         ]
@@ -113,7 +113,7 @@ class ServingTarget:
         if config.cache is not CacheMode.OFF:
             break_even = max(0.01, config.cache_hop_s / self.batch_s)
             self.cache = ResponseCache(config.cache, config.cache_entries, config.model_version, break_even)
-            self._cache_hop = DelayLine(config.cache_hop_s, self.loop)
+            self._cache_hop = DelayLine(config.cache_hop_s, self._after_cache, self.loop)
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
         self._dedupe_alarm = Alarm(self.loop, self._dedupe_expire)  # the dedupe's next due attempt
         tenant_rate = config.tenant_limit_share * config.peak_qps
@@ -207,7 +207,7 @@ class ServingTarget:
             a.server = server
         cache = self.cache
         if cache is not None and cache.should_lookup():
-            self._cache_hop.push(self._after_cache, a)
+            self._cache_hop.push(a)
         elif self.frontend is None:
             # _route(a) with no front end to pass, inline: this runs for every attempt
             self.submit_to(a.server if a.server >= 0 else self.balancer.route(a.tenant, a.conn, self.inflight), a)
@@ -227,7 +227,7 @@ class ServingTarget:
 
     def _after_cache(self, a: Attempt) -> None:
         canary = self.canary
-        hit, output = self.cache.get(a, None if canary is None else canary.version_of(a).name)  # type: ignore[union-attr]
+        hit, output = self.cache.get(a, None if canary is None else canary.version_of(a).name)  # type: ignore[union-attr]  # called only with a cache
         if hit:
             if canary is not None:
                 canary.check_cached(a, output)

@@ -80,7 +80,7 @@ class CanarySplit:
 
 def tagged(output: Any, version: ModelVersion, content: int) -> Any:
     """A version's answer, saying which version computed it: a real model's answer
-    (live: a dict from targets.models) gets a `version` field; a modeled one (None)
+    (live: a dict from targets.gpu.models) gets a `version` field; a modeled one (None)
     becomes a `VersionedOutput` of the version's modeled label."""
     if isinstance(output, dict):
         return {**output, "version": version.name}

@@ -43,7 +43,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 # experiment) stay on one worker (`--dist loadgroup`); every other test is spread one by one.
 _GROUPED = {"test_ablation.py", "test_review.py", "test_capacity.py", "test_pool_cmd.py", "test_pool_sim.py",
             "test_gate.py", "test_rank_review_gate.py", "test_html.py", "test_models.py", "test_torch_gpu.py",
-            "test_server.py", "test_architecture.py", "test_capacity_and_pool.py"}
+            "test_server.py", "test_architecture.py", "test_capacity_and_pool.py", "test_result_contract.py"}
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,4 +1,5 @@
-"""Dependencies point one way: import-linter's contracts hold, no import cycles, no torch in sim.
+"""Dependencies point one way: import-linter's contracts hold, no import cycles, no torch in sim,
+no aiohttp or torch in the clock-free core of targets.
 
 The contracts live in pyproject.toml ([tool.importlinter]); each is checked here by name so
 a broken one names itself. Cycles are found with grimp (import-linter's graph library) as
@@ -7,6 +8,7 @@ strongly connected components of the module graph of the four packages.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -143,3 +145,42 @@ def test_a_sim_with_a_cost_table_does_not_import_torch(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [], "a sim imported torch"
     assert (tmp_path / "run.json").exists()
+
+
+# The clock-free core of targets: every module but the live front end, the GPU side and the LLM
+# package (whose server and decoder are live too). import-linter holds this line as well
+# (pyproject.toml); this reads the sources itself, so it holds without the linter's graph.
+LIVE_ONLY = ("aiohttp", "torch")
+NOT_CORE = ("http", "gpu", "llm")
+
+
+def core_modules() -> list[Path]:
+    """Every source file of the core of `targets`, found on disk (a new module is in it at once)."""
+    base = ROOT / "targets"
+    return sorted(p for p in base.rglob("*.py") if p.relative_to(base).parts[0] not in NOT_CORE)
+
+
+def imported_roots(source: str) -> set[str]:
+    """The top-level package of every import in `source`, lazy ones inside functions included
+    (relative imports are the project's own, left out)."""
+    roots = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_imported_roots_sees_lazy_and_nested_imports() -> None:
+    source = "import os\nfrom torch import nn\ndef f():\n    import aiohttp.web\nclass C:\n    from . import x\n"
+    assert imported_roots(source) == {"os", "torch", "aiohttp"}
+
+
+def test_the_core_of_targets_imports_neither_aiohttp_nor_torch() -> None:
+    modules = core_modules()
+    assert len(modules) > 20 and ROOT / "targets" / "batcher.py" in modules
+    assert not any(p.relative_to(ROOT).parts[1] in NOT_CORE for p in modules)
+    found = [f"{p.relative_to(ROOT)} imports {name}" for p in modules
+             for name in sorted(imported_roots(p.read_text()) & set(LIVE_ONLY))]
+    assert not found, "the clock-free core of targets imports live-only packages:\n" + "\n".join(found)

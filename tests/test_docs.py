@@ -111,13 +111,19 @@ def test_every_workload_key_is_documented_with_its_table() -> None:
 
 
 def test_every_knob_and_flaw_is_documented() -> None:
-    from targets.config import TargetConfig
+    from targets.config import KNOB_GROUPS, KNOBS, TargetConfig
     from targets.flaws import FLAWS
 
     text = _doc("targets.md")
     knobs = _section(text, "Knobs")
     for name in TargetConfig.model_fields:
         assert f"| `{name}` |" in knobs, f"knob {name} not in targets.md"
+    for group in KNOB_GROUPS:  # each knob under its group's heading, with where it applies
+        start = knobs.index(f"\n### {group.title}\n")
+        end = knobs.find("\n### ", start + 1)
+        under = knobs[start: end if end != -1 else None]
+        for name in group.model_fields:
+            assert f"| `{name}` | {KNOBS[name].where.value} |" in under, f"knob {name} not under {group.title}"
     rows = {line.split(" | ")[0]: line for line in _section(text, "Flaws").splitlines() if line.startswith("| `")}
     for f in FLAWS:
         row = rows.get(f"| `{f.id}`")
@@ -160,16 +166,16 @@ def test_every_gate_operator_and_summary_number_is_documented() -> None:
 def test_every_error_kind_the_server_can_answer_is_documented() -> None:
     """Kinds read from the server sources with a regex (the generator parses the AST), plus
     the target's statuses and the edge's parser errors."""
-    from targets import server_edge
+    from targets.http import edge
     from targets.protocol import Status
 
     text = _doc("http-api.md")
     kinds = set()
-    for module in ("server.py", "server_parse.py", "server_edge.py", "l4proxy.py"):
-        source = (ROOT / "targets" / module).read_text()
+    for module in ("server.py", "parse.py", "edge.py", "l4proxy.py"):
+        source = (ROOT / "targets" / "http" / module).read_text()
         kinds |= set(re.findall(r'(?:_error|BadRequest|_canned)\(\s*"?\d{3}[^,]*,\s*"([a-z0-9-]+)"', source))
         kinds |= set(re.findall(r'return \d{3}, "([a-z0-9-]+)"', source))
-    kinds |= {kind for _, kind, _ in server_edge._PARSER_ERRORS}
+    kinds |= {kind for _, kind, _ in edge._PARSER_ERRORS}
     kinds |= {s.name.lower() for s in Status if s is not Status.OK}
     assert len(kinds) > 25, kinds  # the regex still finds the server's refusals
     for kind in sorted(kinds):
@@ -178,7 +184,7 @@ def test_every_error_kind_the_server_can_answer_is_documented() -> None:
 
 def test_every_template_placeholder_and_body_field_is_documented() -> None:
     from harness.live.payloads import _PLACEHOLDER
-    from targets.server_parse import FIELDS
+    from targets.http.parse import FIELDS
 
     text = _doc("http-api.md")
     for name in re.findall(r"[a-z_]+", _PLACEHOLDER.pattern.split("(", 1)[1].split(")", 1)[0]):

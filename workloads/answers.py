@@ -16,7 +16,7 @@ group of tenants: a name (`big`), a glob (`small*`), `*` (all) or `!name` (every
 except that one); a group's goodput is aggregated from its members' counts and its
 latency is the worst member's (an upper bound of the group's own percentile).
 
-The compare library (`harness.analysis.verdicts`) computes each figure for both sides and
+The compare library (`harness.analysis.compare.verdicts`) computes each figure for both sides and
 names the winner; this module only says what may be asked and checks it.
 """
 

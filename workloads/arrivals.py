@@ -79,9 +79,9 @@ def build_schedule(config: WorkloadConfig, seed: int) -> Schedule:
     grid = np.linspace(0.0, duration, max(2, int(duration * _GRID_POINTS_PER_S) + 1))
     base = config.rate(grid)
     times, owners = [], []
-    for idx, tenant in enumerate(config.tenants):
-        rate = base * tenant.share
-        for burst in tenant.bursts:
+    for idx, spec in enumerate(config.tenants):
+        rate = base * spec.share
+        for burst in spec.bursts:
             rate = np.where((grid >= burst.start_s) & (grid < burst.end_s), rate * burst.factor, rate)
         cum = np.concatenate([[0.0], np.cumsum((rate[1:] + rate[:-1]) * 0.5 * np.diff(grid))])
         events = _unit_events(rng, config.process, config.burstiness, float(cum[-1]))

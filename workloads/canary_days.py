@@ -8,7 +8,7 @@ wrong one behind the doc's exact-payload cache (Zipf payloads: canary-routed
 requests get the baseline's cached answers), and a good one during a traffic
 spike (the noisy case). They live here, beside the plans, so a suite file that
 names a day is checked where it is read (`workloads.suite`);
-`harness.analysis.canary_days` runs them.
+`harness.analysis.canary.days` runs them.
 """
 
 from __future__ import annotations

@@ -66,12 +66,12 @@ def read_trace(path: str | Path, speedup: float = 1.0, window_s: tuple[float, fl
         if missing:
             raise ValueError(f"{path}:{line_no}: missing column(s) {', '.join(missing)} (need {', '.join(_COLUMNS)})")
         try:
-            t, p, o = _seconds(row["TIMESTAMP"]), int(row["ContextTokens"]), int(row["GeneratedTokens"])
+            when, p, o = _seconds(row["TIMESTAMP"]), int(row["ContextTokens"]), int(row["GeneratedTokens"])
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{path}:{line_no}: {exc}") from None
         if p < 1 or o < 1:
             raise ValueError(f"{path}:{line_no}: ContextTokens and GeneratedTokens must be >= 1, got {p}, {o}")
-        times.append(t)
+        times.append(when)
         prompts.append(p)
         outputs.append(o)
         tenants.append(str(row.get("tenant") or "default"))

@@ -231,7 +231,8 @@ class WorkloadConfig(_Frozen):
 
     def phase_bounds(self) -> list[tuple[str, float, float]]:
         """(kind, start_s, end_s) of each phase, for reports' phase markers."""
-        out, t = [], 0.0
+        out: list[tuple[str, float, float]] = []
+        t = 0.0
         for p in self.phases:
             out.append((p.kind, t, t + p.duration_s))
             t += p.duration_s

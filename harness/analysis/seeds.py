@@ -9,10 +9,10 @@ base seed and count alone.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from typing import Sequence
 
 from harness.analysis.stats import interval
-from harness.engine.jobs import SimJob, run_jobs
+from harness.engine.jobs import Jobs, OnDone, SimJob
 from harness.results.run import RunResult, RunSummary, SeedSet
 
 __all__ = ["RUN_FIGURES", "run_seeds", "seed_set"]
@@ -29,10 +29,11 @@ def seed_set(seeds: Sequence[int], summaries: Sequence[RunSummary], figures: Seq
     return bare.model_copy(update={"figures": {k: interval(bare.values(k)) for k in figures}})
 
 
-def run_seeds(job: SimJob, seeds: Sequence[int], workers: int | None = None,
-              on_done: Callable | None = None) -> RunResult:
-    """The job once per seed: the first seed's run, with `over_seeds` when there are several."""
-    runs = run_jobs([dataclasses.replace(job, seed=s) for s in seeds], workers, on_done)
+def run_seeds(job: SimJob, seeds: Sequence[int], jobs: Jobs = Jobs(),
+              on_done: OnDone[RunResult] | None = None) -> RunResult:
+    """The job once per seed, each a job of `jobs`: the first seed's run, with `over_seeds` when
+    there are several."""
+    runs = jobs.run([dataclasses.replace(job, seed=s) for s in seeds], on_done)
     if len(seeds) == 1:
         return runs[0]
     return runs[0].model_copy(update={"over_seeds": seed_set(seeds, [r.summary for r in runs])})

@@ -105,12 +105,9 @@ def difference(a: Sequence[float | None], b: Sequence[float | None], paired: boo
     if sd == 0:
         return Difference(mean=mean, lo=mean, hi=mean, p_value=_certain(mean - margin, alternative), test=test,
                           **base)
-    if paired:
-        two_sided = stats.ttest_1samp(d, 0.0)
-        tested = stats.ttest_1samp(d, margin, alternative=alternative)
-    else:
-        two_sided = stats.ttest_ind(xb, xa, equal_var=False)
-        tested = stats.ttest_ind(xb - margin, xa, equal_var=False, alternative=alternative)
+    two_sided = stats.ttest_1samp(d, 0.0) if paired else stats.ttest_ind(xb, xa, equal_var=False)
+    tested = (stats.ttest_1samp(d, margin, alternative=alternative) if paired
+              else stats.ttest_ind(xb - margin, xa, equal_var=False, alternative=alternative))
     ci = two_sided.confidence_interval(confidence)
     return Difference(mean=mean, lo=float(ci.low), hi=float(ci.high), p_value=float(tested.pvalue), test=test,
                       effect=mean / sd, **base)

@@ -4,7 +4,8 @@ A variant is a fully resolved target (its knobs) with one flaw put back or fixed
 `VariantJob` runs it on a scenario shortened by `harness.analysis.shorten`.
 Progress is reported through two callbacks: `on_planned(n)` before a batch of n
 runs starts (a rank plans its interaction probes only once the ablation is
-measured, so the total grows once), and `on_done(index, job, result)` after each.
+measured, so the total grows once), and `on_done(index, job, result)` after each
+(`harness.engine.jobs.OnDone`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.analysis.shorten import Shortening, shorten
-from harness.engine.jobs import run_jobs
+from harness.engine.jobs import Job, Jobs
 from harness.engine.sim import run_sim
 from harness.results.run import RunResult, RunSummary
 from targets.config import TargetConfig
@@ -22,7 +23,7 @@ from workloads.loader import load_workload
 
 __all__ = ["OnDone", "OnPlanned", "VariantJob", "knobs_of", "run_summaries", "variant"]
 
-OnDone = Callable[[int, Any, RunResult], None]
+OnDone = Callable[[int, Job[RunResult], RunResult], None]  # harness.engine.jobs.OnDone of a run
 OnPlanned = Callable[[int], None]
 
 
@@ -57,10 +58,10 @@ def variant(knobs: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return {**knobs, **{k: (v.value if hasattr(v, "value") else v) for k, v in changes.items()}}
 
 
-def run_summaries(jobs: list[VariantJob], workers: int | None, on_done: OnDone | None = None,
+def run_summaries(runs: list[VariantJob], jobs: Jobs = Jobs(), on_done: OnDone | None = None,
                   on_planned: OnPlanned | None = None) -> dict[tuple[str, str], RunSummary]:
-    """{(target label, scenario): summary} for every job, run in worker processes."""
-    if on_planned is not None and jobs:
-        on_planned(len(jobs))
-    docs = run_jobs(jobs, workers, on_done)  # type: ignore[arg-type]  (duck-typed like SimJob)
-    return {(j.target, j.workload): d.summary for j, d in zip(jobs, docs)}
+    """{(target label, scenario): summary} for every run, each a job of `jobs`."""
+    if on_planned is not None and runs:
+        on_planned(len(runs))
+    docs = jobs.run(runs, on_done)
+    return {(j.target, j.workload): d.summary for j, d in zip(runs, docs)}

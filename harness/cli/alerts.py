@@ -1,8 +1,8 @@
 """`harness alerts`: write a target's Prometheus alert rules and Grafana dashboard, and prove the rules in sim.
 
-Parses options, calls ``harness.ops`` (the files) and ``harness.analysis.alert_days``
+Parses options, calls ``harness.ops`` (the files) and ``harness.analysis.alerts.days``
 (the rules on each scenario), writes the promtool unit tests built from those scenarios
-(``harness.analysis.alert_promtest``), writes the result and renders it with ``reports.alerts``.
+(``harness.analysis.alerts.promtest``), writes the result and renders it with ``reports.alerts``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def alerts(
                                     callback=bounded("--objective", gt=0, le=0.9999)),
     suite: str = typer.Option("bad-day", "--suite", help="Scenarios to prove the rules on (the calm days are added)."),
     evaluate: bool = typer.Option(True, "--eval/--no-eval", help="Run the scenarios in sim and evaluate the rules."),
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     seed: int = SEED,
     as_json: bool = JSON,
     quiet: bool = QUIET,
@@ -37,8 +37,8 @@ def alerts(
     With --eval, also `TARGET-alerts.test.yaml` beside the rules: `promtool test rules` unit
     tests built from the same days' series (each day's alerts fire when the sim evaluator says,
     the calm days fire none)."""
-    from harness.analysis.alert_days import prove_days, rule_figures
-    from harness.analysis.alert_promtest import write_promtool_tests
+    from harness.analysis.alerts import prove_days, rule_figures, write_promtool_tests
+    from harness.engine.jobs import Jobs
     from harness.ops.files import write_ops_files
     from harness.ops.rules import build_rules
     from harness.results.alerts import AlertsResult
@@ -53,7 +53,7 @@ def alerts(
             names = list(dict.fromkeys([*load_suite(suite), *CALM]))
             done = (lambda name: err.print(f"  {name} done", style="dim")) if not (quiet or as_json) else None
             result, days = prove_days(target, config, rules, names, suite_durations(suite), seed, hour_s, objective,
-                                      calm=CALM, workers=jobs, on_done=done)
+                                      calm=CALM, jobs=Jobs(workers=n_jobs), on_done=done)
             files.append(str(write_promtool_tests(config, rules, days, Path(files[0]))))
         else:
             result = AlertsResult(target=target, hour_s=hour_s, objective=objective, seed=seed,

@@ -1,13 +1,12 @@
 """`harness rank`, `harness review` and `harness gate`: option parsing only.
 
-The library does the work (harness/analysis/ablation.py, harness/analysis/review.py,
+The library does the work (harness/analysis/rank/ablation.py, harness/analysis/review/run.py,
 harness/gate/check.py) and returns a typed result; these commands write its file
 and hand it to its view (reports/rank.py, reports/review.py, reports/gate.py).
 """
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional
@@ -16,20 +15,19 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.analysis.stats import seeds_from
+from harness.analysis.variants import OnDone, OnPlanned
 from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SEEDS, bounded, err, existing_file, fail,
-                                out, writable_file)
-from harness.engine.jobs import configure
+                                publish, writable_file)
+from harness.engine.jobs import Executor, Jobs
 from harness.results import io as results
 from harness.results import load_result
 from harness.results.canary import CanaryResult
 from harness.results.rank import RankResult
 from reports import gate as gate_view
-from reports import rank as rank_view
-from reports import review as review_view
 from workloads.loader import ConfigError, load_suite
 
 @contextmanager
-def _runs_progress(quiet: bool) -> Iterator[Callable[[], Callable[..., Any]]]:
+def _runs_progress(quiet: bool) -> Iterator[Callable[[], tuple[OnPlanned | None, OnDone | None]]]:
     """Yields `callbacks() -> (on_planned, on_done)` for a bar whose total grows as
     the library plans runs (an ablation, then its interaction probes); (None, None) when off."""
     if quiet or not err.is_terminal:
@@ -53,15 +51,11 @@ def _runs_progress(quiet: bool) -> Iterator[Callable[[], Callable[..., Any]]]:
         yield lambda: (planned, done)
 
 
-def _print_json(doc: dict[str, Any]) -> None:
-    sys.stdout.write(results.dumps(doc) + "\n")
-
-
 def rank(
     suite: str = typer.Option("bad-day", "--suite", help="Suite of scenarios to rank the flaws over."),
     seed: int = SEED,
     seeds: int = SEEDS,
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     scale: float = typer.Option(1.0, "--scale", help="Multiply every shortened run's length by this (see harness/analysis/shorten.py).",
                                 callback=bounded("--scale", gt=0)),
@@ -73,9 +67,10 @@ def rank(
     html: Optional[Path] = HTML,
 ) -> None:
     """Rank the design doc's flaws: each put back into hardened, each fixed alone in naive."""
-    configure(executor)
-    from harness.analysis.ablation import REQUEST_BUDGET
-    from harness.analysis.ablation import rank as run_rank
+    jobs = Jobs(Executor(executor), n_jobs)
+    from harness.analysis.llm import llm_rank
+    from harness.analysis.rank import REQUEST_BUDGET
+    from harness.analysis.rank import rank as run_rank
 
     try:
         load_suite(suite)
@@ -84,8 +79,8 @@ def rank(
     with _runs_progress(quiet or as_json) as callbacks:
         on_planned, on_done = callbacks()
         result = run_rank(suite, seed, jobs, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
-                          on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds))
-    _finish(result, out_path or results.default_path("rank", suite), html, as_json, rank_view)
+                          on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds), llm=llm_rank)
+    publish(result, out_path or results.default_path("rank", suite), html, as_json)
 
 
 def review(
@@ -103,7 +98,7 @@ def review(
                                                callback=bounded("--canary-seeds", ge=0, le=100)),
     seed: int = SEED,
     seeds: int = SEEDS,
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -123,24 +118,27 @@ def review(
         return review_framework_cmd(design, seed, scale, None, as_json, out_path, quiet)
     if scale is not None:
         fail("--scale applies to a framework target only (a design's review runs in sim)")
-    configure(executor)
+    jobs = Jobs(Executor(executor), n_jobs)
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review
 
-    saved = saved_canary = None
+    saved: RankResult | None = None
+    saved_canary: CanaryResult | None = None
     if rank_file is not None and seeds > 1:
         fail("--seeds runs the ablation under each seed; --rank reuses a saved one: give one of them")
     try:
         if design:
             check_design(design)
         if rank_file is not None:
-            saved = load_result(rank_file)
-            if not isinstance(saved, RankResult):
-                fail(f"{rank_file}: not a rank result (kind '{saved.kind}')")
+            loaded = load_result(rank_file)
+            if not isinstance(loaded, RankResult):
+                fail(f"{rank_file}: not a rank result (kind '{loaded.kind}')")
+            saved = loaded
         if canary_file is not None:
-            saved_canary = load_result(canary_file)
-            if not isinstance(saved_canary, CanaryResult):
-                fail(f"{canary_file}: not a canary result (kind '{saved_canary.kind}')")
+            loaded = load_result(canary_file)
+            if not isinstance(loaded, CanaryResult):
+                fail(f"{canary_file}: not a canary result (kind '{loaded.kind}')")
+            saved_canary = loaded
     except (ConfigError, ValueError) as exc:
         fail(str(exc))
     parts = [] if no_parts else default_parts(seed, jobs)
@@ -150,22 +148,7 @@ def review(
         result = run_review(design, quick, seed, jobs, parts, saved, on_done=on_done, on_planned=on_planned,
                             seeds=seeds_from(seed, seeds), alerts=saved is None or not no_parts,
                             canary_seeds=n_canary, canary=saved_canary)
-    _finish(result, out_path or results.default_path("review", design or "naive"), html, as_json, review_view)
-
-
-def _finish(result: Any, path: Path, html: Optional[Path], as_json: bool, view: Any, doc: Any = None) -> None:
-    """Write the result (and HTML), then print its JSON (`doc`, default all of it) or its view."""
-    path = results.write_atomic(path, result)
-    if html is not None:
-        from reports.page import write_html
-
-        write_html([result], html)
-    if as_json:
-        _print_json(result.to_json() if doc is None else doc)
-        return
-    view.render(result, out)
-    out.print(f"result: {path}" + (f"  html: {html}" if html else "") + f"  (re-render: harness report {path})",
-              highlight=False)
+    publish(result, out_path or results.default_path("review", design or "naive"), html, as_json)
 
 
 def gate(
@@ -183,7 +166,7 @@ def gate(
                                         "(default: the file's `seeds`, else 1); checks read the mean or a bound of "
                                         "the 95% interval, baseline checks test for a significant regression.",
                                         callback=bounded("--seeds", ge=1, le=100)),
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -191,7 +174,7 @@ def gate(
 ) -> None:
     """CI performance gate: run the gate file's scenarios (sim, seeded) or judge saved runs (--results);
     exit 0 pass, 1 violation, 2 bad file or cannot judge (an invalid live run)."""
-    configure(executor)
+    jobs = Jobs(Executor(executor), n_jobs)
     from harness.gate.check import run_gate
 
     try:
@@ -206,8 +189,7 @@ def gate(
     for report, text in ((junit, gate_view.junit_xml), (markdown, gate_view.markdown)):
         if report is not None:
             results.write_text_atomic(report, text(result), mode=0o644)
-    _finish(result, out_path or results.default_path("gate", gate_file.stem), html, as_json, gate_view,
-            result.summary_json())
+    publish(result, out_path or results.default_path("gate", gate_file.stem), html, as_json)
     if result.cannot_judge and as_json:  # the view says it otherwise; --json keeps stdout for the document
         err.print("[bold red]CANNOT JUDGE[/] (exit 2): neither pass nor fail, a run the gate reads is invalid\n"
                   + "\n".join(f"  - {line}" for line in result.cannot_judge), highlight=False, soft_wrap=True)

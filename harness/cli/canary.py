@@ -1,9 +1,9 @@
 """`harness canary`: a rollout plan on every canary bad day over many seeds, in sim or live.
 
-Parses options, calls ``harness.analysis.canary_days.run_canary`` (``run_rollouts``
+Parses options, calls ``harness.analysis.canary.run_canary`` (``run_rollouts``
 for a suite's ``[[canary]]`` rollouts, ``--suite``), writes the
 result and renders it with ``reports.canary``; no arithmetic lives here. ``--mode live``
-calls ``harness.analysis.canary_live.run_canary_live`` instead: each rollout on a
+calls ``harness.analysis.canary.live.run_canary_live`` instead: each rollout on a
 served target with two torch models.
 """
 
@@ -28,7 +28,7 @@ def canary(
     seeds: Optional[int] = typer.Option(None, "--seeds", help="Seeds per plan and day (default 20; live: 1).",
                                         callback=bounded("--seeds", ge=1)),
     day: Optional[List[str]] = typer.Option(None, "--day", help="Only these canary days (repeatable)."),
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     seed: int = SEED,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -42,7 +42,8 @@ def canary(
     device: str = DEVICE,
 ) -> None:
     """Canary rollout plans on the canary bad days: P(rollback), time to decision, blast radius."""
-    from harness.analysis.canary_days import CANARY_DAYS, run_canary, run_rollouts
+    from harness.analysis.canary import CANARY_DAYS, run_canary, run_rollouts
+    from harness.engine.jobs import Jobs
     from workloads.loader import ConfigError, load_suite_config
 
     unknown = [d for d in day or [] if d not in CANARY_DAYS]
@@ -66,7 +67,7 @@ def canary(
     if mode == "live":
         if suite:
             fail("--suite runs in sim only; give PLANS with --mode live")
-        from harness.analysis.canary_live import DEFAULT_RATE_RPS, run_canary_live
+        from harness.analysis.canary.live import DEFAULT_RATE_RPS, run_canary_live
 
         try:
             result = run_canary_live(plans or [], target, seeds or 1, seed, day or None, rate or DEFAULT_RATE_RPS,
@@ -78,9 +79,10 @@ def canary(
     if rate is not None:
         fail("--rate applies to --mode live only (a sim rollout runs at its plan's rate_rps)")
     seeds = seeds or 20
+    jobs = Jobs(workers=n_jobs)  # this machine's worker processes
     try:
-        result = (run_rollouts(pairs, target, seeds, seed, workers=jobs, on_done=tick) if pairs else
-                  run_canary(plans or [], target, seeds, seed, day or None, workers=jobs, on_done=tick))
+        result = (run_rollouts(pairs, target, seeds, seed, jobs, on_done=tick) if pairs else
+                  run_canary(plans or [], target, seeds, seed, day or None, jobs, on_done=tick))
     except ValueError as exc:
         fail(str(exc))
     publish(result, out_path or results.default_path("canary", suite or "-".join(result.plans)), html, as_json)

@@ -15,7 +15,7 @@ import typer
 from harness.results import io as results
 from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, bounded, err, existing_file, fail, one_of,
                                 publish)
-from harness.engine.jobs import configure
+from harness.engine.jobs import Executor, Jobs
 
 
 @contextmanager
@@ -54,7 +54,7 @@ def capacity(
     headroom: float = typer.Option(1.25, "--headroom", help="Size the headroom fleet for this multiple of peak.",
                                    callback=bounded("--headroom", ge=1)),
     quick: bool = typer.Option(False, "--quick", help="About a quarter of the simulation: shorter runs, fewer points."),
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     seed: int = SEED,
     as_json: bool = JSON,
@@ -63,7 +63,6 @@ def capacity(
     html: Optional[Path] = HTML,
 ) -> None:
     """Part 2: the formula's fleet beside the simulated realtime (+headroom, N+1) and offline ones."""
-    configure(executor)
     from harness.analysis.capacity import plan_capacity
 
     if cost_model == "table" and cost_table is None:
@@ -71,7 +70,8 @@ def capacity(
     try:
         with _progress(not (quiet or as_json) and err.is_terminal) as tick:
             result = plan_capacity(qps, batch_size, batch_time, slo_p99, cost_model, seed=seed, quick=quick,
-                                   workers=jobs, cost_table=None if cost_table is None else str(cost_table),
+                                   jobs=Jobs(Executor(executor), n_jobs),
+                                   cost_table=None if cost_table is None else str(cost_table),
                                    headroom_factor=headroom, progress=tick)
     except ValueError as exc:
         fail(str(exc))

@@ -11,14 +11,15 @@ import typer
 from rich.table import Table
 
 from harness.cli.common import HTML, existing_file, fail, out
-from targets.config import TargetConfig
+from targets.config import KNOB_GROUPS, KNOBS, TargetConfig
 from targets.flaws import FLAWS
 from targets.spec import base_names
 from workloads.loader import (ConfigError, load_suite_config, load_workload, read_toml, resolve_scenario_path,
                               scenario_names, suite_names)
 
 
-def targets(knobs: bool = typer.Option(False, "--knobs", help="Also list every knob with its naive default.")) -> None:
+def targets(knobs: bool = typer.Option(False, "--knobs", help="Also list every knob, group by group, with "
+                                        "where it applies (sim, live, both) and its naive default.")) -> None:
     """List target bases, the flaw catalogue, and (with --knobs) every knob."""
     out.print(f"bases: {', '.join(base_names())}   spec: BASE[+FLAW|-FLAW]...[:KEY=VALUE,...] or a .toml file")
     t = Table(title="flaws (hardened+ID puts one back; naive-ID fixes one)", header_style="bold")
@@ -30,14 +31,18 @@ def targets(knobs: bool = typer.Option(False, "--knobs", help="Also list every k
         t.add_row(f.id, f.doc_item, ", ".join(f.exposed_by), f.fix)
     out.print(t)
     if knobs:
-        k = Table(title="knobs (naive defaults)", header_style="bold")
-        k.add_column("knob", no_wrap=True)
-        k.add_column("default")
-        k.add_column("meaning", overflow="fold")
         defaults = TargetConfig().model_dump(mode="json")
-        for name, field in TargetConfig.model_fields.items():
-            k.add_row(name, json.dumps(defaults[name]), field.description or "")
-        out.print(k)
+        out.print("knobs by the component that reads them, naive defaults; applies: the runs a knob changes "
+                  "(sim, live or both)")
+        for group in KNOB_GROUPS:
+            k = Table(title=f"{group.title}: read by {group.read_by}", title_justify="left", header_style="bold")
+            k.add_column("knob", no_wrap=True)
+            k.add_column("applies", no_wrap=True)
+            k.add_column("default")
+            k.add_column("meaning", overflow="fold")
+            for name, field in group.model_fields.items():
+                k.add_row(name, KNOBS[name].where.value, json.dumps(defaults[name]), field.description or "")
+            out.print(k)
     from harness.cli.frameworks import render_frameworks
 
     render_frameworks(out, knobs)

@@ -26,7 +26,7 @@ out = Console()
 err = Console(stderr=True)
 
 MODES = ("sim", "live")
-MODELS = ("mlp", "cnn", "transformer")  # targets.models.MODEL_NAMES, without importing torch
+MODELS = ("mlp", "cnn", "transformer")  # targets.gpu.models.MODEL_NAMES, without importing torch
 EXECUTORS = ("process", "ray")  # harness.engine.jobs.Executor, less inline (that is --jobs 1)
 
 
@@ -216,7 +216,7 @@ OUT = typer.Option(None, "--out", help="Result file path (default: runs/<time>-<
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress display.")
 HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report here.",
                     callback=writable_file("--html"))
-JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core).",
+JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core, at most 8).",
                     callback=bounded("--jobs", ge=1, le=256))
 EXECUTOR = typer.Option("process", "--executor", help="Where sim jobs run: process (this machine's cores) or ray "
                         "(the cluster at RAY_ADDRESS, else a local Ray instance; needs the optional ray extra).",
@@ -232,10 +232,8 @@ DEVICE = typer.Option("auto", "--device", help="live: auto, cpu or cuda.", callb
 
 def publish(result: Any, path: Path, html: Path | None, as_json: bool, hint: str | None = None) -> None:
     """Write `result` to `path` (and the HTML report to `html`), then print it: its JSON
-    summary alone with --json, else its view, `hint`, and where the files went."""
-    import json
-    import sys
-
+    summary (`summary_json`) alone with --json, else its view, `hint`, and where the files
+    went. Every command that writes a result ends here, so `--json` means one thing."""
     from harness.results import io as results
     from reports.registry import view
 
@@ -245,7 +243,7 @@ def publish(result: Any, path: Path, html: Path | None, as_json: bool, hint: str
 
         write_html([result], html)
     if as_json:
-        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
+        sys.stdout.write(results.dumps(result.summary_json()) + "\n")
         return
     view(result.kind).render(result, out)
     if hint:

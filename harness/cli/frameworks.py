@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -50,8 +51,8 @@ def render_frameworks(console: Console, knobs: bool = False) -> None:
 def review_framework_cmd(spec: str, seed: int, scale: float | None, warmup_s: float | None, as_json: bool,
                          out_path: Path | None, quiet: bool) -> None:
     """`harness review FRAMEWORK`: each declared flaw's cost at the defaults and its fix, measured live
-    (harness.analysis.framework_review); one compare result file per measured flaw."""
-    from harness.analysis.framework_review import plan_trials, review_framework
+    (harness.analysis.review.frameworks); one compare result file per measured flaw."""
+    from harness.analysis.review.frameworks import plan_trials, review_framework
     from harness.cli.live import _shown_run
     from harness.results import io as results
 
@@ -67,7 +68,7 @@ def review_framework_cmd(spec: str, seed: int, scale: float | None, warmup_s: fl
         trials = review_framework(spec, seed, scale, warmup_s, run_one=_shown_run(quiet or as_json))
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
-    doc = {"target": spec, "flaws": []}
+    doc: dict[str, Any] = {"target": spec, "flaws": []}
     t = Table(title=f"{spec}: each flaw's cost at its defaults, and its fix (live)", header_style="bold")
     for col in ("flaw", "fix", "bad day", "goodput", "p99 ok", "timed out", "shed"):
         t.add_column(col, overflow="fold")
@@ -96,7 +97,7 @@ def review_framework_cmd(spec: str, seed: int, scale: float | None, warmup_s: fl
                       f"{fmt_share(a.outcomes.shed.share)} -> {fmt_share(b.outcomes.shed.share)}",
                       end_section=i == len(r.scenarios) - 1)
     if as_json:
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        sys.stdout.write(results.dumps(doc) + "\n")  # strict JSON, as publish prints
         return
     out.print(t)
     out.print("as given -> with the fix; goodput: share of requests answered within the SLO; '!': an invalid run "

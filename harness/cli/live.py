@@ -218,7 +218,7 @@ def serve(
     from harness.live.scaling import shrink
     from harness.live.host import HostSpec, TargetHost
     from targets.frameworks import framework_name
-    from targets.limits import check_exposure
+    from targets.http.limits import check_exposure
     from targets.spec import parse_overrides, resolve_target
 
     if framework_name(target):

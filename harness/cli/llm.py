@@ -6,7 +6,7 @@ lognormal and sharegpt-like), `--rate` one offered rate instead of the sweep,
 `--duration` seconds of arrivals per point, `--set` engine knobs and cost
 coefficients (`targets.llm.knobs`), cost=FILE (from `harness profile llm`), and
 slo_ttft_s, slo_tpot_s and attainment.
-Builds an ``LlmSweep``, calls ``harness.analysis.llm_compare.run_sweep`` and
+Builds an ``LlmSweep``, calls ``harness.analysis.llm.run_sweep`` and
 publishes the ``llm`` result; `--mode live` serves the tiny decoder with each policy
 instead (``harness.live.llm_live``, at `--rate`, default 4 req/s, for `--duration`,
 default 20 s). No arithmetic lives here.
@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from harness.analysis.llm_compare import LlmSweep, run_sweep
+from harness.analysis.llm import LlmSweep, run_sweep
 from harness.cli.common import err, fail, publish
 from harness.results import io as results
 from targets.llm import LlmEngineSpec, LlmPolicy, create_scheduler, policy_names
@@ -78,10 +79,14 @@ def compare_llm(a: str, b: str, workload: list[str] | None, seed: int, duration:
         engine = engine_with(base, engine_knobs)
         for policy in (a, b):
             create_scheduler(replace(engine, policy=LlmPolicy(policy)))  # bad knob values fail here, early
-        sweep = LlmSweep(policies=(a, b), seed=seed, engine=engine,
-                         **({"mixes": tuple(workload)} if workload else {}),
-                         **({"rates_rps": (rate,)} if rate is not None else {}),
-                         **({"duration_s": duration} if duration is not None else {}), **sweep_knobs)
+        given: dict[str, Any] = dict(sweep_knobs)  # _SWEEP_KNOBS: none of the three below
+        if workload:
+            given["mixes"] = tuple(workload)
+        if rate is not None:
+            given["rates_rps"] = (rate,)
+        if duration is not None:
+            given["duration_s"] = duration
+        sweep = LlmSweep(policies=(a, b), seed=seed, engine=engine, **given)
     except ValueError as exc:
         fail(str(exc))
     show = not (quiet or as_json) and err.is_terminal
@@ -139,7 +144,7 @@ def serve_llm_cmd(policy: str, port: int, host: str, expose: bool, token: str | 
     from harness.live.driver_loop import new_loop
     from harness.live.llm_profile import LIVE_ENGINE
     from harness.live.llm_serve import MAX_LEN, MODEL_NAME, start_llm_server
-    from targets.limits import check_exposure
+    from targets.http.limits import check_exposure
 
     if policy not in policy_names():
         fail(f"unknown LLM policy '{policy}': valid are {', '.join(policy_names())}")

@@ -1,6 +1,6 @@
 """`harness pool`: Part 3, a gang model and a 1-GPU model on one pool, policy by policy.
 
-Parses options into a ``PoolConfig``, calls ``harness.analysis.pool_experiment.run_pool_experiment``,
+Parses options into a ``PoolConfig``, calls ``harness.analysis.pool.run_pool_experiment``,
 writes the result file and renders it with ``reports.pool``; no arithmetic lives here.
 """
 
@@ -12,8 +12,7 @@ from typing import Callable, Iterator, List, Optional
 
 import typer
 
-from harness.analysis.gang_pool import ModelSpec, PoolConfig
-from harness.analysis.pool_experiment import run_pool_experiment
+from harness.analysis.pool import ModelSpec, PoolConfig, run_pool_experiment
 from harness.cli.common import HTML, JSON, OUT, QUIET, SEED, bounded, err, fail, one_of, publish
 from harness.results import io as results
 from targets.gang_schedulers import policy_names

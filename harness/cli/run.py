@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -14,13 +12,11 @@ from harness.analysis.seeds import run_seeds
 from harness.analysis.stats import seeds_from
 from harness.cli.common import (DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT,
                                 QUIET, RATE, SEED, SEEDS, SET, bounded, check_target_mode, err, existing_file, fail,
-                                interruptible, one_of, out)
+                                interruptible, one_of, publish)
 from harness.cli.live import DRIVER_PROCS, WARMUP
-from harness.engine.jobs import SimJob, configure
+from harness.engine.jobs import Executor, Jobs, SimJob
 from harness.results import CompareResult
 from harness.results import io as results
-from reports import compare as compare_view
-from reports import run as run_view
 from targets.spec import parse_overrides, resolve_target
 from workloads.loader import ConfigError, load_suite, load_workload, suite_durations
 
@@ -31,7 +27,7 @@ def run(
     mode: str = MODE,
     seed: int = SEED,
     seeds: int = SEEDS,
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     duration: Optional[float] = DURATION,
     rate: Optional[float] = RATE,
@@ -53,7 +49,6 @@ def run(
     driver_procs: int = DRIVER_PROCS,
 ) -> None:
     """Run one target under one workload and write its result file."""
-    configure(executor)
     check_target_mode(target, mode)
     if mode == "sim":
         for option, given in (("--scale", scale is not None), ("--template", template is not None),
@@ -88,21 +83,13 @@ def run(
         from harness.cli.progress import job_progress
 
         with job_progress(seeds, enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
-            result = run_seeds(job, seeds_from(seed, seeds), jobs, on_done=tick)
+            result = run_seeds(job, seeds_from(seed, seeds), Jobs(Executor(executor), n_jobs), on_done=tick)
     else:
         from harness.cli.progress import sim_progress
 
         with sim_progress(enabled=not (quiet or as_json) and err.is_terminal, console=err) as progress:
             result = job.run(progress)
-    path = results.write_atomic(out_path or results.default_path("run", f"{target}-{workload}"), result)
-    if as_json:
-        doc = result.to_json()
-        seeded = {"over_seeds": {k: v for k, v in doc["over_seeds"].items() if k != "summaries"}} \
-            if "over_seeds" in doc else {}
-        sys.stdout.write(json.dumps({**doc["summary"], **seeded}, indent=1) + "\n")
-    else:
-        run_view.render(result, out)
-        out.print(f"result: {path}", highlight=False)
+    publish(result, out_path or results.default_path("run", f"{target}-{workload}"), None, as_json)
     if mode == "live":
         from harness.cli.live import nothing_succeeded
 
@@ -119,7 +106,7 @@ def compare(
     duration: Optional[float] = DURATION,
     rate: Optional[float] = RATE,
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Knob KEY=VALUE for BOTH sides (repeatable)."),
-    jobs: Optional[int] = JOBS,
+    n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -135,7 +122,6 @@ def compare(
         from harness.cli.llm import compare_llm  # LLM policies: their own sweep and result kind
 
         return compare_llm(a, b, workload, seed, duration, rate, set_, as_json, out_path, quiet, mode)
-    configure(executor)
     for side, spec in (("A", a), ("B", b)):
         check_target_mode(spec, mode, side)
         if "://" in spec:
@@ -168,14 +154,9 @@ def compare(
 
             with job_progress(2 * len(names) * seeds, enabled=not (quiet or as_json) and err.is_terminal,
                               console=err) as tick:
-                result = run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick,
-                                     durations=durations, seeds=seeds_from(seed, seeds))
-    path = results.write_atomic(out_path or results.default_path("compare", f"{a}-vs-{b}"), result)
-    if as_json:
-        sys.stdout.write(json.dumps(result.summary_json(), indent=1) + "\n")
-    else:
-        compare_view.render(result, out)
-        out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
+                result = run_compare(a, b, names, seed, overrides, duration, rate, Jobs(Executor(executor), n_jobs),
+                                     on_done=tick, durations=durations, seeds=seeds_from(seed, seeds))
+    publish(result, out_path or results.default_path("compare", f"{a}-vs-{b}"), None, as_json)
     _interrupted(result)
 
 

@@ -1,6 +1,7 @@
 """`harness sweep`: the highest offered rate within the SLO, for a sim target, a live one or a URL.
 
-Parses options, calls ``harness.analysis.sweep.run_sweep``, prints each step as it
+Parses options, calls ``harness.analysis.sweep.run_sweep`` (with ``harness.analysis.capacity``'s
+fleet as its capacity check under --check-capacity), prints each step as it
 ends, writes the result and renders it with ``reports.sweep``; `--check` judges it
 (``harness.gate.sweep``) and exits 1 when a check fails.
 """
@@ -50,6 +51,7 @@ def sweep(
     html: Optional[Path] = HTML,
 ) -> None:
     """Find the highest offered rate whose goodput stays within the SLO (binary search, early stops)."""
+    from harness.analysis.capacity import capacity_agreement
     from harness.analysis.sweep import run_sweep
     from harness.gate.sweep import judge_sweep
     from reports.sweep import step_row
@@ -65,8 +67,8 @@ def sweep(
         result = run_sweep(target, mode, overrides=parse_overrides(set_ or []), seed=seed, start_rps=start,
                            duration_s=duration, rel_tol=rel_tol, min_ratio=min_ratio, scale=scale, model=model,
                            device=device, pad_to_s=pad_to_s, allow_remote=allow_remote,
-                           check_capacity=check_capacity, on_step=shown, warmup_s=warmup,
-                           send_lag_limit_s=send_lag, driver_procs=driver_procs)
+                           capacity_check=capacity_agreement if check_capacity else None, on_step=shown,
+                           warmup_s=warmup, send_lag_limit_s=send_lag, driver_procs=driver_procs)
         outcomes = judge_sweep(result, list(check or []))
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))

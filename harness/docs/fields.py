@@ -156,7 +156,8 @@ def _comments(cls: type) -> dict[str, str]:
             continue
         trailing = [by_line[n][0] for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)
                     if n in by_line and not by_line[n][1]]
-        above, n = [], node.lineno - 1
+        above: list[str] = []
+        n = node.lineno - 1
         while n in by_line and by_line[n][1]:
             above.insert(0, by_line[n][0])
             n -= 1

@@ -1,6 +1,6 @@
 """docs/http-api.md: the live HTTP API, from the server code itself.
 
-The contract is `targets.server`'s docstring; the request fields and which are required
+The contract is `targets.http.server`'s docstring; the request fields and which are required
 are found by asking the parser (`parse_predict`) about a body without each one; each
 model's input and answer by asking the model (`validate`, `run`); the error kinds by
 reading the server modules' source for every `(status, kind, reason)` they can answer,
@@ -18,20 +18,15 @@ from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
-from aiohttp import web
 
 from harness.docs.markdown import banner, block, code, table
 from harness.live import payloads
-from targets import l4proxy, server, server_edge, server_parse
+from targets.http import edge, l4proxy, parse, server
 from targets.protocol import Status
 
-ERROR_MODULES: tuple[ModuleType, ...] = (server, server_parse, server_edge, l4proxy)
+ERROR_MODULES: tuple[ModuleType, ...] = (server, parse, edge, l4proxy)
 _ERROR_CALLS = frozenset({"_error", "BadRequest", "_canned"})
 _KIND = re.compile(r"[a-z][a-z0-9-]*\Z")
-# aiohttp's router and body limit raise these; the server answers them as JSON
-# with the reason as the kind (targets.server._json_errors).
-_AIOHTTP_REFUSALS = (web.HTTPNotFound(), web.HTTPMethodNotAllowed("GET", ["POST"]),
-                     web.HTTPRequestEntityTooLarge(max_size=1, actual_size=2))
 
 PLACEHOLDERS = {
     "tenant": "the tenant's name",
@@ -89,15 +84,15 @@ def _written(module: ModuleType) -> list[ErrorKind]:
 def error_kinds() -> list[ErrorKind]:
     """Every error kind the live server and its proxy can answer, one row per (status, kind)."""
     found = [e for m in ERROR_MODULES for e in _written(m)]
-    for cls, kind, reason in server_edge._PARSER_ERRORS:
+    for cls, kind, reason in edge._PARSER_ERRORS:
         code_ = getattr(cls, "code", 400) or 400
-        found.append(ErrorKind(code_ if 400 <= code_ < 500 else 400, kind, reason, server_edge.__name__))
+        found.append(ErrorKind(code_ if 400 <= code_ < 500 else 400, kind, reason, edge.__name__))
     for status, http in server._HTTP.items():
         if status is not Status.OK:
             found.append(ErrorKind(http, status.name.lower(), "the target's answer (its reason, when it gives one)",
                                    server.__name__))
-    for exc in _AIOHTTP_REFUSALS:
-        found.append(ErrorKind(exc.status, exc.reason.lower().replace(" ", "-"), exc.reason, "aiohttp"))
+    for http, kind, reason in server.AIOHTTP_REFUSALS:  # the router's and body limit's, as the server answers them
+        found.append(ErrorKind(http, kind, reason, "aiohttp"))
     unique: dict[tuple[int, str], ErrorKind] = {}
     for e in found:
         unique.setdefault((e.status, e.kind), e)
@@ -107,21 +102,21 @@ def error_kinds() -> list[ErrorKind]:
 def request_fields() -> list[tuple[str, bool]]:
     """(field, required) for each body field, asking the parser about a body without it."""
     full = {"tenant": "t0", "request_id": "r-1", "deadline_ms": 1000, "input": [1]}
-    assert set(full) == server_parse.FIELDS, "a /predict field this page does not know yet"
+    assert set(full) == parse.FIELDS, "a /predict field this page does not know yet"
     out = []
-    for name in sorted(server_parse.FIELDS):
+    for name in sorted(parse.FIELDS):
         body = json.dumps({k: v for k, v in full.items() if k != name}).encode()
         try:
-            server_parse.parse_predict(body, None, lambda _: None)
+            parse.parse_predict(body, None, lambda _: None)
             out.append((name, False))
-        except server_parse.BadRequest as exc:
+        except parse.BadRequest as exc:
             out.append((name, exc.kind == "missing-field"))
     return out
 
 
 def models() -> list[tuple[str, str, str, str]]:
     """(model, input, example input, answer keys) for each live model, asked of the model."""
-    from targets.models import MODEL_NAMES, create_model  # torch: only when docs are made
+    from targets.gpu.models import MODEL_NAMES, create_model  # torch: only when docs are made
 
     out = []
     for name in MODEL_NAMES:
@@ -143,7 +138,9 @@ def models() -> list[tuple[str, str, str, str]]:
 
 def placeholders() -> list[tuple[str, str, str, str]]:
     """(placeholder, meaning, what it becomes, quote it?) for each `{{name}}` of a template."""
-    names = re.search(r"\(([a-z_|]+)\)", payloads._PLACEHOLDER.pattern)[1].split("|")
+    group = re.search(r"\(([a-z_|]+)\)", payloads._PLACEHOLDER.pattern)
+    assert group is not None, "payloads._PLACEHOLDER names its placeholders in one (a|b|...) group"
+    names = group[1].split("|")
     out = []
     for name in names:
         if name not in PLACEHOLDERS:
@@ -166,11 +163,11 @@ def placeholders() -> list[tuple[str, str, str, str]]:
 
 def _checked_template() -> str:
     """TEMPLATE, after checking that it builds bodies the built-in server accepts."""
-    from targets.models import create_model
+    from targets.gpu.models import create_model
 
     builder, validate = payloads.Payloads("mlp", template=TEMPLATE), create_model("mlp").validate
     for rid, deadline in (("r-1", 1000), (None, None)):
-        server_parse.parse_predict(builder.body("t0", 7, 3, rid, deadline), None, validate)
+        parse.parse_predict(builder.body("t0", 7, 3, rid, deadline), None, validate)
     return TEMPLATE
 
 
@@ -179,17 +176,18 @@ def page() -> str:
     contract = inspect.cleandoc(contract.split("\n\n", 1)[1].split("\nRequest IDs and dedupe", 1)[0])
     rest = inspect.cleandoc(server.__doc__ or "").split("\nRequest IDs and dedupe", 1)[1]
     return "\n".join([
-        banner(["targets/server*.py", "targets/l4proxy.py", "targets/models.py", "harness/live/payloads.py"]),
+        banner([f"targets/http/{name}.py" for name in ("server", "parse", "edge", "l4proxy")]
+               + ["targets/gpu/models.py", "harness/live/payloads.py"]),
         "# The live HTTP API\n",
         "`harness serve TARGET` (and `harness run TARGET --mode live`) starts a target as real processes on "
         "127.0.0.1: a layer-4 proxy, aiohttp API servers and torch GPU workers. This is what they answer.\n",
         block(contract),
         "## Request body\n",
         table(("field", "required"), [(code(n), "yes" if r else "no") for n, r in request_fields()]),
-        f"Limits: `tenant` matches {code(server_parse._TENANT_RE.pattern)}; `request_id` matches "
-        f"{code(server_parse._RID_RE.pattern)}; `deadline_ms` within 1..{server_parse.MAX_DEADLINE_MS}; "
+        f"Limits: `tenant` matches {code(parse._TENANT_RE.pattern)}; `request_id` matches "
+        f"{code(parse._RID_RE.pattern)}; `deadline_ms` within 1..{parse.MAX_DEADLINE_MS}; "
         f"a body at most {server.DEFAULT_MAX_BODY_BYTES} bytes; error reasons at most "
-        f"{server_parse.MAX_REASON_CHARS} characters.\n",
+        f"{parse.MAX_REASON_CHARS} characters.\n",
         "## Models (`--model`)\n",
         "The input each live model takes, and the `output` of a 200 answer.\n\n"
         + table(("model", "input", "example", "output"), [(code(m), i, code(e), code(o)) for m, i, e, o in models()]),

@@ -62,7 +62,9 @@ def page() -> str:
     out = [banner(["harness/results/"]),
            "# Result documents\n",
            "Every command that runs work writes one JSON document (`--out FILE`, default "
-           f"`runs/<time>-<kind>-<label>.json`), with `kind` naming its type and `schema` = {code(SCHEMA)}. "
+           f"`runs/<time>-<kind>-<label>.json`), with `kind` naming its type and `schema` = {code(SCHEMA)}, "
+           "the format's version (a nested result carries its own): a file of an older version is upgraded as it "
+           "is read, one of a newer version is refused with both versions named. "
            "`harness report FILE` renders any of them again; from Python, "
            "`harness.results.load_result(PATH)` reads one back (an error names the file and the bad key) "
            "and `.to_json()` gives the same document. `--json` prints the command's summary instead.\n",

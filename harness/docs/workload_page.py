@@ -219,8 +219,10 @@ def rules() -> list[str]:
     out = []
     for s in sections():
         decorators = s.model.__pydantic_decorators__
-        for d in (*decorators.model_validators.values(), *decorators.field_validators.values()):
-            doc = (d.func.__doc__ or "").strip()
+        funcs = [d.func for d in decorators.model_validators.values()] + \
+            [d.func for d in decorators.field_validators.values()]
+        for func in funcs:
+            doc = (func.__doc__ or "").strip()
             if doc and doc not in out:
                 out.append(doc)
     return out
@@ -261,6 +263,7 @@ def page() -> str:
         doc = (s.model.__doc__ or "").strip()
         if doc and s.model.__module__.startswith("workloads") and not doc.startswith("Usage docs"):
             out.append(" ".join(doc.split()) + "\n")
+        rows: list[tuple[str, ...]]  # 7 cells here, 5 in the scenario table below
         rows = [(code(f.key), _type(s, f), f.unit, _default(s, f), _allowed(f), _meaning(s, f), example(s, f, files))
                 for f in field_docs(s.model)]
         out.append(table(("key", "type", "unit", "default", "allowed", "meaning", "example"), rows))

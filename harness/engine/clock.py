@@ -65,7 +65,7 @@ class _Timer:
 
     def cancel(self) -> None:
         self._cancelled = True
-        self._callback = self._args = None  # type: ignore[assignment]
+        self._callback = self._args = None  # type: ignore[assignment]  # let go; a cancelled timer never runs
 
     def cancelled(self) -> bool:
         return self._cancelled
@@ -91,7 +91,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         # the one handle it is run through (reused: at most one feed is pending).
         self._feed_when = math.inf
         self._feed_seq = 0
-        self._feed = _Timer(math.inf, None, (), None)  # type: ignore[arg-type]
+        self._feed = _Timer(math.inf, None, (), None)  # type: ignore[arg-type]  # feed_at gives it one
         # Timers due within this much of now run together; keep it tiny so
         # that distinct virtual instants stay distinct.
         self._clock_resolution = 1e-9
@@ -100,14 +100,14 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
     def time(self) -> float:
         return self._now
 
-    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
+    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]  # a _Timer, no TimerHandle
                 context: contextvars.Context | None = None) -> _Timer:
         timer = _Timer(when, callback, args, context)
         self._seq = seq = self._seq + 1
         heappush(self._timers, (when, seq, timer))
         return timer
 
-    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]  # as call_at
                    context: contextvars.Context | None = None) -> _Timer:
         return self.call_at(self._now + delay, callback, *args, context=context)
 
@@ -129,13 +129,13 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         asyncio's `run_forever` calls this once per iteration and then checks
         `_stopping`; looping here, in one frame, does the same iterations in the same
         order and returns as soon as one of them stopped the loop."""
-        ready: deque = self._ready  # type: ignore[attr-defined]
+        ready: deque = self._ready  # type: ignore[attr-defined]  # BaseEventLoop's, untyped in typeshed
         timers = self._timers
         resolution = self._clock_resolution
         feed = self._feed
         inf = math.inf
         while True:
-            if not ready and not self._stopping:  # type: ignore[attr-defined]
+            if not ready and not self._stopping:  # type: ignore[attr-defined]  # as _ready
                 while timers and timers[0][2]._cancelled:
                     heappop(timers)
                 when = self._feed_when
@@ -147,7 +147,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                         self._now = now
                         self._feed_when = inf
                         feed._callback()
-                        if self._stopping:  # type: ignore[attr-defined]
+                        if self._stopping:  # type: ignore[attr-defined]  # as _ready
                             return
                         continue
                 if timers:
@@ -183,7 +183,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                 handle = ready.popleft()
                 if not handle._cancelled:
                     handle._run()
-            if self._stopping:  # type: ignore[attr-defined]
+            if self._stopping:  # type: ignore[attr-defined]  # as _ready
                 return
 
     def close(self) -> None:
@@ -192,7 +192,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         stay in reference cycles for the cyclic collector to walk (see `run_virtual`)."""
         super().close()
         self._timers.clear()
-        self._feed._callback = None  # type: ignore[assignment]
+        self._feed._callback = None  # type: ignore[assignment]  # let go; a closed loop runs nothing
         self._feed_when = math.inf
 
     # -- hooks BaseEventLoop needs ------------------------------------------
@@ -209,13 +209,13 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
             "wall clock (use live mode for real threads, sockets and processes)"
         )
 
-    def run_in_executor(self, executor: Any, func: Callable, *args: Any) -> Any:  # type: ignore[override]
+    def run_in_executor(self, executor: Any, func: Callable, *args: Any) -> Any:  # type: ignore[override]  # refuses, whatever the arguments
         raise self._forbidden("run_in_executor (threads)")
 
     def set_default_executor(self, executor: Any) -> None:
         raise self._forbidden("set_default_executor (threads)")
 
-    def call_soon_threadsafe(self, callback: Callable, *args: Any, context: Any = None) -> Any:  # type: ignore[override]
+    def call_soon_threadsafe(self, callback: Callable, *args: Any, context: Any = None) -> Any:  # type: ignore[override]  # refuses, whatever the arguments
         raise self._forbidden("call_soon_threadsafe (threads)")
 
     async def getaddrinfo(self, *args: Any, **kwargs: Any) -> Any:
@@ -236,13 +236,13 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
     async def subprocess_shell(self, *args: Any, **kwargs: Any) -> Any:
         raise self._forbidden("subprocess_shell (processes)")
 
-    def add_reader(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def add_reader(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # refuses, whatever the arguments
         raise self._forbidden("add_reader (file descriptors)")
 
-    def add_writer(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def add_writer(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # refuses, whatever the arguments
         raise self._forbidden("add_writer (file descriptors)")
 
-    def add_signal_handler(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def add_signal_handler(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # refuses, whatever the arguments
         raise self._forbidden("add_signal_handler (signals)")
 
     async def shutdown_default_executor(self, timeout: float | None = None) -> None:

@@ -2,13 +2,15 @@
 
 Each job is described by plain strings and numbers, resolved inside the worker,
 so jobs pickle cheaply and a worker never shares state with another. Any
-picklable object with a `run()` method is a job (SimJob, the ablation's
+picklable object with a `run()` method is a `Job` (SimJob, the ablation's
 VariantJob, capacity's Point); the same job gives the same result on every
 executor, because its seed, not the worker, decides what it draws.
 
-The executor is chosen per call or, for the commands whose jobs are planned
-several calls deep (rank, review, capacity), once per process with
-`configure(executor=...)`.
+Where jobs run is one immutable value, `Jobs` (the executor, the worker count, and
+for Ray the cluster to join). The CLI builds it once from `--executor` and `--jobs`
+and passes it down, as httpx passes a transport; a library function that runs jobs
+takes it as `jobs`, and a caller that passes none gets `Jobs()`: this machine's
+worker processes, one per core, at most 8. There is no process-wide default to set.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar, cast
 
 from harness.engine.sim import Progress, run_sim
 from harness.results.run import RunResult
@@ -30,35 +32,45 @@ from workloads.config_files import ConfigError
 from workloads.loader import load_workload
 from workloads.model import WorkloadConfig
 
-__all__ = ["Executor", "ExecutorUnavailable", "JobsInterrupted", "SimJob", "configure", "default_jobs", "require",
-           "run_jobs", "start_jobs"]
+__all__ = ["Executor", "ExecutorUnavailable", "Job", "Jobs", "JobsInterrupted", "OnDone", "SimJob", "default_workers",
+           "require"]
 
-OnDone = Callable[[int, Any, Any], None]
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Job(Protocol[R_co]):
+    """What `Jobs` runs: a picklable object whose `run()` gives its result (picklable too)."""
+
+    def run(self) -> R_co: ...
+
+
+# Called as each job finishes, in completion order: (its index in the batch, the job, its result).
+OnDone = Callable[[int, Job[R], R], None]
 
 
 class Executor(StrEnum):
     """Where jobs run: this machine's cores, this process, or a Ray cluster."""
 
-    PROCESS = "process"  # one worker process per core (inline when workers == 1 or one job)
+    PROCESS = "process"  # one worker process per worker (inline when workers == 1 or one job)
     INLINE = "inline"    # one after another in this process
-    RAY = "ray"          # Ray tasks: RAY_ADDRESS's cluster, else a local instance (harness.engine.ray_jobs)
+    RAY = "ray"          # Ray tasks: the cluster at `ray_address`/RAY_ADDRESS, else a local instance
 
 
 RAY_MISSING = "the ray executor needs Ray, an optional extra: pip install -e '.[ray]'"
-_default = Executor.PROCESS
 
 
 class ExecutorUnavailable(RuntimeError):
     """The chosen executor's optional package is not installed."""
 
 
-class JobsInterrupted(KeyboardInterrupt):
+class JobsInterrupted(KeyboardInterrupt, Generic[R]):
     """Ctrl-C (or whatever raised KeyboardInterrupt: a SIGTERM handler, an `on_done`) stopped
-    `run_jobs`. `results`: in job order, each finished job's result and None for the rest;
+    `Jobs.run`. `results`: in job order, each finished job's result and None for the rest;
     the worker processes are gone. A KeyboardInterrupt, so a caller that does not look
     inside still stops as it would on Ctrl-C."""
 
-    def __init__(self, results: list[Any]) -> None:
+    def __init__(self, results: list[R | None]) -> None:
         super().__init__("interrupted")
         self.results = results
 
@@ -72,10 +84,74 @@ def require(executor: Executor | str) -> Executor:
     return chosen
 
 
-def configure(executor: Executor | str) -> None:
-    """Set the executor `run_jobs` uses when a call names none (the CLI's `--executor`)."""
-    global _default
-    _default = require(executor)
+def default_workers() -> int:
+    """Worker processes when none is asked for: one per core, at most 8."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """Where jobs run and how many at once.
+
+    `executor`: an Executor or its name (ValueError if unknown). `workers`: worker
+    processes (None: one per core, at most 8; 1 runs inline), or the CPUs of a local
+    Ray instance (None: all cores). `ray_address`: the Ray cluster to join (None:
+    RAY_ADDRESS where set, else a local instance). Whether the executor's package is
+    installed is checked when jobs run (or first, with `require`)."""
+
+    executor: Executor = Executor.PROCESS
+    workers: int | None = None
+    ray_address: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "executor", Executor(self.executor))
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+
+    @property
+    def width(self) -> int:
+        """Jobs that run at once on this machine: `workers`, else one per core, at most 8."""
+        return default_workers() if self.workers is None else self.workers
+
+    def run(self, work: Sequence[Job[R]], on_done: OnDone[R] | None = None) -> list[R]:
+        """Each job's `run()` result, in job order; `on_done(index, job, result)` as each
+        finishes, in completion order.
+
+        A KeyboardInterrupt (Ctrl-C, or one `on_done` raises) stops every job still running
+        or waiting and raises JobsInterrupted with the results of those that finished (process
+        and inline; on Ray it propagates as raised)."""
+        if not work:
+            return []
+        if self.executor is Executor.RAY:
+            try:  # Ray is an optional extra: imported only here
+                from harness.engine.ray_jobs import run_on_ray
+            except ImportError as exc:
+                raise ExecutorUnavailable(f"{RAY_MISSING} ({exc})") from exc
+            return run_on_ray(work, _longest_first(work), on_done, self.workers, self.ray_address)
+        if self.executor is Executor.INLINE or self.width <= 1 or len(work) == 1:
+            return _run_inline(work, on_done)
+        return _run_pooled(work, on_done, self.width)
+
+    def start(self, work: Sequence[Job[R]]) -> Callable[[], list[R]]:
+        """Start `work` on worker processes now and return the call that waits for their
+        results (in job order), so this process can do other work meanwhile (the review
+        computes its Part 2/3 answers while the canary rollouts run). The call shuts the
+        workers down. Inline and Ray jobs run at that call instead, as `run` would."""
+        if self.executor is not Executor.PROCESS or self.width <= 1 or len(work) <= 1:
+            return lambda: self.run(work)
+        pool = ProcessPoolExecutor(max_workers=self.width)
+        try:
+            futures = {i: pool.submit(_run, work[i]) for i in _longest_first(work)}
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+
+        def results() -> list[R]:
+            try:
+                return [futures[i].result() for i in range(len(work))]
+            finally:
+                pool.shutdown(cancel_futures=True)
+        return results
 
 
 @dataclass(frozen=True)
@@ -101,7 +177,7 @@ class SimJob:
         return resolve_target(self.target, self.overrides)
 
 
-def _run(job: Any) -> Any:
+def _run(job: Job[R]) -> R:
     return job.run()
 
 
@@ -123,93 +199,45 @@ def _stop_now(pool: ProcessPoolExecutor) -> None:
         proc.join(timeout=5)
 
 
-def default_jobs() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))
-
-
-def run_jobs(jobs: Sequence[Any], workers: int | None = None, on_done: OnDone | None = None,
-             executor: Executor | str | None = None) -> list[Any]:
-    """Each job's `run()` result, in job order; `on_done(index, job, result)` as each
-    finishes, in completion order. `workers`: processes (default one per core, at most
-    8), or a local Ray instance's CPUs (default all cores). `executor` defaults to the
-    configured one (process).
-
-    A KeyboardInterrupt (Ctrl-C, or one `on_done` raises) stops every job still running
-    or waiting and raises JobsInterrupted with the results of those that finished (process
-    and inline; on Ray it propagates as raised)."""
-    chosen = _default if executor is None else Executor(executor)
-    if not jobs:
-        return []
-    if chosen is Executor.RAY:
-        try:  # Ray is an optional extra: imported only here
-            from harness.engine.ray_jobs import run_on_ray
-        except ImportError as exc:
-            raise ExecutorUnavailable(f"{RAY_MISSING} ({exc})") from exc
-        return run_on_ray(jobs, _longest_first(jobs), workers, on_done)
-    workers = default_jobs() if workers is None else workers
-    if chosen is Executor.INLINE or workers <= 1 or len(jobs) == 1:
-        return _run_inline(jobs, on_done)
-    results_by_index: list[Any] = [None] * len(jobs)
+def _run_pooled(work: Sequence[Job[R]], on_done: OnDone[R] | None, workers: int) -> list[R]:
+    """`Jobs.run` on `workers` worker processes, longest job first (JobsInterrupted as there)."""
+    results: list[R | None] = [None] * len(work)
     with ProcessPoolExecutor(max_workers=workers, initializer=_worker_signals) as pool:
         try:
-            futures = {pool.submit(_run, jobs[i]): i for i in _longest_first(jobs)}
+            futures: dict[Future[R], int] = {pool.submit(_run, work[i]): i for i in _longest_first(work)}
             for fut in as_completed(futures):
                 i = futures[fut]
-                results_by_index[i] = fut.result()
+                result = results[i] = fut.result()
                 if on_done:
-                    on_done(i, jobs[i], results_by_index[i])
+                    on_done(i, work[i], result)
         except KeyboardInterrupt:
             _stop_now(pool)
-            raise JobsInterrupted(results_by_index) from None
-    return results_by_index
+            raise JobsInterrupted(results) from None
+    return cast("list[R]", results)  # every job has given its result by now
 
 
-def _run_inline(jobs: Sequence[Any], on_done: OnDone | None) -> list[Any]:
-    """`run_jobs` in this process, one job after another (JobsInterrupted as there)."""
-    results: list[Any] = []
+def _run_inline(work: Sequence[Job[R]], on_done: OnDone[R] | None) -> list[R]:
+    """`Jobs.run` in this process, one job after another (JobsInterrupted as there)."""
+    results: list[R] = []
     try:
-        for i, job in enumerate(jobs):
+        for i, job in enumerate(work):
             results.append(job.run())
             if on_done:
                 on_done(i, job, results[i])
     except KeyboardInterrupt:
-        raise JobsInterrupted(results + [None] * (len(jobs) - len(results))) from None
+        raise JobsInterrupted([*results, *[None] * (len(work) - len(results))]) from None
     return results
 
 
-def start_jobs(jobs: Sequence[Any], workers: int | None = None,
-               executor: Executor | str | None = None) -> Callable[[], list[Any]]:
-    """Start `jobs` on worker processes now and return the call that waits for their
-    results (in job order), so this process can do other work meanwhile (the review
-    computes its Part 2/3 answers while the canary rollouts run). The call shuts the
-    workers down. Inline and Ray jobs run at that call instead, as `run_jobs` would."""
-    chosen = _default if executor is None else Executor(executor)
-    workers = default_jobs() if workers is None else workers
-    if chosen is not Executor.PROCESS or workers <= 1 or len(jobs) <= 1:
-        return lambda: run_jobs(jobs, workers, executor=executor)
-    pool = ProcessPoolExecutor(max_workers=workers)
-    try:
-        futures = {i: pool.submit(_run, jobs[i]) for i in _longest_first(jobs)}
-    except BaseException:
-        pool.shutdown(cancel_futures=True)
-        raise
-
-    def results() -> list[Any]:
-        try:
-            return [futures[i].result() for i in range(len(jobs))]
-        finally:
-            pool.shutdown(cancel_futures=True)
-    return results
-
-
-def _longest_first(jobs: Sequence[Any]) -> list[int]:
+def _longest_first(work: Sequence[object]) -> list[int]:
     """Job indices, longest first: the last to finish are short ones, so every worker stays busy to the end."""
-    return sorted(range(len(jobs)), key=lambda i: -_weight(jobs[i]))
+    return sorted(range(len(work)), key=lambda i: -_weight(work[i]))
 
 
-def _weight(job: Any) -> float:
+def _weight(job: object) -> float:
+    """A job's scheduled requests, where its `workload` names a scenario; else 0 (first come)."""
     try:
-        wl = load_workload(job.workload)
+        wl = load_workload(getattr(job, "workload"))
         return wl.duration_s * wl.peak_rps
     except Exception:
         return 0.0

@@ -1,7 +1,7 @@
 """Jobs as Ray tasks: the process pool's jobs and seeds, spread over a cluster.
 
-`run_on_ray` joins the cluster at `RAY_ADDRESS` when it is set, else starts a
-local instance with one CPU per worker. The connection then stays up for the
+`run_on_ray` joins the cluster at the address `Jobs` names, else at `RAY_ADDRESS`
+when it is set, else starts a local instance with one CPU per worker. The connection then stays up for the
 rest of the process: rank, review and capacity call the runner many times, and
 a start costs seconds. Ray's own exit hook closes it; `shutdown()` closes it
 sooner, and only if this module opened it (a `ray.init` the caller made is
@@ -12,8 +12,8 @@ folder with this interpreter; its root goes on their PYTHONPATH, so a checkout
 that is not installed imports too. A joined cluster gets the project folder as
 its `working_dir`, which Ray uploads (without the venv, git data and results).
 
-Only `harness.engine.jobs` imports this module, and only when the ray executor
-is chosen: Ray is an optional extra (`pip install -e '.[ray]'`).
+Only `harness.engine.jobs` imports this module (`Jobs.run`), and only when the ray
+executor is chosen: Ray is an optional extra (`pip install -e '.[ray]'`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, TypeVar, cast
 
 import ray
 
@@ -33,6 +33,15 @@ NOT_UPLOADED = (".venv", ".git", "runs", "**/__pycache__", "*.egg-info", ".pytes
 
 _opened = False  # whether this module's ray.init made the current connection
 
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Job(Protocol[R_co]):
+    """`harness.engine.jobs.Job`, restated: that module imports this one, not the other way."""
+
+    def run(self) -> R_co: ...
+
 
 def runtime_env(joined: bool) -> dict[str, Any]:
     """What workers need to import this project: the folder uploaded to a joined
@@ -43,12 +52,12 @@ def runtime_env(joined: bool) -> dict[str, Any]:
     return {"env_vars": {"PYTHONPATH": path}}
 
 
-def _connect(workers: int | None) -> None:
+def _connect(workers: int | None, address: str | None) -> None:
     global _opened
     if ray.is_initialized():
         return
     quiet: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
-    address = os.environ.get("RAY_ADDRESS")
+    address = address or os.environ.get("RAY_ADDRESS")
     if address:
         ray.init(address=address, runtime_env=runtime_env(joined=True), **quiet)
     else:
@@ -67,28 +76,29 @@ def shutdown() -> None:
 
 
 @ray.remote(num_cpus=1)
-def _run(job: Any) -> Any:
+def _run(job: Job[object]) -> object:
     return job.run()
 
 
-def run_on_ray(jobs: Sequence[Any], order: Sequence[int], workers: int | None,
-               on_done: Callable[[int, Any, Any], None] | None) -> list[Any]:
+def run_on_ray(work: Sequence[Job[R]], order: Sequence[int], on_done: Callable[[int, Job[R], R], None] | None,
+               workers: int | None, address: str | None) -> list[R]:
     """Each job's `run()` result in job order, submitted in `order` (longest first);
     `on_done(index, job, result)` as each completes. A job's exception is raised
     here as Ray's RayTaskError, an instance of the job's own exception type too.
-    `workers` sizes a local instance (default: all cores); a joined cluster has its own."""
-    _connect(workers)
-    refs = {_run.remote(jobs[i]): i for i in order}
-    results: list[Any] = [None] * len(jobs)
+    `workers` sizes a local instance (default: all cores); a joined cluster (`address`,
+    else RAY_ADDRESS) has its own. The first call's choice holds for the process."""
+    _connect(workers, address)
+    refs: dict[ray.ObjectRef[object], int] = {_run.remote(work[i]): i for i in order}
+    results: dict[int, R] = {}
     pending = list(refs)
     try:
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             i = refs[done[0]]
-            results[i] = ray.get(done[0])
+            result = results[i] = cast(R, ray.get(done[0]))  # what work[i].run() returned
             if on_done:
-                on_done(i, jobs[i], results[i])
+                on_done(i, work[i], result)
     finally:
         for ref in pending:  # a failed job or an interrupt: free the cluster of the rest
             ray.cancel(ref)
-    return results
+    return [results[i] for i in range(len(work))]

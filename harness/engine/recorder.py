@@ -229,7 +229,7 @@ class Recorder:
             # as over all of them unless a run was cut with requests still in flight.
             "amplification": self.attempts / resolved if resolved else None,
             "requests": counts,
-            "outcomes": Outcomes.from_counts(by),  # type: ignore[arg-type]  # Outcome is a str enum
+            "outcomes": Outcomes.from_counts(by),
             "attempt_status": dict(sorted(self.attempt_status.items())),
             "latency_s": percentiles(self.hist_all, failures),
             "latency_ok_s": percentiles(self.hist_all, 0),

@@ -1,7 +1,7 @@
 """Gate checks on canary rollouts: the [[canary]] tables of a gate file, run and decided.
 
 Each (plan, day, target, seeds) a gate file names runs once
-(`harness.analysis.canary_days.run_rollouts`), or is read from a saved canary
+(`harness.analysis.canary.run_rollouts`), or is read from a saved canary
 result (`--results`). A check reads the cell's own figure (a share of the
 seeds, a median, a count), or, with `bound = "lower"`/`"upper"`, a bound of
 its exact 95% interval: Clopper-Pearson for a share (few seeds give wide
@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from scipy.stats import binomtest, quantile_test
 
-from harness.analysis.canary_days import run_rollouts
+from harness.analysis.canary import run_rollouts
+from harness.engine.jobs import Jobs
 from harness.gate.file import COMPARE, Bound, CanaryGate, Check, GateFile
 from harness.results.canary import CanaryCell, CanaryResult
 from harness.results.gate import CheckOutcome
@@ -45,11 +46,12 @@ def canary_interval(cell: CanaryCell, key: str) -> Interval:
     n = len(cell.runs)
     if key in _SHARES:
         k = sum(r.decision == _SHARES[key] for r in cell.runs)
-        ci = binomtest(k, n).proportion_ci(CONFIDENCE, method="exact")
-        return Interval(mean=figure, lo=float(ci.low), hi=float(ci.high), n=n)
+        share_ci = binomtest(k, n).proportion_ci(CONFIDENCE, method="exact")
+        return Interval(mean=figure, lo=float(share_ci.low), hi=float(share_ci.high), n=n)
     if key.startswith("median_"):
         xs = _median_runs(cell, key)
-        ci = quantile_test(xs, p=0.5).confidence_interval(CONFIDENCE) if xs else None
+        # Any: scipy-stubs 1.17.1.5 types this interval as a float; it is a ConfidenceInterval (low, high).
+        ci: Any = quantile_test(xs, p=0.5).confidence_interval(CONFIDENCE) if xs else None
         if ci is None or math.isnan(ci.low) or math.isnan(ci.high):
             return Interval(mean=figure, n=len(xs))
         return Interval(mean=figure, lo=float(ci.low), hi=float(ci.high), n=len(xs))
@@ -70,7 +72,8 @@ def judge_canary(gate: CanaryGate, cell: CanaryCell, target: str) -> list[CheckO
     for check in gate.checks:
         ci = canary_interval(cell, check.key)
         measured = _read(ci, check)
-        passed = measured is not None and COMPARE[check.op](measured, check.value)  # type: ignore[arg-type]
+        assert check.value is not None  # no baseline checks on a canary (file.py refuses them)
+        passed = measured is not None and COMPARE[check.op](measured, check.value)
         n = len(cell.runs)
         if check.key in _SHARES:
             notes = [f"{sum(r.decision == _SHARES[check.key] for r in cell.runs)} of {n} seeds"]
@@ -109,7 +112,7 @@ def _given_cell(gate: CanaryGate, target: str, results: list[Any]) -> CanaryCell
                       f"the given canary results hold: {', '.join(have)}")
 
 
-def run_canary_gates(gf: GateFile, seeds: int | None, workers: int | None = None, results: list[Any] | None = None,
+def run_canary_gates(gf: GateFile, seeds: int | None, jobs: Jobs = Jobs(), results: list[Any] | None = None,
                      on_done: Callable[[int, int], None] | None = None
                      ) -> tuple[list[CheckOutcome], list[CanaryResult]]:
     """Every [[canary]] gate decided, and the canary results its checks read (one per target and
@@ -124,7 +127,7 @@ def run_canary_gates(gf: GateFile, seeds: int | None, workers: int | None = None
         pairs = groups.setdefault((g.target, seeds or g.seeds or gf.seeds), [])
         if (g.plan, g.day) not in pairs:
             pairs.append((g.plan, g.day))
-    ran = {k: run_rollouts(pairs, k[0], k[1], gf.seed, workers, on_done) for k, pairs in groups.items()}
+    ran = {k: run_rollouts(pairs, k[0], k[1], gf.seed, jobs, on_done) for k, pairs in groups.items()}
     checks = []
     for g in gf.canary:
         result = ran[(g.target, seeds or g.seeds or gf.seeds)]

@@ -43,7 +43,7 @@ from harness.analysis.seeds import seed_set
 from harness.analysis.shorten import Shortening
 from harness.analysis.stats import interval, seeds_from
 from harness.analysis.variants import OnDone, VariantJob, knobs_of
-from harness.engine.jobs import run_jobs
+from harness.engine.jobs import Jobs
 from harness.gate.file import COMPARE, Check, Gate, GateFile, check_keys, load_gate_file
 from harness.gate.canary import run_canary_gates
 from harness.gate.sweep import run_sweep_gates
@@ -146,29 +146,31 @@ def _evaluate_seeded(check: Check, gate: Gate, row: dict[str, Any], runs: list[R
     notes = [row["note"]] if row["note"] else []
     row["bound"] = check.bound.value
     if check.relative is None:
+        assert check.value is not None  # a check without `relative` has its number (file.py)
         values = [(k, read[k], check.value) for k in mine]
         notes.append(f"mean of {n} seeds" if check.bound.value == "mean" else f"{check.bound.value} bound, {n} seeds")
     elif base is None or len(base.seeds) < 2:
         ref = dict(lookup(base_summary, check.key)) if base_summary is not None else {}
-        values = [(k, read[k], ref[k] * (1 + check.relative) if ref.get(k) is not None else math.nan) for k in mine]
+        values = [(k, read[k], r * (1 + check.relative) if (r := ref.get(k)) is not None else math.nan) for k in mine]
         notes.append(f"baseline has one seed: its value {check.relative:+.0%}, no test")
     else:
         paired = base.seeds == seeds
         base_vals = _per_seed(base.summaries, check.key)
         tests = {k: baseline_change(check.op, vs, base_vals.get(k, [None] * len(base.seeds)), check.relative,
                                     paired) for k, vs in mine.items()}
-        if any(t is None for t in tests.values()):  # == and != have no 'worse': compare the means
+        tested = {k: t for k, t in tests.items() if t is not None}
+        if len(tested) < len(tests):  # == and != have no 'worse': compare the means
             values = [(k, read[k], (interval(base_vals[k]).mean or math.nan) * (1 + check.relative))
                       for k in mine if k in base_vals]
         else:
             # The entry most likely worse (smallest p) speaks for the check.
-            k = min(tests, key=lambda k: 2.0 if tests[k].p_value is None else tests[k].p_value)  # type: ignore[union-attr]
-            d = tests[k]
+            k = min(tested, key=lambda k: 2.0 if (p := tested[k].p_value) is None else p)
+            d, measured = tested[k], read[k]
             new_mean, base_mean = cis[k].mean, interval(base_vals.get(k, [])).mean
             passed = not d.significant() if d.mean is not None else \
-                COMPARE[check.op](read[k] if read[k] is not None else math.inf,
+                COMPARE[check.op](measured if measured is not None else math.inf,
                                   (base_mean if base_mean is not None else math.inf) * (1 + check.relative))
-            failing = sum(t.significant() for t in tests.values() if t is not None)
+            failing = sum(t.significant() for t in tested.values())
             notes.append(change_words(d, new_mean, base_mean, check.relative))
             if len(tests) > 1:
                 notes.append(f"{failing} of {len(tests)} regressed; most likely {k}")
@@ -212,7 +214,7 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
                 row.update(passed=True, skipped=True, note="skipped: no --baseline given")
                 return CheckOutcome(**row)
             base_summary = baseline_for(baseline, gate.scenario, gate.target)
-            base = baseline_for(base_seeded, gate.scenario, gate.target) if base_seeded else None  # type: ignore[arg-type]
+            base = baseline_for(base_seeded, gate.scenario, gate.target) if base_seeded else None
             if base_summary is None:
                 row["note"] = f"no run of {gate.scenario} in the baseline"
                 return CheckOutcome(**row)
@@ -220,8 +222,8 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
                                 base, base_summary, seeds)
     mine = dict(lookup(summaries[(gate.scenario, gate.target, gate.duration_s)], check.key))
     if gate.b is not None:
-        theirs = dict(lookup(summaries[(gate.scenario, gate.b, gate.duration_s)], check.key))
-        mine = {k: _ratio(v, theirs.get(k)) for k, v in mine.items()}
+        their_vals = dict(lookup(summaries[(gate.scenario, gate.b, gate.duration_s)], check.key))
+        mine = {k: _ratio(v, their_vals.get(k)) for k, v in mine.items()}
         row["note"] = f"ratio {gate.target} / {gate.b}"
     if check.relative is not None:
         if baseline is None:
@@ -232,10 +234,11 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
             row["note"] = f"no run of {gate.scenario} in the baseline"
             return CheckOutcome(**row)
         ref = dict(lookup(base, check.key))
-        values = [(k, v, (ref[k] * (1 + check.relative)) if ref.get(k) is not None else math.nan)
+        values = [(k, v, (r * (1 + check.relative)) if (r := ref.get(k)) is not None else math.nan)
                   for k, v in mine.items()]
         row["note"] = f"baseline {_fmt(_worst(check.op, values)[2] / (1 + check.relative))} {check.relative:+.0%}"
     else:
+        assert check.value is not None  # a check without `relative` has its number (file.py)
         values = [(k, v, check.value) for k, v in mine.items()]
     if not values:
         row["note"] = "no such entries in this run"
@@ -341,7 +344,7 @@ def invalid_runs(gf: GateFile, summaries: dict[Key, RunSummary],
 
 
 def run_gate(path: str, target: str | None = None, baseline: Result | None = None,
-             workers: int | None = None, on_done: OnDone | None = None,
+             jobs: Jobs = Jobs(), on_done: OnDone | None = None,
              results: list[Result] | None = None, result_files: list[str] | None = None,
              seeds: int | None = None) -> GateResult:
     """Parse (ConfigError on a bad file), run what the gates need, evaluate; the gate result.
@@ -350,7 +353,8 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
     `baseline_summaries` accepts (ValueError otherwise). `results`, when given, are
     saved runs (run, compare, gate or rank results; live or sim) judged instead of
     running sim; `result_files` their paths, recorded in the gate result. `seeds`
-    replaces the file's `seeds` (sim only: saved runs are one seed each).
+    replaces the file's `seeds` (sim only: saved runs are one seed each). `jobs`: where
+    the sim runs go (default: this machine's worker processes).
     """
     started = time.perf_counter()
     gf: GateFile = load_gate_file(path, target)
@@ -367,14 +371,14 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
         summaries = given_summaries(keys, [r for r in results if not isinstance(r, (CanaryResult, SweepResult))])
     else:
         knobs = {t: knobs_of(t)[1] for _, t, _ in keys}
-        jobs = [VariantJob(t, knobs[t], w, s, None if dur is None else Shortening(run_s=dur))
+        sims = [VariantJob(t, knobs[t], w, s, None if dur is None else Shortening(run_s=dur))
                 for s in seed_list for w, t, dur in keys]
         # Keyed by duration too (two gates may cut one scenario differently), so not run_summaries.
-        done = [r.summary for r in run_jobs(jobs, workers, on_done)]  # type: ignore[arg-type]
+        done = [r.summary for r in jobs.run(sims, on_done)]
         seeded = {k: done[i::len(keys)] for i, k in enumerate(keys)}
         summaries = {k: runs[0] for k, runs in seeded.items()}
     checks = [evaluate(c, g, summaries, base, seeded, base_seeded, seed_list) for g in gf.gates for c in g.checks]
-    canary_checks, canary_runs = run_canary_gates(gf, None if results else seeds, workers, results)
+    canary_checks, canary_runs = run_canary_gates(gf, None if results else seeds, jobs, results)
     checks += canary_checks
     sweep_checks, sweep_cannot = run_sweep_gates(gf, results)  # [[sweep]]: saved sweep results (harness.gate.sweep)
     checks += sweep_checks

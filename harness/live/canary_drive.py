@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from harness.live.payloads import Payloads
-from targets.versions import LABELS as NUM_CLASSES  # the classifier's classes (targets.models has as many)
+from targets.versions import LABELS as NUM_CLASSES  # the classifier's classes (targets.gpu.models has as many)
 
 __all__ = ["CanaryTraffic", "StepRecords", "VersionRecords"]
 
@@ -114,7 +114,7 @@ class CanaryTraffic:
         loop = asyncio.get_running_loop()
         headers = {"Content-Type": "application/json", "X-Harness-Uid": str(uid)}
         try:
-            async with self._session.post(self.url, data=body, headers=headers) as r:  # type: ignore[union-attr]
+            async with self._session.post(self.url, data=body, headers=headers) as r:  # type: ignore[union-attr]  # opened by start()
                 raw = await r.read()
                 self._record(r.status, r.headers.get("X-Model-Version"), raw, loop.time() - sched_s)
         except asyncio.TimeoutError:

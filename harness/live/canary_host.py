@@ -52,7 +52,7 @@ class LiveCanary:
         """Build the canary's workers for `host` (a harness.live.host.TargetHost whose
         target is built), warm them, and attach them to its target at weight 0."""
         from harness.live.host_warmup import warm_models
-        from targets.torch_gpu import torch_gpus
+        from targets.gpu.worker import torch_gpus
 
         spec = LiveCanarySpec(**raw)
         version = ModelVersion.model_validate(spec.version)

@@ -8,13 +8,15 @@ import math
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from contextvars import Context
+from typing import Callable, Iterator, TypeVarTuple, Unpack
 
 __all__ = ["DRIVER_NICE", "RealtimeGuard", "driver_priority", "new_loop", "quiet_gc"]
 
 DRIVER_NICE = -10   # the driver's nice value where the realtime class is not taken
 PRIORITY_ENV = "HARNESS_DRIVER_PRIORITY"  # "normal": never raise the driver's priority
 RT_MAX_SHARE = 0.5  # a realtime driver using more of a core than this drops back to normal
+_Ts = TypeVarTuple("_Ts")  # a timer callback's arguments
 
 
 def new_loop() -> asyncio.AbstractEventLoop:
@@ -29,11 +31,12 @@ def new_loop() -> asyncio.AbstractEventLoop:
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
         return asyncio.new_event_loop()
 
-    class _PreciseLoop(uvloop.Loop):  # type: ignore[misc,name-defined]
+    class _PreciseLoop(uvloop.Loop):
         def time(self) -> float:
             return time.monotonic()
 
-        def call_at(self, when: float, callback: Callable[..., Any], *args: Any, context: Any = None):
+        def call_at(self, when: float, callback: Callable[[Unpack[_Ts]], object], *args: Unpack[_Ts],
+                    context: Context | None = None) -> asyncio.TimerHandle:
             delay = when - time.monotonic()
             return self.call_later(math.ceil(delay * 1000.0) / 1000.0 if delay > 0 else 0.0,
                                    callback, *args, context=context)

@@ -42,6 +42,7 @@ from harness.live.fd_limit import raise_fd_limit
 from harness.live.http_transport import HttpTransport
 from harness.live.payloads import Payloads
 from targets.client import ClientPolicy
+from harness.live.warmup import warmup_schedule
 from workloads.arrivals import Schedule, build_schedule
 from workloads.model import WorkloadConfig
 
@@ -101,7 +102,8 @@ def child_main(pipe: Connection, spec: ChildSpec) -> None:
 
 async def _serve(pipe: Connection, spec: ChildSpec, priority: str) -> None:
     loop = asyncio.get_running_loop()
-    schedules = {name: build_schedule(wl, seed) for name, (wl, seed) in spec.phases.items()}
+    schedules = {name: (warmup_schedule if name == "warmup" else build_schedule)(wl, seed)
+                 for name, (wl, seed) in spec.phases.items()}
     shares = {name: _share(s, spec.units) for name, s in schedules.items()}
     inbox: asyncio.Queue = asyncio.Queue()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from harness.engine.recorder import Recorder
@@ -44,7 +45,7 @@ class DriverPool:
         self.units = split_units(split_by, procs)
         self.specs = [ChildSpec(i, tuple(u), host, port, path, payloads, policy, phases)
                       for i, u in enumerate(self.units)]
-        self._procs: list[multiprocessing.Process] = []
+        self._procs: list[BaseProcess] = []  # spawn context's processes
         self._pipes: list[Connection] = []
         self._inbox: asyncio.Queue | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -88,7 +89,7 @@ class DriverPool:
         try:
             inbox.put_nowait((index, pipe.recv()))
         except (EOFError, OSError):
-            self._loop.remove_reader(pipe.fileno())  # type: ignore[union-attr]
+            self._loop.remove_reader(pipe.fileno())  # type: ignore[union-attr]  # start() set it, then the reader
             inbox.put_nowait((index, ("exit",)))
 
     def close(self) -> None:

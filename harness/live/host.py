@@ -1,9 +1,9 @@
 """The host of a live target: proxy, API servers and GPU workers on one event loop.
 
 A `TargetHost` builds one ServingTarget (the same policy code as sim) whose
-GPU pool runs real torch models (targets.torch_gpu), puts N aiohttp API
-servers in front of it (targets.server) and a layer-4 round-robin proxy in
-front of those (targets.l4proxy). `harness serve` runs one in the foreground;
+GPU pool runs real torch models (targets.gpu.worker), puts N aiohttp API
+servers in front of it (targets.http.server) and a layer-4 round-robin proxy in
+front of those (targets.http.l4proxy). `harness serve` runs one in the foreground;
 live runs run one in a child process (`python -m harness.live.host`) that the
 driver's process controls over a pipe:
 
@@ -63,9 +63,9 @@ class HostSpec:
     seed: int = 0
     threads: int = 1
     max_body_bytes: int = 256 * 1024
-    expose: bool = False                   # the proxy may bind beyond loopback (targets.limits.check_exposure)
+    expose: bool = False                   # the proxy may bind beyond loopback (targets.http.limits.check_exposure)
     token: str | None = None               # bearer token /predict and /metrics require, if set
-    limits: dict[str, Any] | None = None   # targets.limits.EdgeLimits fields; None: its defaults
+    limits: dict[str, Any] | None = None   # targets.http.limits.EdgeLimits fields; None: its defaults
     canary: dict[str, Any] | None = None   # harness.live.canary_host.LiveCanarySpec fields: a second version
     # GPU workers are threads beside the API servers' event loop: with Python's
     # default 5 ms GIL switch interval a busy loop delays each of a batch's many
@@ -87,13 +87,13 @@ class TargetHost:
     async def start(self) -> dict[str, Any]:
         """Build and start everything; returns the ready message."""
         from targets.executors import cost_function
-        from targets.l4proxy import L4Proxy
-        from targets.limits import EdgeLimits
-        from targets.api_servers import ApiServers
-        from targets.server import ApiMetrics, FrontDoor
+        from targets.http.l4proxy import L4Proxy
+        from targets.http.limits import EdgeLimits
+        from targets.http.api_servers import ApiServers
+        from targets.http.server import ApiMetrics, FrontDoor
         from targets.accounting import live_computed_bound
         from targets.target import ServingTarget
-        from targets.torch_gpu import torch_gpus
+        from targets.gpu.worker import torch_gpus
 
         spec = self.spec
         sys.setswitchinterval(spec.switch_interval_s)
@@ -130,7 +130,7 @@ class TargetHost:
         self.proxy = L4Proxy([("127.0.0.1", p) for p in self.ports], spec.proxy_host, spec.proxy_port,
                              limits=limits, expose=spec.expose)
         metrics.watch_proxy(self.proxy)
-        self.servers.behind(self.proxy)  # each request's age at its handler (targets.server_overload.AgeGuard)
+        self.servers.behind(self.proxy)  # each request's age at its handler (targets.http.overload.AgeGuard)
         self.proxy_port = await self.proxy.start()
         warmed.update(await warm_http(self.proxy_port, self._warm_bodies(cfg), spec.token))
         warmed["total_s"] = warmed["model_s"] + warmed["http_s"]
@@ -216,8 +216,8 @@ class HostProcess:
         # A new session: a terminal's Ctrl-C reaches only the parent, which stops the host.
         self.proc = subprocess.Popen([sys.executable, "-m", "harness.live.host"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, start_new_session=True)
-        self._reader = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), self.proc.stdout)
+        reader = self._reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.proc.stdout)
         self._write({k: v for k, v in asdict(self.spec).items()})
         line = await asyncio.wait_for(self._reader.readline(), timeout_s)
         self.ready = json.loads(line) if line else {"ready": False, "error": "host exited during start"}
@@ -238,7 +238,7 @@ class HostProcess:
             self._seq += 1
             self._write({"op": op, "id": self._seq, **kw})
             while True:
-                line = await asyncio.wait_for(self._reader.readline(), timeout_s)  # type: ignore[union-attr]
+                line = await asyncio.wait_for(self._reader.readline(), timeout_s)  # type: ignore[union-attr]  # set by start()
                 if not line:
                     raise RuntimeError("live target host has exited")
                 answer = json.loads(line)
@@ -250,7 +250,7 @@ class HostProcess:
             return
         try:
             await self.request("stop", timeout_s=2.0)
-            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.proc.stdin.close()  # type: ignore[union-attr]  # Popen(stdin=PIPE)
         except (RuntimeError, OSError, asyncio.TimeoutError, ValueError):
             pass
         deadline = time.monotonic() + timeout_s

@@ -37,7 +37,7 @@ import time
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import httptools
 import numpy as np
@@ -78,7 +78,7 @@ class _Conn(asyncio.Protocol):
 
     # -- asyncio.Protocol --------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a TCP connection's is one
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -148,7 +148,7 @@ class _Conn(asyncio.Protocol):
         body = owner.payloads.body(a.tenant, a.content, a.size, rid, deadline_ms, a.variant)
         if a.attempt_no == 0 and owner._sched is not None:
             owner._writes.append(time.monotonic() - owner._t0 - owner._sched[a.uid])
-        self.transport.write(owner._head % (len(body), a.uid, a.attempt_no) + body)  # type: ignore[union-attr]
+        self.transport.write(owner._head % (len(body), a.uid, a.attempt_no) + body)  # type: ignore[union-attr]  # sent only on a connected one
 
     def close(self) -> None:
         if not self.dead:
@@ -205,7 +205,7 @@ class HttpTransport:
             b"Host: %s", b"Host: " + f"{host}:{port}".encode())
         self._pools: dict[str, _Pool] = {}
         self._inflight: dict[Attempt, _Conn] = {}
-        self._timeouts = DelayLines(self.loop, resolution_s=TIMEOUT_SLACK_S)
+        self._timeouts = DelayLines(self._expire, self.loop, resolution_s=TIMEOUT_SLACK_S)
         self._tasks: set[asyncio.Task] = set()
         self._t0 = 0.0
         self._sched: list[float] | None = None
@@ -259,7 +259,7 @@ class HttpTransport:
         if attempt.attempt_no == 0 and self._sched is not None:
             self._lags.append(time.monotonic() - self._t0 - self._sched[attempt.uid])
         attempt.on_answer = on_done
-        self._timeouts.push(timeout_s, self._expire, attempt)
+        self._timeouts.push(timeout_s, attempt)
         pool = self._pools.get(attempt.tenant) or self._pool(attempt.tenant)
         idle = pool.idle
         while idle:
@@ -277,6 +277,7 @@ class HttpTransport:
     def _expire(self, a: Attempt) -> None:
         on_done = a.on_answer
         if a.give_up():
+            assert on_done is not None  # set until answered, and it was not
             conn = self._inflight.pop(a, None)
             if conn is not None:
                 conn.pending = None

@@ -23,12 +23,11 @@ import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import torch
-
 from harness.live.llm_drive import serve_and_drive
+from targets.gpu.executor import torch_threads, torch_version
 from targets.llm import LlmEngineSpec
 from targets.llm.cost import StepCost
-from workloads.llm import LengthDist, LlmWorkload, build_llm_schedule
+from workloads.llm import LengthDist, LlmSchedule, LlmWorkload, build_llm_schedule
 
 __all__ = ["CALIBRATION", "LIVE_ENGINE", "LlmProfile", "calibration_schedule", "load_cost", "profile_llm",
            "speed_drift"]
@@ -40,7 +39,7 @@ CALIBRATION = LlmWorkload(name="calibration", rate_rps=6.0, duration_s=20.0,
                           prompt=LengthDist.of_lognormal(48, 0.5, 200), output=LengthDist.of_lognormal(24, 0.5, 64))
 
 
-def calibration_schedule(rate_rps: float, duration_s: float, seed: int):  # type: ignore[no-untyped-def]
+def calibration_schedule(rate_rps: float, duration_s: float, seed: int) -> LlmSchedule:
     return build_llm_schedule(CALIBRATION.model_copy(update={"rate_rps": rate_rps, "duration_s": duration_s}), seed)
 
 
@@ -79,7 +78,7 @@ def profile_llm(rate_rps: float = CALIBRATION.rate_rps, duration_s: float = CALI
         raise ValueError("calibration run finished no request: no front end to measure")
     cost = replace(StepCost.from_table(served.steps), frontend_in_s=statistics.median(served.front_in_s),
                    frontend_out_s=statistics.median(served.front_out_s))
-    return LlmProfile(served.steps, cost, torch.get_num_threads(), torch.__version__, len(served.front_in_s))
+    return LlmProfile(served.steps, cost, torch_threads(), torch_version(), len(served.front_in_s))
 
 
 def speed_drift(profile: LlmProfile, steps: list[tuple[int, int, int, float]]) -> float:

@@ -11,7 +11,7 @@ Closing gives requests still in flight `shutdown_timeout_s` (1 s by default)
 to finish, then cancels them: a request the scheduler never runs (a static
 batch that never fills) must not hold the close for aiohttp's default minute.
 
-Loopback is the caller's to check (`targets.limits.check_exposure`): this binds
+Loopback is the caller's to check (`targets.http.limits.check_exposure`): this binds
 what it is given.
 """
 
@@ -53,13 +53,11 @@ async def start_llm_server(spec: LlmEngineSpec, host: str = "127.0.0.1", port: i
     `tenants` up front (`LiveEngine.for_spec`). torch runs on `threads` intra-op threads (one by
     default: the tiny model gains nothing from more, which only contend with the server for the
     cores; None leaves torch's setting). OSError when the address cannot be bound."""
-    import torch
-
+    from targets.gpu.executor import torch_threads
     from targets.llm.decoder import TinyDecoder
     from targets.llm.server import create_llm_app
 
-    if threads is not None:
-        torch.set_num_threads(threads)
+    torch_threads(threads)
     engine = LiveEngine.for_spec(TinyDecoder(seed=seed, max_len=max_len), spec, tenants)
     runner = web.AppRunner(create_llm_app(engine, MODEL_NAME, token=token), shutdown_timeout=shutdown_timeout_s)
     await runner.setup()
@@ -69,5 +67,5 @@ async def start_llm_server(spec: LlmEngineSpec, host: str = "127.0.0.1", port: i
     except BaseException:
         await runner.cleanup()
         raise
-    bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # an asyncio.Server once started
     return LlmServer(engine, runner, host, bound)

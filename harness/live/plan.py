@@ -25,7 +25,7 @@ from harness.live.warmup import DEFAULT_WARMUP_S
 from harness.results import CompareResult, RunResult
 from targets.config import TargetConfig
 from targets.frameworks.spec import framework_target
-from targets.limits import is_loopback
+from targets.http.limits import is_loopback
 from targets.spec import resolve_target
 from workloads.loader import load_workload
 from workloads.model import WorkloadConfig
@@ -129,7 +129,7 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
     """Each workload on A then B at one scale snapped from A; stops after a partial run
     (Ctrl-C or SIGTERM during it) or a KeyboardInterrupt between runs, and returns what
     ran: then the last scenario may have one side, or a partial one (the caller decides
-    what counts, harness.analysis.compare.finished_only).
+    what counts, harness.analysis.compare.run.finished_only).
 
     `run_one(plan)` runs a plan (default: `plan.run()`), so a caller can show
     the plan and a progress bar around each run. `workload_of(name)`: the workload to

@@ -2,7 +2,7 @@
 
 ``profile_model`` measures the median wall time of one batch (the executor's
 ``compute_s``: collate + forward + synchronise + copy back, see
-``targets.torch_executor.measure_batch``) over a grid of batch sizes and, for sequence
+``targets.gpu.executor.measure_batch``) over a grid of batch sizes and, for sequence
 models, input lengths. The table itself, its interpolation and its JSON format live in
 ``targets.cost_table``, which imports no torch: a sim reads tables, only profiling needs
 a model.
@@ -22,15 +22,13 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import torch
-
 from targets.cost_table import CostPoint, CostTable
-from targets.models import create_model
-from targets.torch_executor import measure_batch, resolve_device
+from targets.gpu.executor import describe_device, measure_batch, resolve_device, torch_threads, torch_version
+from targets.gpu.models import create_model
 
 # CostPoint and CostTable are re-exported for callers that still import them from here.
 __all__ = ["DEFAULT_BATCH_SIZES", "DEFAULT_LENGTHS", "CostPoint", "CostTable", "Profile", "Settled",
-           "describe_device", "profile", "profile_model", "settle", "shape_warnings"]
+           "profile", "profile_model", "settle", "shape_warnings"]
 
 DEFAULT_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 #: Token lengths profiled for sequence models when none are given.
@@ -98,14 +96,6 @@ class Profile:
     warnings: tuple[str, ...]   # batch time falling as the batch grows
 
 
-def describe_device(device: torch.device) -> str:
-    """``"cpu"``, or ``"cuda:0 (NVIDIA H200)"``: enough to tell tables' hardware apart."""
-    if device.type == "cuda":
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
-    return device.type
-
-
 def profile_model(model_name: str, device: str = "cpu",
                   batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
                   lengths: Sequence[int] | None = None, repeats: int = 5, warmup: int = 2,
@@ -119,7 +109,7 @@ def profile_model(model_name: str, device: str = "cpu",
 
 def profile(model_name: str, device: str = "cpu",
             batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
-            lengths: Sequence[int] | None = None, repeats: int = 5, warmup: int = 2,
+            lengths: Sequence[int | None] | None = None, repeats: int = 5, warmup: int = 2,
             *, threads: int | None = None, seed: int = 0,
             progress: Callable[[CostPoint], None] | None = None,
             max_rounds: int = MAX_ROUNDS, stable_within: float = STABLE_WITHIN) -> Profile:
@@ -146,7 +136,7 @@ def profile(model_name: str, device: str = "cpu",
         cap = handle.max_length or 0
         grid_lengths = tuple(lengths) if lengths is not None else tuple(
             n for n in DEFAULT_LENGTHS if n <= cap)
-        bad = [n for n in grid_lengths if not 1 <= n <= cap]
+        bad = [n for n in grid_lengths if n is None or not 1 <= n <= cap]
         if bad or not grid_lengths:
             raise ValueError(f"lengths must be non-empty, in 1..{cap}; got {lengths}")
     elif lengths is not None and tuple(lengths) != (None,):
@@ -155,11 +145,9 @@ def profile(model_name: str, device: str = "cpu",
         grid_lengths = (None,)
 
     rng = random.Random(seed)
-    previous_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
+    previous_threads = torch_threads()
+    used_threads = torch_threads(threads)
     try:
-        used_threads = torch.get_num_threads()
         inputs = {(b, n): [handle.synthetic_input(rng, n) for _ in range(b)]
                   for n in grid_lengths for b in batch_sizes}
 
@@ -180,8 +168,8 @@ def profile(model_name: str, device: str = "cpu",
             settled[key] = measure(key, 2 * max_rounds)
         points = [CostPoint(b, n, st.seconds) for (b, n), st in settled.items()]
     finally:
-        torch.set_num_threads(previous_threads)
-    table = CostTable(model_name, describe_device(dev), torch.__version__, used_threads, tuple(points))
+        torch_threads(previous_threads)
+    table = CostTable(model_name, describe_device(dev), torch_version(), used_threads, tuple(points))
     unstable = tuple(f"batch {b}{'' if n is None else f' x {n} tokens'}: the median still moved "
                      f"{st.spread:.0%} after {st.rounds} rounds of {repeats}"
                      for (b, n), st in settled.items() if not st.stable)

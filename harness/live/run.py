@@ -54,10 +54,11 @@ from harness.live.http_transport import HttpTransport
 from harness.live.payloads import Payloads
 from harness.live.fd_limit import raise_fd_limit
 from harness.live.baseline import stats_since
-from harness.live.framework_host import FrameworkSpec, host_process
+from harness.live.framework_host import FrameworkProcess, FrameworkSpec, host_process
 from harness.live.host import HostProcess, HostSpec
 from harness.live.scaling import Scaling
-from harness.live.warmup import DEFAULT_WARMUP_S, cold_start_figures, opening_rps, warmup_figures, warmup_workload
+from harness.live.warmup import (DEFAULT_WARMUP_S, cold_start_figures, opening_rps, warmup_figures, warmup_schedule,
+                                 warmup_workload)
 from harness.live.validity import LIMITS, cpu_count, cpu_ticks, judge, machine_busy
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document
@@ -103,7 +104,7 @@ class LiveRun:
         self.warmup_block: dict[str, Any] | None = None
         self.recorder = Recorder(self.schedule.sched_s, self.schedule.tenant, self.schedule.tenants,
                                  config.slo_s, workload.duration_s, workload.window_s)
-        self.host: HostProcess | None = None
+        self.host: HostProcess | FrameworkProcess | None = None
         self.transport: HttpTransport | None = None
         self.pool: DriverPool | None = None            # the driver processes, when driver_procs > 1
         self.pool_cpu_s = 0.0                          # their CPU over every drive (warm-up and run)
@@ -142,15 +143,16 @@ class LiveRun:
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
+        assert me is not None  # a coroutine run by the loop
         previous_sigterm = signal.getsignal(signal.SIGTERM)  # a caller's (a compare's), put back after
-        loop.add_signal_handler(signal.SIGTERM, me.cancel)  # type: ignore[union-attr]
+        loop.add_signal_handler(signal.SIGTERM, me.cancel)
         t0: float | None = None
         helpers: list[asyncio.Task] = []
         priority = ExitStack()
         guard: RealtimeGuard | None = None
         try:
             if self.url is None:
-                self.host = host_process(self.spec)  # type: ignore[arg-type,assignment]
+                self.host = host_process(self.spec)  # type: ignore[arg-type]  # a spec unless a url is driven
                 self.ready = await self.host.start()
                 self._proxy_base = await self.host.request("stats")
                 host, port, path = "127.0.0.1", self.ready["proxy_port"], "/predict"
@@ -263,7 +265,7 @@ class LiveRun:
         loop = asyncio.get_running_loop()
         wl = self.warmup_load
         assert wl is not None
-        sched = build_schedule(wl, self.seed + 1)
+        sched = warmup_schedule(wl, self.seed + 1)
         rec = self.warmup = Recorder(sched.sched_s, sched.tenant, sched.tenants, self.config.slo_s,
                                      wl.duration_s, wl.window_s)
         with quiet_gc():  # before the warm-up's clock starts (see _main)
@@ -283,7 +285,7 @@ class LiveRun:
         while True:
             await asyncio.sleep(max(0.0, t0 + k * w - loop.time()))
             try:
-                s = await self.host.request("sample")  # type: ignore[union-attr]
+                s = await self.host.request("sample")  # type: ignore[union-attr]  # sampled only with a host
             except (RuntimeError, OSError, asyncio.TimeoutError, ValueError) as exc:
                 self.events.append({"t_s": loop.time() - t0, "event": "host-unreachable", "reason": str(exc)})
                 return
@@ -304,18 +306,19 @@ class LiveRun:
     async def _inject(self, f, t0: float) -> None:
         loop = asyncio.get_running_loop()
         host = self.host
+        assert host is not None  # faults only on a host this run started (no url)
         await asyncio.sleep(max(0.0, t0 + f.at_s - loop.time()))
         if f.kind is FaultKind.GPU_DOWN:
-            down = (await host.request("kill", fraction=f.fraction))["gpus"]  # type: ignore[union-attr]
+            down = (await host.request("kill", fraction=f.fraction))["gpus"]
             self.events.append({"t_s": loop.time() - t0, "event": "gpu-down", "gpus": len(down)})
             await asyncio.sleep(f.duration_s)
-            await host.request("revive", gpus=down)  # type: ignore[union-attr]
+            await host.request("revive", gpus=down)
             self.events.append({"t_s": loop.time() - t0, "event": "gpu-up", "gpus": len(down)})
         else:
-            await host.request("slowdown", factor=f.factor)  # type: ignore[union-attr]
+            await host.request("slowdown", factor=f.factor)
             self.events.append({"t_s": loop.time() - t0, "event": "slowdown", "factor": f.factor})
             await asyncio.sleep(f.duration_s)
-            await host.request("slowdown", factor=1.0)  # type: ignore[union-attr]
+            await host.request("slowdown", factor=1.0)
             self.events.append({"t_s": loop.time() - t0, "event": "slowdown-end"})
 
     # -- the result ------------------------------------------------------------------------------

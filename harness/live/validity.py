@@ -128,8 +128,9 @@ def judge(live: Mapping[str, Any], attempts: int, succeeded: int, unique: int,
         reasons.append(f"could not reach the target: {refused:,} connection attempts failed, for {attempts:,} "
                        f"requests sent (first: {live.get('first_connect_failure')})")
     lag = (live.get("send_lag_s") or {}).get("p99")
-    lagged = lag is not None and lag > limits.send_lag_p99_s
-    if lagged:
+    lagged = False
+    if lag is not None and lag > limits.send_lag_p99_s:
+        lagged = True
         late = live.get("late_over_10ms")
         reasons.append(f"driver fell behind: send lag p99 {_ms(lag)} > {_ms(limits.send_lag_p99_s)}"
                        + (f" ({late:,} requests sent over 10 ms late)" if late else "")

@@ -1,7 +1,7 @@
 """The Grafana dashboard of a target, built with the Grafana foundation SDK.
 
 Every panel reads only the metric names the live `/metrics` serves
-(targets/server_metrics.py); the first row holds the three the review puts on
+(targets/http/metrics.py); the first row holds the three the review puts on
 the dashboard first: the goodput SLI with its burn rate, the estimated queue
 delay, and GPU busy beside batch fill.
 """

@@ -45,7 +45,8 @@ def selectors(expr: str) -> dict[str, set[str]]:
     def visit(node: Any) -> None:
         if isinstance(node, promql_parser.MatrixSelector):
             node = node.vector_selector
-        if isinstance(node, promql_parser.VectorSelector):
+        # A selector without a metric name (`{job="x"}`) reads no one metric: not listed.
+        if isinstance(node, promql_parser.VectorSelector) and node.name is not None:
             found.setdefault(node.name, set()).update(m.name for m in node.matchers.matchers)
         elif isinstance(node, promql_parser.AggregateExpr) and node.modifier is not None:
             grouped = set(node.modifier.labels)
@@ -59,5 +60,5 @@ def selectors(expr: str) -> dict[str, set[str]]:
 
 
 def _collect(node: Any, into: dict[str, set[str]]) -> None:
-    if isinstance(node, promql_parser.VectorSelector):
+    if isinstance(node, promql_parser.VectorSelector) and node.name is not None:
         into.setdefault(node.name, set())

@@ -2,8 +2,8 @@
 
 A rule is a conjunction of conditions (a signal over a window, above a
 threshold) held for `for_s`. `promql(condition)` writes a condition as the
-PromQL that reads the live `/metrics` (targets/server_metrics.py); the sim
-evaluator (harness.analysis.alert_eval) computes the same signal, over the same
+PromQL that reads the live `/metrics` (targets/http/metrics.py); the sim
+evaluator (harness.analysis.alerts.eval) computes the same signal, over the same
 window, from a run's per-window series. Every signal is a ratio of two sums over
 the same instances, so a fleet whose servers all export one shared registry
 (duplicated series) gives the same value as one server.
@@ -27,7 +27,7 @@ from targets.config import TargetConfig
 __all__ = ["AlertRule", "Condition", "FleetShape", "LATENCY_BUCKETS_S", "Signal", "build_rules", "duration",
            "promql", "rule_expr", "shape_of", "slo_bucket_s"]
 
-# The buckets of harness_request_latency_seconds (targets/server_metrics.py); the SLI needs one at the SLO.
+# The buckets of harness_request_latency_seconds (targets/http/metrics.py); the SLI needs one at the SLO.
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0)
 
 

@@ -1,8 +1,9 @@
 """Typed results: one kind per command that runs work, each `to_json` / `from_json`.
 
 RESULT_KINDS maps a document's `kind` to its type; `from_json(doc)` and
-`load_result(path)` pick the type by that key. A new kind (LLM runs, canaries,
-alerts, sweeps) plugs in with one entry here and one in `reports/registry.py`.
+`load_result(path)` pick the type by that key. A new kind plugs in with one entry
+here and one in `reports/registry.py`; `harness.results.base` states the whole
+contract a kind keeps.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ def from_json(doc: dict[str, Any], source: str = "result") -> Result:
         return cls.from_json(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"{source}: not a valid '{kind}' result: key '{where}': {first['msg']}"
+        where = ".".join(str(p) for p in first["loc"]) or "schema"  # a whole-document check: its schema
+        why = first["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{source}: not a valid '{kind}' result: key '{where}': {why}"
                          f" ({exc.error_count()} problem(s))") from None
 
 

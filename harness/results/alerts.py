@@ -2,10 +2,12 @@
 
 `onset_s` is when the scenario's first disturbance (spike, fault, tenant burst)
 begins, None on a day without one; `delay_s` is from the onset to the first
-rule that fired. See `harness.analysis.alert_days` for how it is measured.
+rule that fired. See `harness.analysis.alerts.days` for how it is measured.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -46,7 +48,7 @@ class ScenarioAlerts(Figures):
 
 
 class AlertsResult(Result):
-    kind: str = "alerts"
+    kind: Literal["alerts"] = "alerts"
     target: str
     hour_s: float
     objective: float

@@ -12,6 +12,7 @@ run was a rollout on a served target, its seconds wall-clock ones.
 from __future__ import annotations
 
 import statistics
+from typing import Literal
 
 from pydantic import Field
 
@@ -72,8 +73,8 @@ class CanaryCell(Figures):
 
 
 class CanaryResult(Result):
-    kind: str = "canary"
-    mode: str = "sim"  # live: rollouts on a served target with two torch models (harness.analysis.canary_live)
+    kind: Literal["canary"] = "canary"
+    mode: str = "sim"  # live: rollouts on a served target with two torch models (harness.analysis.canary.live)
     target: str
     seeds: int
     plans: dict[str, str]  # name -> description

@@ -1,7 +1,7 @@
 """The `capacity` result: Part 2, the doc's formula beside the simulated realtime and offline fleets.
 
 Field names are the JSON keys `harness capacity --json` prints; see
-`harness.analysis.capacity` for how each figure is measured.
+`harness.analysis.capacity.plan` for how each figure is measured.
 """
 
 from __future__ import annotations
@@ -101,8 +101,6 @@ class Loss(Figures):
 
 
 class CapacityResult(Result):
-    KIND = "capacity"
-
     kind: Literal["capacity"] = "capacity"
     inputs: CapacityInputs
     theoretical_gpus: float

@@ -92,7 +92,7 @@ def _winner_from_name(v: Any) -> Any:
 
 
 class Ceiling(Figures):
-    """What the best possible design could do on one side's fleet (harness.analysis.ceiling).
+    """What the best possible design could do on one side's fleet (harness.analysis.compare.ceiling).
 
     `capacity_rps`: requests/s the fleet serves at full batches with every GPU up;
     `ceiling_ratio`: the share of unique requests any design could answer within the SLO;
@@ -162,7 +162,6 @@ class CompareResult(Result):
     and every other key covers only the scenarios it lists as finished.
     """
 
-    KIND = "compare"
     OMIT_IF_NONE = frozenset({"live", "seeds", "over_seeds", "partial"})
 
     kind: Literal["compare"] = "compare"
@@ -172,7 +171,7 @@ class CompareResult(Result):
     mode: Literal["sim", "live"] = "sim"
     scenarios: dict[str, dict[str, RunSummary]]
     runs: dict[str, dict[str, RunResult]] = Field(default_factory=dict)
-    # Per scenario, what its file asks and the ceiling (harness.analysis.verdicts); older
+    # Per scenario, what its file asks and the ceiling (harness.analysis.compare.verdicts); older
     # files have none.
     verdicts: dict[str, ScenarioVerdicts] = Field(default_factory=dict)
     live: dict[str, Any] | None = None

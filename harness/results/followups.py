@@ -7,7 +7,7 @@ dashboard's first row with the thresholds the generated rules hold them to.
 `CanaryAnswer`: the built-in rollout plans on the canary bad days, each
 plan's catch rate, false-rollback rate and blast radius, and the plan
 recommended. Every verdict (bad or calm, missed, recommended) is decided in
-the library (`harness.analysis.review_alerts`, `harness.analysis.review_canary`);
+the library (`harness.analysis.review.alerts`, `harness.analysis.review.canary`);
 `reports/review_followups.py` words them.
 """
 

@@ -62,7 +62,6 @@ class GateResult(Result):
     the saved run files judged instead of sim runs (`--results`), if any.
     """
 
-    KIND = "gate"
     OMIT_IF_NONE = frozenset({"seeds", "over_seeds", "canary"})
 
     kind: Literal["gate"] = "gate"

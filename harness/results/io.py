@@ -14,9 +14,17 @@ import platform
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-SCHEMA = "harness.result/1"
+# The result format's version: every document (a nested result too) carries it as
+# `schema`. Bump it when a document's keys change in a way older code misreads, and add
+# the step from the version before to UPGRADES, so files written before still load.
+SCHEMA_VERSION = 1
+SCHEMA = f"harness.result/{SCHEMA_VERSION}"
+_SCHEMA_PREFIX = "harness.result/"
+
+# version -> the function that turns a document of that version into one of the next.
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 RUNS_DIR = Path("runs")
 
 
@@ -75,6 +83,31 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def schema_version(doc: dict[str, Any]) -> int:
+    """The format version a document says it has (ValueError when its `schema` is not ours)."""
+    schema = str(doc.get("schema", ""))
+    number = schema.removeprefix(_SCHEMA_PREFIX)
+    if not schema.startswith(_SCHEMA_PREFIX) or not number.isdigit():
+        raise ValueError(f"unknown result schema '{schema}' (this harness writes '{SCHEMA}')")
+    return int(number)
+
+
+def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` as a document of today's schema: the same object when it is one (or says no
+    schema: a block built in code), else upgraded one version at a time. ValueError for a
+    document of a newer schema than this harness reads."""
+    if "schema" not in doc:
+        return doc
+    version = schema_version(doc)
+    if version > SCHEMA_VERSION:
+        raise ValueError(f"written by a newer harness (result schema {version}; this one reads "
+                         f"{SCHEMA_VERSION} and older): upgrade the harness to read it")
+    while version < SCHEMA_VERSION:
+        doc = {**UPGRADES[version](doc), "schema": f"{_SCHEMA_PREFIX}{version + 1}"}
+        version += 1
+    return doc
 
 
 def default_path(kind: str, label: str) -> Path:

@@ -197,8 +197,6 @@ class LlmFlawCost(Figures):
 
 
 class LlmResult(Result):
-    KIND = "llm"
-
     kind: Literal["llm"] = "llm"
     settings: LlmSettings
     runs: list[LlmRun] = Field(default_factory=list)

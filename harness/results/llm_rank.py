@@ -1,6 +1,6 @@
 """The rank's LLM section: the LLM flaws (`targets.llm.flaws`), each present and fixed, ranked.
 
-`harness.analysis.llm_rank` decides every figure: per flaw, its cost on each
+`harness.analysis.llm.rank` decides every figure: per flaw, its cost on each
 mix that exposes it (`LlmFlawCost`: the symptom figure and goodput, present
 and fixed, on the same arrivals), the worst of them (`mix`), how many times
 worse the symptom is with the flaw present (`worse_x`: present / fixed for a

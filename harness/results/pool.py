@@ -29,7 +29,7 @@ class ModelSettings(Figures):
 
 
 class PoolSettings(Figures):
-    """The experiment's configuration (`harness.analysis.gang_pool.PoolConfig`)."""
+    """The experiment's configuration (`harness.analysis.pool.gang.PoolConfig`)."""
 
     large: ModelSettings
     small: ModelSettings
@@ -85,7 +85,7 @@ class VerdictReason(str, enum.Enum):
 
 
 class PolicyVerdict(Figures):
-    """One policy's verdict as data, decided where it is measured (gang_pool)."""
+    """One policy's verdict as data, decided where it is measured (harness.analysis.pool.gang)."""
 
     reason: VerdictReason
     longest_wait_s: float | None = None  # the starving (else the large) model's longest wait
@@ -132,8 +132,6 @@ class PoolResult(Result):
     lists the policies meeting the target for both models; `verdict` is the
     plain-text digest of the typed verdicts (for scripts and the review).
     """
-
-    KIND = "pool"
 
     kind: Literal["pool"] = "pool"
     config: PoolSettings

@@ -1,6 +1,6 @@
 """The `rank` result: the flaw ablation both ways over a suite of scenarios.
 
-`harness.analysis.ablation` documents how each figure is measured and how the
+`harness.analysis.rank.ablation` documents how each figure is measured and how the
 flaws are scored; this module only says what a rank document holds. Goodput
 figures are shares (0..1), latencies seconds; a None p99 is a tail never
 answered, a None p99 *increase* a tail that became never answered, and
@@ -22,7 +22,7 @@ absent from rank documents written before it existed.
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -238,10 +238,9 @@ class RankResult(Result):
 
     With --seeds N, `seeds` lists them (`seed` is the first, whose figures fill the
     tables), each flaw carries `over_seeds`, and the ranking orders flaws by their
-    median place over the seeds' own rankings (harness.analysis.ablation).
+    median place over the seeds' own rankings (harness.analysis.rank.ablation).
     """
 
-    KIND = "rank"
     OMIT_IF_NONE = frozenset({"probe_runs", "interactions", "suite_name", "seeds", "llm"})
 
     kind: Literal["rank"] = "rank"
@@ -276,3 +275,7 @@ class RankResult(Result):
 
     def ranked(self) -> list[FlawRank]:
         return sorted(self.flaws, key=lambda f: f.rank)
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `rank --json` prints: the whole document (the ranking is its summary)."""
+        return self.to_json()

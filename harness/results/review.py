@@ -1,7 +1,7 @@
 """The `review` result: the design doc's items one by one, each answered with measurements.
 
 Every item carries the figures of its experiment, decided in the library
-(`harness.analysis.review`): where the flaw cost most when put back into the good
+(`harness.analysis.review.run`): where the flaw cost most when put back into the good
 design, where its fix gained most alone in the design under review, and whether
 either is measurable at all. `reports/review.py` turns them into words. The
 embedded `rank` is the ablation the items were read from; `capacity` and `pool`
@@ -12,7 +12,7 @@ failed: see `notes`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -94,8 +94,6 @@ class ReviewItem(Figures):
 
 
 class ReviewResult(Result):
-    KIND = "review"
-
     kind: Literal["review"] = "review"
     design: str
     seed: int
@@ -110,4 +108,8 @@ class ReviewResult(Result):
     doc_items: list[ReviewItem] = Field(alias="items")
     notes: list[str]
     wall_s: float
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `review --json` prints: the whole document (every answer of the review)."""
+        return self.to_json()
 

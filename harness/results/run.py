@@ -42,7 +42,7 @@ ANSWERED = frozenset({Outcome.WITHIN_SLO, Outcome.LATE, Outcome.SHED, Outcome.FA
 TAIL_ORDER = (Outcome.WITHIN_SLO, Outcome.LATE, Outcome.SHED, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.LOST)
 
 
-def outcome_at(counts: Mapping[str, int], q: float) -> Outcome | None:
+def outcome_at(counts: Mapping[Outcome, int] | Mapping[str, int], q: float) -> Outcome | None:
     """The outcome of the request at quantile `q` (0 < q <= 1) when requests are ranked
     in TAIL_ORDER, with the same rank rule as the summary's percentiles (ceil(q n));
     None when there are no requests."""
@@ -74,7 +74,7 @@ class Outcomes(Figures):
     lost: OutcomeFigures
 
     @classmethod
-    def from_counts(cls, counts: Mapping[str, int]) -> "Outcomes":
+    def from_counts(cls, counts: Mapping[Outcome, int] | Mapping[str, int]) -> "Outcomes":
         """From {outcome: count} (Outcome members or their names; absent = 0)."""
         got = {o: int(counts.get(o, 0)) for o in Outcome}
         n = sum(got.values())
@@ -271,7 +271,6 @@ class RunResult(Result):
     holds every seed's summary and each headline figure's interval (absent with one seed,
     so a one-seed run file is what it always was)."""
 
-    KIND = "run"
     OMIT_IF_NONE = frozenset({"over_seeds"})
 
     kind: Literal["run"] = "run"
@@ -286,3 +285,11 @@ class RunResult(Result):
     timeseries: dict[str, Any] = Field(default_factory=dict)
     latency_cdf: dict[str, Any] = Field(default_factory=dict)
     over_seeds: SeedSet | None = None
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `run --json` prints: the summary's keys at the top level, and with seeds
+        `over_seeds` (each figure's interval, without every seed's summary)."""
+        doc = self.to_json()
+        seeded = ({"over_seeds": {k: v for k, v in doc["over_seeds"].items() if k != "summaries"}}
+                  if "over_seeds" in doc else {})
+        return {**doc["summary"], **seeded}

@@ -37,11 +37,11 @@ class Interval(Figures):
 
     @property
     def half_width(self) -> float | None:
-        return None if not self.has_interval else (self.hi - self.lo) / 2  # type: ignore[operator]
+        return None if self.lo is None or self.hi is None else (self.hi - self.lo) / 2
 
     def excludes(self, x: float = 0.0) -> bool:
         """The interval lies wholly on one side of `x` (False without an interval)."""
-        return self.has_interval and (self.lo > x or self.hi < x)  # type: ignore[operator]
+        return self.lo is not None and self.hi is not None and (self.lo > x or self.hi < x)
 
 
 class Difference(Interval):

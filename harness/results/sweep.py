@@ -1,12 +1,12 @@
 """The `sweep` result: the highest offered rate a target serves within its SLO, and the curve.
 
 Field names are the JSON keys `harness sweep --json` prints and gates read
-(`max_rate_within_slo >= 800`); `harness.analysis.sweep` says how each is measured.
+(`max_rate_within_slo >= 800`); `harness.analysis.sweep.run` says how each is measured.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -80,10 +80,12 @@ class SweepResult(Result):
     notes: list[str] = Field(default_factory=list)
     wall_s: float
 
-    KIND = "sweep"
-
     @property
     def knee(self) -> SweepStep | None:
         """The passing step at the highest rate (None: no rate passed)."""
         ok = [s for s in self.steps if s.passed]
         return max(ok, key=lambda s: s.rate_rps) if ok else None
+
+    def summary_json(self) -> dict[str, Any]:
+        """What `sweep --json` prints: the whole document (a step is a handful of figures)."""
+        return self.to_json()

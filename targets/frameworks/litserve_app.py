@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from targets.frameworks.books import Books, Field as Slot
 from targets.frameworks.server_spec import ServerSpec, die_with_parent
-from targets.server_parse import MAX_DEADLINE_MS, BadRequest
+from targets.http.parse import MAX_DEADLINE_MS, BadRequest
 
 _TENANT = r"^[A-Za-z0-9_.\-]{1,64}$"
 

@@ -5,7 +5,7 @@ files in a short folder of its own), Serve's HTTP proxy on 127.0.0.1:PORT, which
 routes each `POST /predict` to a replica (of two picked at random, the one with
 fewer ongoing requests), queueing up to `max_queued_requests` (-1: unbounded)
 while every replica holds `max_ongoing_requests`; each replica validates the
-body as the harness's own API servers do (targets.server_parse) and hands the
+body as the harness's own API servers do (targets.http.parse) and hands the
 input to its `@serve.batch` method (`max_batch_size`, `batch_wait_timeout_s`,
 `max_concurrent_batches`), which runs the project's torch model held to the
 design's batch time (targets.frameworks.worker). The answer is the harness's own
@@ -48,7 +48,7 @@ def deployment(spec: ServerSpec) -> Any:
         async def __call__(self, request: Request) -> JSONResponse:
             from targets.frameworks.books import Field
             from targets.frameworks.worker import answer_body
-            from targets.server_parse import BadRequest
+            from targets.http.parse import BadRequest
 
             self.books.add(Field.RECEIVED)
             try:
@@ -68,9 +68,11 @@ def deployment(spec: ServerSpec) -> Any:
             return await self.worker.run_async(items)
 
     ongoing = k.get("max_ongoing_requests") or spec.batch_size
-    return HarnessModel.options(num_replicas=spec.workers, max_ongoing_requests=int(ongoing),
-                                max_queued_requests=int(k.get("max_queued_requests", -1)),
-                                ray_actor_options={"num_cpus": 0}).bind(asdict(spec))
+    # @serve.deployment made the class a Deployment; mypy still sees the class it wraps.
+    return HarnessModel.options(  # type: ignore[attr-defined]
+        num_replicas=spec.workers, max_ongoing_requests=int(ongoing),
+        max_queued_requests=int(k.get("max_queued_requests", -1)),
+        ray_actor_options={"num_cpus": 0}).bind(asdict(spec))
 
 
 def main(path: str) -> None:

@@ -2,15 +2,17 @@
 
 A `ModelWorker` lives inside a framework's worker process (a LitServe inference
 worker, a Ray Serve replica) and does what the harness's own GPU worker does
-(targets.torch_gpu): it runs one real forward pass per batch and holds the batch
+(targets.gpu.worker): it runs one real forward pass per batch and holds the batch
 to the design's batch time (`pad_to_s`, the doc's 100 ms), so a framework and
 `hardened` serve the same fleet arithmetic and differ only in how they queue,
 batch and refuse. A slowdown (fault injection, targets.frameworks.books)
 stretches each batch to `factor` times its padded (or, unpadded, measured) time,
 as the harness's own worker does. Each batch goes into the process's books.
 
-The pad is a `time.sleep` in the worker (LitServe) or an `asyncio.sleep` on the
-replica's loop (Ray Serve: `run_async`), from the batch's start.
+torch is reached through targets.gpu (with the LLM's decoder, the only room that
+imports it: pyproject.toml's contract). The pad is a `time.sleep` in the worker
+(LitServe) or an `asyncio.sleep` on the replica's loop (Ray Serve: `run_async`),
+from the batch's start.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ import random
 import time
 from typing import Any, Sequence
 
-import torch
-
 from targets.frameworks.books import Books, Slowdown
-from targets.models import create_model
-from targets.server_parse import BadRequest, PredictRequest, parse_predict
+from targets.gpu.executor import torch_threads
+from targets.gpu.models import create_model
+from targets.http.parse import BadRequest, PredictRequest, parse_predict
 
 __all__ = ["ModelWorker", "answer_body"]
 
@@ -39,7 +40,7 @@ class ModelWorker:
 
     def __init__(self, model: str, seed: int, pad_to_s: float | None, version: str,
                  control_dir: str | None, threads: int = 1) -> None:
-        torch.set_num_threads(threads)
+        torch_threads(threads)
         self.handle = create_model(model, seed=seed, device="cpu")
         self.pad_to_s = pad_to_s or None
         self.version = version

@@ -82,7 +82,7 @@ class LlmEngineSpec:
     def limits(self) -> TenantLimits:
         """The per-tenant limits these knobs set (ValueError on a bad value)."""
         return TenantLimits(self.tenant_rps, self.tenant_burst_requests, self.tenant_tok_s, self.tenant_burst_tokens,
-                            self.over_limit, self.max_delay_s)  # type: ignore[arg-type]  (str, checked there)
+                            self.over_limit, self.max_delay_s)  # type: ignore[arg-type]  # a str: TenantLimits converts and checks it
 
 
 def create_scheduler(spec: LlmEngineSpec, tenants: tuple[str, ...] = ()) -> LlmScheduler:

@@ -73,7 +73,7 @@ class TinyDecoder(nn.Module):
         self.eval()
 
     @torch.inference_mode()
-    def forward(self, tokens: list[int], cache: Cache | None = None) -> tuple[torch.Tensor, Cache]:  # type: ignore[override]
+    def forward(self, tokens: list[int], cache: Cache | None = None) -> tuple[torch.Tensor, Cache]:
         start = cache[0][0].shape[1] if cache else 0
         if start + len(tokens) > self.max_len:
             raise ValueError(f"sequence of {start + len(tokens)} tokens is longer than max_len {self.max_len}")

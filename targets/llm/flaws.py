@@ -1,20 +1,21 @@
 """The design doc's flaws as they apply to an LLM, with the engine knobs that put each in or fix it.
 
-A separate catalogue from `targets.flaws` (whose knobs are the request-level
-target's): here a flaw's `present` and `fixed` are `LlmEngineSpec` settings
+A catalogue of its own beside `targets.flaws` (whose knobs are the request-level
+target's), of the same `Flaw` type: here a flaw's `present` and `fixed` are `LlmEngineSpec` settings
 (the policy and `targets.llm.knobs` keys), `exposed_by` names the length
 mixes (`workloads.llm.LENGTH_MIXES`) that show it, `rate_rps` the offered rate
 to show it at (None: the caller's default), and `symptom` the `LlmRun` figure
 its fix moves. `harness rank` measures every flaw present and fixed on each
 mix that exposes it and ranks them by that figure (its LLM section,
-`harness.analysis.llm_rank`); `harness review` cites those costs in its LLM
+`harness.analysis.llm.rank`); `harness review` cites those costs in its LLM
 answer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from targets.flaws import Flaw
 
 __all__ = ["LLM_FLAWS", "LOWER_IS_BETTER", "LlmFlaw"]
 
@@ -23,14 +24,9 @@ LOWER_IS_BETTER = frozenset({"itl_max_s", "small_tenants_ttft_p99_s"})
 
 
 @dataclass(frozen=True)
-class LlmFlaw:
-    id: str
-    doc_item: str
-    failure: str
-    fix: str
-    present: dict[str, Any]
-    fixed: dict[str, Any]
-    exposed_by: tuple[str, ...]
+class LlmFlaw(Flaw):
+    """A `Flaw` of an LLM engine, with the figure its fix moves and the rate that shows it."""
+
     symptom: str = "slo_attainment"   # the LlmRun figure the fix improves: a share up, or one of LOWER_IS_BETTER down
     rate_rps: float | None = None     # where the flaw shows (None: the caller's default rate)
 

@@ -30,11 +30,12 @@ import json
 import math
 import time
 import uuid
-from typing import Any
+from typing import Any, AsyncIterator
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
-from targets.limits import bearer_ok
+from targets.http.limits import bearer_ok
 from targets.llm.live_engine import DEFAULT_TENANT, LiveEngine, RateLimited
 from targets.llm.openai_request import BadCompletion, Completion, parse_completion, tenant_name
 
@@ -95,9 +96,9 @@ def _tenant(request: web.Request, req: Completion) -> str:
     return req.user or header or DEFAULT_TENANT
 
 
-def _auth(token: str):  # type: ignore[no-untyped-def]
+def _auth(token: str) -> Middleware:
     @web.middleware
-    async def auth(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path.startswith("/v1/") and not bearer_ok(request.headers.get("Authorization", ""), token):
             body = BadCompletion(401, "invalid_api_key", "this server needs 'Authorization: Bearer <token>'",
                                  kind="authentication_error").body()
@@ -149,7 +150,7 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": model, "object": "model"}]})
 
-    async def lifecycle(app: web.Application):  # type: ignore[no-untyped-def]
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         engine.start()
         yield
         await engine.stop()

@@ -7,10 +7,11 @@ import math
 import pytest
 from rich.console import Console
 
-from harness.analysis.ablation import rank, score_key, worst
-from harness.analysis.interactions import classify
-from harness.analysis.scoring import severity, tail_increase
+from harness.analysis.rank.ablation import rank, score_key, worst
+from harness.analysis.rank.interactions import classify
+from harness.analysis.rank.scoring import severity, tail_increase
 from harness.analysis.shorten import Shortening, disturbance, expected_requests, plan, shorten
+from harness.engine.jobs import Jobs
 from harness.results.rank import FlawCost, FlawGain, FlawRank, RankResult, ScenarioCost
 from reports.rank import render
 from targets.flaws import FLAW_IDS
@@ -112,7 +113,7 @@ def test_classify_names_both_kinds_of_interaction():
 @functools.cache
 def _tiny_rank():
     # night: 3 QPS (whole 300 s is under 1,000 requests; scaled to 60 s); steady 0.2 s of peak.
-    return rank(["night", "steady"], seed=1, workers=1, duration_scale=0.2)
+    return rank(["night", "steady"], seed=1, jobs=Jobs(workers=1), duration_scale=0.2)
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.analysis.alert_days import onset_s
-from harness.analysis.alert_eval import Series, evaluate
+from harness.analysis.alerts.days import onset_s
+from harness.analysis.alerts.eval import Series, evaluate
 from harness.ops.rules import AlertRule, Condition, FleetShape, Signal, build_rules, shape_of
 from targets.spec import resolve_target
 from workloads.loader import load_workload

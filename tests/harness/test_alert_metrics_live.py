@@ -19,10 +19,10 @@ from harness.ops.dashboard import dashboard, panel_queries
 from harness.ops.prom import rule_groups, selectors
 from harness.ops.rules import build_rules
 from targets.config import TargetConfig
-from targets.l4proxy import L4Proxy
-from targets.models import create_model
-from targets.api_servers import ApiServers
-from targets.server import ApiMetrics, FrontDoor
+from targets.http.l4proxy import L4Proxy
+from targets.gpu.models import create_model
+from targets.http.api_servers import ApiServers
+from targets.http.server import ApiMetrics, FrontDoor
 from targets.target import ServingTarget
 
 TENANTS = frozenset({"t0"})

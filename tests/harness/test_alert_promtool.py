@@ -14,7 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.analysis.alert_promtest import expand
+from harness.analysis.alerts.promtest import expand
 from harness.cli import app
 
 PROMTOOL = shutil.which("promtool")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.analysis.canary import Action, Sample, Thresholds, judge
+from harness.analysis.canary.judge import Action, Sample, Thresholds, judge
 from workloads.canary_plan import CanaryPlan, load_plan, plan_names
 from workloads.config_files import ConfigError
 
@@ -55,7 +55,7 @@ def test_plans_load_and_a_falling_weight_is_refused() -> None:
 
 
 def _tiny_rollout(version, seed: int = 1):
-    from harness.analysis.canary_run import Rollout
+    from harness.analysis.canary.run import Rollout
     from targets.spec import resolve_target
     from workloads.loader import load_workload
 

@@ -10,12 +10,12 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.analysis.canary import Action
-from harness.analysis.canary_run import StepMachine
+from harness.analysis.canary.judge import Action
+from harness.analysis.canary.run import StepMachine
 from targets.config import TargetConfig
-from targets.api_servers import ApiServers
-from targets.server import ApiMetrics, FrontDoor
-from targets.server_stack import numbers
+from targets.http.api_servers import ApiServers
+from targets.http.server import ApiMetrics, FrontDoor
+from targets.http.stack import numbers
 from targets.target import ServingTarget
 from targets.versions import CanaryRouting, ModelVersion
 from workloads.canary_plan import CanaryPlan
@@ -109,7 +109,7 @@ async def test_a_versioned_cache_gives_every_request_its_own_versions_answer() -
 @pytest.mark.live
 @pytest.mark.slow
 def test_live_rollout_rolls_back_a_wrong_canary_and_promotes_a_good_one() -> None:
-    from harness.analysis.canary_live import LIVE_DAYS, LiveRollout, live_config
+    from harness.analysis.canary.live import LIVE_DAYS, LiveRollout, live_config
 
     config = live_config("hardened", 200.0)
     wrong = LiveRollout(PLAN, LIVE_DAYS["wrong"], config, seed=1).run()

@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.analysis.capacity import (
+from harness.analysis.capacity.plan import (
     Budget, CapacityInputs, batch_time_fn, formula_gpus, plan_capacity, table_by_b, theoretical_gpus,
 )
-from harness.analysis.capacity_sim import FleetSearch, Point, backlog, backlog_schedule, lowest_stable_fleet, traffic
+from harness.analysis.capacity.sim import FleetSearch, Point, backlog, backlog_schedule, lowest_stable_fleet
+from harness.analysis.traffic import traffic
 from harness.cli import app
+from harness.engine.jobs import Jobs
 from harness.results.capacity import CapacityResult, Loss
 from harness.results.io import dumps
 
@@ -167,7 +169,7 @@ def tiny_plan() -> CapacityResult:
 def _tiny_plan() -> CapacityResult:
     # 2,000 QPS x 50 ms / 16 = 6.25 GPUs; every run short, inline.
     return plan_capacity(qps=2000, batch_size=16, batch_time_s=0.05, slo_p99_s=0.2, seed=1,
-                         workers=1, budget=TINY)
+                         jobs=Jobs(workers=1), budget=TINY)
 
 
 @pytest.mark.slow
@@ -220,7 +222,7 @@ def test_tiny_plan_curves_and_losses(tiny_plan: CapacityResult) -> None:
 
 
 def test_impossible_slo_gives_no_fleet() -> None:
-    d = plan_capacity(qps=200, batch_size=8, batch_time_s=0.5, slo_p99_s=0.3, workers=1, budget=TINY)
+    d = plan_capacity(qps=200, batch_size=8, batch_time_s=0.5, slo_p99_s=0.3, jobs=Jobs(workers=1), budget=TINY)
     assert d.realtime_gpus is None and d.realtime_with_headroom_gpus is None
     assert any("one batch alone takes longer" in n for n in d.notes)
     assert d.offline_efficiency >= 0.95

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis.ceiling import capacity_rps, ceiling_of_run, ceiling_requests, length_quantiles
+from harness.analysis.compare.ceiling import capacity_rps, ceiling_of_run, ceiling_requests, length_quantiles
 from harness.results.run import RunResult
 from targets.config import TargetConfig
 from tests.harness.summaries import summary

@@ -62,6 +62,7 @@ def test_bad_inputs_exit_2_with_a_clear_message(tmp_path):
 def test_listing_commands():
     res = runner.invoke(app, ["targets", "--knobs"])
     assert res.exit_code == 0 and "blind-retries" in res.output and "batch_time_s" in res.output
+    assert "front end: read by" in res.output and "frontend_cost_s" in res.output and "│ sim " in res.output
     res = runner.invoke(app, ["workloads"])
     assert res.exit_code == 0 and "dominant-tenant" in res.output and "bad-day" in res.output
 

@@ -17,12 +17,12 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.analysis.compare import compare as run_compare
-from harness.analysis.compare import compare_live
+from harness.analysis.compare.run import compare as run_compare
+from harness.analysis.compare.run import compare_live
 from harness.cli import app
 from harness.cli.common import interruptible
 from harness.engine import jobs as engine_jobs
-from harness.engine.jobs import JobsInterrupted, SimJob, run_jobs
+from harness.engine.jobs import Jobs, JobsInterrupted, SimJob
 from harness.engine.sim import run_sim
 from harness.results import CompareResult, load_result
 from reports.compare import partial_lines, render, sections
@@ -103,7 +103,8 @@ def test_over_seeds_a_scenario_counts_only_when_every_seed_finished_on_both_side
         return real(self, progress)
 
     monkeypatch.setattr(SimJob, "run", run)
-    result = run_compare("naive", "hardened", SUITE[:3], duration_s=2.0, rate_rps=800.0, workers=1, seeds=[1, 2])
+    result = run_compare("naive", "hardened", SUITE[:3], duration_s=2.0, rate_rps=800.0, jobs=Jobs(workers=1),
+                         seeds=[1, 2])
     assert_partial(result, ["steady"], ["night", "spike"])
     assert list(result.over_seeds) == ["steady"] and result.verdicts["steady"].headline
     assert set(result.partial.runs["night"]) == {"naive", "hardened"}   # seed 1 ran on both sides
@@ -190,7 +191,7 @@ def test_an_interrupt_stops_every_job_and_keeps_the_results_of_those_that_finish
     jobs = [Sleep(1, 0.0), Sleep(2, 0.5, interrupt=True), Sleep(3, 60.0), Sleep(4, 60.0)]
     started = time.perf_counter()
     with pytest.raises(JobsInterrupted) as caught:
-        run_jobs(jobs, workers)
+        Jobs(workers=workers).run(jobs)
     assert caught.value.results == [1, None, None, None]
     assert time.perf_counter() - started < 20   # the 60-s jobs were stopped, not waited for
     assert isinstance(caught.value, KeyboardInterrupt)

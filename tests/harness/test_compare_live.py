@@ -1,5 +1,5 @@
 """A live compare a user can start: the suite shortened to a bounded time, and each scenario's
-live winner set beside the sim's on the same configs (harness.analysis.compare_live)."""
+live winner set beside the sim's on the same configs (harness.analysis.compare.live)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from harness.analysis.compare import compare_live
-from harness.analysis.compare_live import (LIVE_AFTER_S, LIVE_BEFORE_S, LIVE_DISTURBANCE_S, LIVE_RUN_S, live_plan,
+from harness.analysis.compare.live import (LIVE_AFTER_S, LIVE_BEFORE_S, LIVE_DISTURBANCE_S, LIVE_RUN_S, live_plan,
                                            workload_of)
 from harness.analysis.shorten import disturbance
 from harness.engine.sim import run_sim

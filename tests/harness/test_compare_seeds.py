@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from harness.analysis.compare.verdicts import judge_seeds, scenario_verdicts
 from harness.analysis.seeds import seed_set
-from harness.analysis.verdicts import judge_seeds, scenario_verdicts
 from harness.results.compare import CompareResult, Winner
 from reports.compare import overview_table, render, verdict_lines, verdicts_html
 from tests.harness.summaries import summary

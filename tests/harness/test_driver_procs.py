@@ -228,7 +228,7 @@ class _Slow(_Recording):
 @pytest.mark.live
 @pytest.mark.parametrize("procs", [1, 2])
 def test_a_live_sweep_step_stops_early_once_it_has_certainly_failed(procs: int) -> None:
-    from harness.analysis.sweep_steps import live_step
+    from harness.analysis.sweep.steps import live_step
     from harness.live.plan import plan_live
 
     ready, box = threading.Event(), {}

@@ -5,11 +5,12 @@ change (typed in the library, never worded "unchanged")."""
 
 import pytest
 
-from harness.analysis.ablation import ablate, exposing_plan, score_key, worst
 from harness.analysis.exposure import STORM_LIVES, need, request_life_s, scenario_needs, short_run
+from harness.analysis.rank.ablation import ablate, exposing_plan, score_key, worst
 from harness.analysis.review import QUICK_SCALE, review_scenarios
 from harness.analysis.shorten import disturbance, plan, shorten
 from harness.analysis.variants import knobs_of, variant
+from harness.engine.jobs import Jobs
 from harness.results.rank import (FlawCost, FlawGain, FlawRank, KeptSpan, ScenarioCost, TailChange, measurable,
                                   tail_change)
 from targets.config import TargetConfig
@@ -89,7 +90,7 @@ def test_warns_per_flaw_when_a_run_kept_too_little():
 def test_a_run_too_short_is_warned_about_and_lost_requests_count():
     # gpu-outage cut to a tenth (0.3 s of outage): shorter than the 1 s client timeout that
     # no-failure-handling's lost requests need; its only cost there is requests lost in flight.
-    r = ablate({"no-failure-handling": ["gpu-outage"]}, workers=1, plan=plan(["gpu-outage"], 0.1),
+    r = ablate({"no-failure-handling": ["gpu-outage"]}, jobs=Jobs(workers=1), plan=plan(["gpu-outage"], 0.1),
                interactions=False)
     f = r.flaw("no-failure-handling")
     assert f.too_short is not None and set(f.too_short.runs) == {"gpu-outage"}

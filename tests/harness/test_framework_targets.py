@@ -102,7 +102,7 @@ def test_targets_lists_the_frameworks_flaws_and_knobs() -> None:
 
 
 def test_a_framework_review_plans_each_declared_flaw_it_still_has() -> None:
-    from harness.analysis.framework_review import plan_trials
+    from harness.analysis.review.frameworks import plan_trials
 
     trials = {t.flaw.id: t for t in plan_trials("ray-serve")}
     assert trials["no-admission-control"].fixed == "ray-serve:max_queued_requests=100"

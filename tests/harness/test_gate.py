@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.engine.jobs import Jobs
 from harness.gate.check import lookup, run_gate
 from harness.gate.file import load_gate_file
 from harness.results import from_json, load_result
@@ -46,7 +47,7 @@ def write(tmp_path: Path, text: str, name: str = "gates.toml") -> Path:
 @pytest.fixture(scope="module")
 def passing(tmp_path_factory):
     path = write(tmp_path_factory.mktemp("gate"), GOOD)
-    return path, run_gate(str(path), workers=1)
+    return path, run_gate(str(path), jobs=Jobs(workers=1))
 
 
 def test_hardened_passes_and_reports_measured_values(passing):
@@ -65,7 +66,7 @@ def test_hardened_passes_and_reports_measured_values(passing):
 
 def test_naive_fails_the_same_file(passing):
     path, _ = passing
-    res = run_gate(str(path), target="naive", workers=1)
+    res = run_gate(str(path), target="naive", jobs=Jobs(workers=1))
     assert res.passed is False
     failed = {c.check for c in res.failed}
     # naive's night: full batches never fill, so the tail is never answered
@@ -117,7 +118,7 @@ def test_cli_exit_codes_and_reports(passing, tmp_path):
 def test_bad_files_name_the_key_and_exit_2(tmp_path, text, key, problem):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as exc:
-        run_gate(str(path), workers=1)
+        run_gate(str(path), jobs=Jobs(workers=1))
     assert f"{path}: key '{key}'" in str(exc.value) and problem in str(exc.value)
     result = CliRunner().invoke(app, ["gate", str(path), "--jobs", "1"])
     assert result.exit_code == 2
@@ -127,13 +128,13 @@ def test_bad_files_name_the_key_and_exit_2(tmp_path, text, key, problem):
 def test_baseline_regression_within_tolerance(passing, tmp_path):
     path, res = passing
     base = json.loads(json.dumps(res.to_json()))
-    same = run_gate(str(path), baseline=from_json(base), workers=1)
+    same = run_gate(str(path), baseline=from_json(base), jobs=Jobs(workers=1))
     row = next(c for c in same.checks if "baseline" in c.check)
     assert row.passed and not row.skipped
     assert row.threshold == pytest.approx(1.1 * res.summaries["night"]["hardened"].latency_s.p99)
     # A baseline 20% faster than today: today's p99 is a >10% regression.
     base["summaries"]["night"]["hardened"]["latency_s"]["p99"] /= 1.2
-    worse = run_gate(str(path), baseline=from_json(base), workers=1)
+    worse = run_gate(str(path), baseline=from_json(base), jobs=Jobs(workers=1))
     row = next(c for c in worse.checks if "baseline" in c.check)
     assert not row.passed and worse.passed is False
 
@@ -143,7 +144,7 @@ def test_a_run_result_is_a_baseline_too(passing):
     summary = clean(res.summaries["night"]["hardened"].model_dump(by_alias=True))
     run = from_json({"schema": "harness.result/1", "kind": "run", "summary": summary, "target_config": {},
                      "workload_config": {}, "seed": 1, "mode": "sim"})
-    again = run_gate(str(path), baseline=run, workers=1)
+    again = run_gate(str(path), baseline=run, jobs=Jobs(workers=1))
     row = next(c for c in again.checks if "baseline" in c.check)
     assert row.passed and not row.skipped and row.threshold == pytest.approx(1.1 * summary["latency_s"]["p99"])
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.analysis.canary_days import run_canary
+from harness.analysis.canary.days import run_canary
 from harness.cli import app
+from harness.engine.jobs import Jobs
 from harness.gate.canary import canary_interval
 from harness.gate.check import run_gate
 from harness.gate.file import load_gate_file
@@ -51,7 +52,7 @@ def test_a_canary_gate_passes_on_a_caught_canary_and_fails_on_a_missed_one(plan,
                                      '"median_blast_radius <= 400"]\n'
                                      f'[[canary]]\nplan = "{plan}"\nday = "erroring"\n'
                                      'checks = ["rollback_share >= 0.5"]\n')
-    res = run_gate(path, workers=1)
+    res = run_gate(path, jobs=Jobs(workers=1))
     rows = {(c.scenario, c.check): c for c in res.checks}
     slow = [c for (s, _), c in rows.items() if s == "canary tiny/slow"]
     assert [c.passed for c in slow] == [True, True, True]
@@ -91,7 +92,7 @@ def test_bounds_are_clopper_pearson_for_shares_and_order_statistics_for_medians(
 def test_a_bound_without_an_interval_fails_rather_than_read_the_median(plan, tmp_path) -> None:
     path = gate_file(tmp_path, plan, 'day = "slow"\nchecks = [{ check = "median_blast_radius <= 1000", '
                                      'bound = "upper" }, { check = "rollback_share >= 0.2", bound = "lower" }]\n')
-    res = run_gate(path, workers=1)
+    res = run_gate(path, jobs=Jobs(workers=1))
     median, share = res.checks
     assert median.passed is False and "unbounded" in median.note  # 3 runs: no 95% interval of a median
     assert share.passed is True and share.measured == pytest.approx(0.025 ** (1 / 3))  # CP lower, 3 of 3
@@ -128,7 +129,7 @@ def test_a_suite_rollout_gives_the_figures_of_the_plan_run_alone(plan, tmp_path)
                                    "--out", str(tmp_path / "c.json"), "-q"])
     assert out.exit_code == 0, out.output
     via_suite = load_result(tmp_path / "c.json")
-    alone = run_canary([plan], "hardened", 2, 7, ["good"], workers=1)
+    alone = run_canary([plan], "hardened", 2, 7, ["good"], jobs=Jobs(workers=1))
     assert [c.day for c in via_suite.cells] == ["slow", "good"]
     assert via_suite.cells[1] == alone.cells[0]  # same runs, decisions, medians
     assert via_suite.cells[0].rollback_share == 1.0 and via_suite.cells[1].promote_share == 1.0

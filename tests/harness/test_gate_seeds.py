@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.analysis.seeds import seed_set
+from harness.engine.jobs import Jobs
 from harness.gate.check import evaluate
 from harness.gate.file import Bound, Gate, load_gate_file, parse_check
 from workloads.loader import ConfigError
@@ -80,12 +81,12 @@ def test_a_seeded_gate_runs_each_seed_and_is_its_own_baseline(tmp_path):
     path = tmp_path / "g.toml"
     path.write_text('[defaults]\nseeds = 2\nduration_s = 0.5\n[[scenario]]\nname = "steady"\nchecks = [\n'
                     '  { check = "latency_s.p99 <= 0.3", bound = "upper" },\n  "goodput_ratio >= baseline",\n]\n')
-    first = run_gate(str(path), workers=1)
+    first = run_gate(str(path), jobs=Jobs(workers=1))
     runs = first.over_seeds["steady"]["hardened"]
     assert first.seeds == [1, 2] and [s.seed for s in runs.summaries] == [1, 2]
     assert first.summaries["steady"]["hardened"] == runs.summaries[0]
     assert first.checks[0].interval.n == 2 and first.checks[1].skipped
-    again = run_gate(str(path), baseline=first, workers=1)
+    again = run_gate(str(path), baseline=first, jobs=Jobs(workers=1))
     same = again.checks[1]
     assert same.passed and same.change.test == "paired t" and same.change.p_value == 1.0
     assert same.note.startswith("no significant change: +0.0% vs baseline")

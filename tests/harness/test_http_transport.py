@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.live.payloads import Payloads
-from targets.models import create_model
+from targets.gpu.models import create_model
 
 
 @pytest.mark.parametrize("model", ["mlp", "cnn", "transformer"])

@@ -1,4 +1,5 @@
-"""The job runner's executors: the same jobs give the same figures wherever they run.
+"""The job runner: one `Jobs` value says where jobs run, and the same jobs give the same
+figures wherever they run.
 
 Ray is an optional extra: the tests that start it skip without it, and a missing
 Ray is simulated (an import that fails) to check the error names the extra.
@@ -6,6 +7,7 @@ Ray is simulated (an import that fails) to check the error names the extra.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -16,10 +18,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.analysis.capacity_sim import Point, traffic
+from harness.analysis.capacity.sim import Point
+from harness.analysis.traffic import traffic
 from harness.cli import app
 from harness.engine import jobs as runner
-from harness.engine.jobs import Executor, ExecutorUnavailable, SimJob, run_jobs
+from harness.engine.jobs import Executor, ExecutorUnavailable, Jobs, SimJob, default_workers
 
 WALL_CLOCK = {"wall_s", "versions"}  # differ between any two runs, whatever runs them
 
@@ -65,7 +68,9 @@ def local_ray(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_an_unknown_executor_is_refused() -> None:
     with pytest.raises(ValueError, match="'dask'"):
-        run_jobs([], executor="dask")
+        Jobs("dask")  # type: ignore[arg-type]  # what a caller passing a name gets
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        Jobs(workers=0)
 
 
 def test_a_missing_ray_names_the_extra(no_ray: None) -> None:
@@ -73,7 +78,7 @@ def test_a_missing_ray_names_the_extra(no_ray: None) -> None:
         runner.require("ray")
     job = SimJob("naive", "steady", 1, duration_s=1.0)
     with pytest.raises(ExecutorUnavailable, match=r"pip install -e '\.\[ray\]'"):
-        run_jobs([job, job], 2, executor=Executor.RAY)
+        Jobs(Executor.RAY, 2).run([job, job])
 
 
 def test_the_cli_refuses_a_missing_ray_before_any_work(no_ray: None) -> None:
@@ -89,21 +94,39 @@ def test_the_cli_names_the_valid_executors() -> None:
     assert "--executor 'dask': valid are process, ray" in res.output
 
 
-def test_configure_sets_the_default_and_checks_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "_default", Executor.PROCESS)
-    runner.configure("inline")
-    assert runner._default is Executor.INLINE
-    with pytest.raises(ValueError):
-        runner.configure("dask")
-    assert runner._default is Executor.INLINE
+def test_jobs_is_one_immutable_value_with_a_local_default() -> None:
+    jobs = Jobs()
+    assert (jobs.executor, jobs.workers, jobs.ray_address) == (Executor.PROCESS, None, None)
+    assert jobs.width == default_workers() == max(1, min(os.cpu_count() or 1, 8))
+    assert Jobs("ray", 3) == Jobs(Executor.RAY, 3) and Jobs("ray", 3).width == 3  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        jobs.workers = 2  # type: ignore[misc]
+    # Nothing process-wide to set: what a caller passes is what runs.
+    assert not hasattr(runner, "configure") and not hasattr(runner, "_default")
 
 
-def test_started_jobs_run_while_this_process_works_and_give_run_jobs_figures() -> None:
+def test_the_cli_builds_one_jobs_value_and_the_library_runs_on_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Jobs] = []
+    real = Jobs.run
+
+    def run(self: Jobs, work: Any, on_done: Any = None) -> Any:
+        seen.append(self)
+        return real(self, work, on_done)
+
+    monkeypatch.setattr(Jobs, "run", run)
+    args = ["compare", "naive", "hardened", "-w", "steady", "--duration", "1", "--rate", "2000", "-q"]
+    res = CliRunner().invoke(app, [*args, "-j", "1", "--out", str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    assert seen == [Jobs(Executor.PROCESS, 1)]
+
+
+def test_started_jobs_run_while_this_process_works_and_give_the_figures_of_run() -> None:
     jobs = small_jobs()
-    waiting = runner.start_jobs(jobs, workers=2, executor="process")
-    inline = run_jobs(jobs, executor="inline")  # this process works meanwhile
+    waiting = Jobs(Executor.PROCESS, 2).start(jobs)
+    inline = Jobs(Executor.INLINE).run(jobs)  # this process works meanwhile
     assert [as_json(r) for r in waiting()] == [as_json(r) for r in inline]
-    assert [as_json(r) for r in runner.start_jobs(jobs[:1], workers=2)()] == [as_json(inline[0])]
+    assert [as_json(r) for r in Jobs(workers=2).start(jobs[:1])()] == [as_json(inline[0])]
 
 
 def test_workers_import_the_project_from_its_root() -> None:
@@ -119,9 +142,9 @@ def test_workers_import_the_project_from_its_root() -> None:
 @pytest.mark.slow
 def test_ray_gives_the_process_pools_figures(local_ray: Any) -> None:
     jobs = small_jobs()
-    pooled = run_jobs(jobs, 2, executor=Executor.PROCESS)
+    pooled = Jobs(Executor.PROCESS, 2).run(jobs)
     seen: list[tuple[int, Any]] = []
-    on_ray = run_jobs(jobs, 2, on_done=lambda i, job, _res: seen.append((i, job)), executor=Executor.RAY)
+    on_ray = Jobs(Executor.RAY, 2).run(jobs, on_done=lambda i, job, _res: seen.append((i, job)))
     assert local_ray.cluster_resources()["CPU"] == 2
     assert sorted(seen, key=lambda s: s[0]) == list(enumerate(jobs))  # each job reported once
     assert [as_json(r) for r in on_ray] == [as_json(r) for r in pooled]  # both in job order

@@ -7,8 +7,9 @@ import functools
 
 import pytest
 
-from harness.analysis.ablation import rank
-from harness.analysis.llm_rank import NOISE_WORSE, llm_rank, worse_x
+from harness.analysis.llm.rank import NOISE_WORSE, llm_rank, worse_x
+from harness.analysis.rank import rank
+from harness.engine.jobs import Jobs
 from harness.results.rank import NOISE_GOODPUT, RankResult
 from targets.llm.flaws import LLM_FLAWS
 
@@ -59,7 +60,8 @@ def test_the_dominant_tenant_flaw_is_costed_by_the_small_tenants_ttft():
 
 @pytest.mark.slow  # a real (tiny) request-level ablation in a worker process beside it
 def test_rank_result_includes_the_llm_flaws_and_round_trips():
-    result = rank(["night"], seed=1, workers=1, duration_scale=0.1, flaws=["full-batch-only"], interactions=False)
+    result = rank(["night"], seed=1, jobs=Jobs(workers=1), duration_scale=0.1, flaws=["full-batch-only"],
+                  interactions=False, llm=llm_rank)
     assert result.llm is not None
     assert {f.id for f in result.llm.flaws} == {f.id for f in LLM_FLAWS}
     assert RankResult.from_json(result.to_json()) == result

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from harness.analysis.llm_review import llm_answer
-from harness.analysis.review import llm_part, review
+from harness.analysis.llm.review import llm_answer
+from harness.analysis.review.run import llm_part, review
+from harness.engine.jobs import Jobs
 from harness.results.review import ReviewResult
 from reports.fmt import fmt_n, fmt_x
 from reports.llm import answer
@@ -50,7 +51,7 @@ def test_the_words_quote_the_figures(result):
 
 
 def test_the_review_embeds_the_llm_part_and_words_it():
-    d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, workers=1, parts=[llm_part(1)])
+    d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, jobs=Jobs(workers=1), parts=[llm_part(1)])
     assert d.llm is not None and d.llm.ratios and d.llm.flaws and not d.notes
     assert d.rank.llm is not None and d.llm.flaws == [c for f in d.rank.llm.flaws for c in f.costs]  # cited
     assert ReviewResult.from_json(d.to_json()).llm == d.llm

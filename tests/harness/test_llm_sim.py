@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from harness.analysis.llm_compare import LlmSweep, knee_index, run_sweep
+from harness.analysis.llm.compare import LlmSweep, knee_index, run_sweep
 from harness.engine.llm_metrics import run_figures
 from harness.engine.llm_run import simulate
 from harness.results import from_json

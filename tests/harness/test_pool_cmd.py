@@ -13,8 +13,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.analysis.gang_pool import ModelSpec, PoolConfig
-from harness.analysis.pool_experiment import run_pool_experiment
+from harness.analysis.pool import ModelSpec, PoolConfig, run_pool_experiment
 from harness.cli import app
 from harness.results.pool import PoolResult, VerdictReason
 from targets.gang_schedulers import policy_names

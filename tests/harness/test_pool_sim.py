@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.analysis.gang_pool import (
+from harness.analysis.pool.experiment import run_pool_experiment
+from harness.analysis.pool.gang import (
     BatchRecord, ModelSpec, PoolConfig, PoolScheduleError, capacity_check, generate_arrivals, run_pool,
 )
-from harness.analysis.pool_experiment import run_pool_experiment
 from harness.results.io import dumps
 from harness.results.pool import PolicyRun, PoolResult
 from targets.gang_schedulers import Decision, ModelKind, PoolState, Start, policy_names

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from harness.analysis.ablation import rank, rank_over_seeds
+from harness.analysis.rank.ablation import rank, rank_over_seeds
+from harness.engine.jobs import Jobs
 from harness.results.rank import FlawCost, FlawGain, FlawRank, RankResult, RunPlan, ScenarioCost
 from reports.rank import render, stability_rows
 
@@ -58,13 +59,13 @@ def test_the_view_shows_places_and_intervals():
 
 @pytest.mark.slow
 def test_a_real_two_seed_ablation_records_both_seeds():
-    result = rank(["steady"], seed=3, workers=1, duration_scale=0.1, flaws=["no-headroom", "per-server-queues"],
-                  interactions=False, seeds=[3, 4])
+    result = rank(["steady"], seed=3, jobs=Jobs(workers=1), duration_scale=0.1,
+                  flaws=["no-headroom", "per-server-queues"], interactions=False, seeds=[3, 4])
     assert result.seeds == [3, 4] and result.seed == 3 and result.ablation_runs == 2 * (2 + 2 * 2)
     for f in result.flaws:
         assert len(f.over_seeds.places) == 2 and f.over_seeds.goodput_loss.n == 2
-    one = rank(["steady"], seed=3, workers=1, duration_scale=0.1, flaws=["no-headroom", "per-server-queues"],
-               interactions=False)
+    one = rank(["steady"], seed=3, jobs=Jobs(workers=1), duration_scale=0.1,
+               flaws=["no-headroom", "per-server-queues"], interactions=False)
     assert "seeds" not in one.to_json() and all(f.over_seeds is None for f in one.flaws)
     assert {f.id: f.cost for f in one.flaws} == {f.id: f.cost for f in result.flaws}
 

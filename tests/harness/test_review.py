@@ -8,7 +8,8 @@ import re
 import pytest
 from rich.console import Console
 
-from harness.analysis.review import review
+from harness.analysis.review.run import review
+from harness.engine.jobs import Jobs
 from harness.results.review import ReviewResult
 from reports.fmt import fmt_pct
 from reports.review import gain, measured, narrative, render
@@ -19,7 +20,7 @@ SMALL = {"full-batch-only": ["night"], "no-admission-control": ["night"], "blind
 
 @pytest.fixture(scope="module")
 def result():
-    return review(flaw_scenarios=SMALL, scale=0.2, workers=1)
+    return review(flaw_scenarios=SMALL, scale=0.2, jobs=Jobs(workers=1))
 
 
 def test_items_hold_the_measured_figures(result):
@@ -72,7 +73,7 @@ def test_user_design_replaces_naive(tmp_path):
     design = tmp_path / "my-design.toml"
     design.write_text('name = "mine"\nbase = "naive"\nfix = ["full-batch-only"]\n')
     d = review(str(design), flaw_scenarios={"full-batch-only": ["night"], "blind-retries": ["night"]},
-               scale=0.2, workers=1)
+               scale=0.2, jobs=Jobs(workers=1))
     assert d.rank.flawed == "mine"
     fbo = next(it for it in d.doc_items if it.flaw == "full-batch-only")
     assert fbo.gain.note and "already fixed in mine" in gain(fbo)
@@ -84,7 +85,7 @@ def test_a_failing_part_becomes_a_note():
     def broken():
         raise RuntimeError("no GPUs today")
 
-    d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, workers=1,
+    d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, jobs=Jobs(workers=1),
                parts=[("Part 2 (capacity)", broken)])
     assert d.capacity is None and d.pool is None
     assert d.notes == ["Part 2 (capacity) failed: RuntimeError: no GPUs today"]
@@ -93,7 +94,7 @@ def test_a_failing_part_becomes_a_note():
 
 def test_progress_counts_every_run():
     planned, done = [], []
-    d = review(flaw_scenarios=SMALL, scale=0.2, workers=1, on_planned=planned.append,
+    d = review(flaw_scenarios=SMALL, scale=0.2, jobs=Jobs(workers=1), on_planned=planned.append,
                on_done=lambda i, job, res: done.append(job.target))
     assert sum(planned) == len(done) == d.rank.runs
 

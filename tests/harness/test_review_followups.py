@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from harness.analysis.review_alerts import BaselineRun, alerts_answer
-from harness.analysis.review_canary import canary_answer
+from harness.analysis.review.alerts import BaselineRun, alerts_answer
+from harness.analysis.review.canary import canary_answer
 from harness.analysis.variants import knobs_of
 from harness.results.canary import CanaryCell, CanaryResult, CanaryRun
 from targets.spec import resolve_target

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.analysis.sweep import run_sweep, step_duration_s
-from harness.analysis.sweep_search import RateSearch, allowed_failures, certain_failures
+from harness.analysis.sweep.run import run_sweep, step_duration_s
+from harness.analysis.sweep.search import RateSearch, allowed_failures, certain_failures
 from harness.gate.sweep import judge_sweep
 from harness.results import from_json
 from harness.results.sweep import SweepResult, SweepStep
@@ -136,7 +136,7 @@ def test_a_gate_file_judges_saved_sweeps(tmp_path) -> None:
 
 
 def test_a_knee_near_the_fleets_ceiling_is_called_the_fleets() -> None:
-    from harness.analysis.sweep import fleet_note
+    from harness.analysis.sweep.run import fleet_note
     from targets.config import TargetConfig
 
     cfg = TargetConfig(gpus=3, batch_size=32, batch_time_s=0.1)  # ceiling 960 req/s
@@ -165,7 +165,7 @@ def test_sweep_json_prints_a_document() -> None:
 def test_the_sweep_view_fits_80_columns_without_cutting_a_cell() -> None:
     from rich.console import Console
 
-    from harness.analysis.sweep import run_sweep
+    from harness.analysis.sweep.run import run_sweep
     from reports.sweep import render
 
     result = run_sweep("hardened", "sim", overrides={"gpus": 2, "peak_qps": 400})

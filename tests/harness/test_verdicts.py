@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis.verdicts import figure_value, judge, scenario_verdicts
+from harness.analysis.compare.verdicts import figure_value, judge, scenario_verdicts
 from harness.results.compare import CompareResult, Winner
 from targets.config import TargetConfig
 from tests.harness.summaries import summary, tenant

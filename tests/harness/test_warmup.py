@@ -118,3 +118,29 @@ def test_a_warm_live_run_leaves_its_warm_up_out_of_the_figures() -> None:
     assert 0 < run.snapshot.received <= s.requests.attempts
     assert live["sends_measured"] == s.requests.unique == len(run.schedule)
     assert run.snapshot.dedupe.replayed == 0 and run.snapshot.dedupe.conflicts == 0
+
+
+def test_warmup_contents_never_repeat_the_runs_unique_payloads():
+    """A warm-up numbered like the run filled the exact-payload cache with the run's first
+    requests (the run's first seconds answered from the cache): unique contents are disjoint."""
+    from harness.live.warmup import warmup_schedule
+    from workloads.arrivals import build_schedule
+
+    wl = load_workload("spike").model_copy(update={"duration_s": 5.0})
+    run = build_schedule(wl, 1)
+    warm = warmup_schedule(warmup_workload(wl, 4.0), 2)
+    assert wl.payloads.kind == "unique" and len(warm.content) > 100
+    assert not set(run.content.tolist()) & set(warm.content.tolist())
+    assert len(set(warm.content.tolist())) == len(warm.content)  # still unique among themselves
+
+
+def test_warmup_shares_a_zipf_catalogue_with_the_run():
+    from harness.live.warmup import warmup_schedule
+    from workloads.arrivals import build_schedule
+    from workloads.model import Payloads
+
+    wl = load_workload("steady").model_copy(update={"duration_s": 5.0, "payloads": Payloads(kind="zipf", catalog_size=50)})
+    warm = warmup_schedule(warmup_workload(wl, 4.0), 2)
+    run = build_schedule(wl, 1)
+    assert set(warm.content.tolist()) & set(run.content.tolist())
+    assert int(warm.content.max()) < 50

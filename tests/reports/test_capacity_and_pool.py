@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-import harness.analysis.capacity as capacity_analysis
-from harness.analysis.capacity import Budget
+import harness.analysis.capacity.plan as capacity_analysis
+from harness.analysis.capacity.plan import Budget
 from harness.cli import app
 from harness.results import from_json, load_result
 from harness.results.capacity import CapacityResult

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from harness.analysis.verdicts import scenario_verdicts
+from harness.analysis.compare.verdicts import scenario_verdicts
 from harness.results.compare import Ceiling, CompareResult
 from reports.compare import ceiling_line, render, sections, value_text, verdict_lines
 from tests.harness.summaries import summary, tenant

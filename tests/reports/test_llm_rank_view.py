@@ -6,7 +6,7 @@ import functools
 
 from rich.console import Console
 
-from harness.analysis.llm_rank import llm_rank
+from harness.analysis.llm.rank import llm_rank
 from reports import rank as rank_view
 from reports.fmt import fmt_pct
 from reports.llm import symptom_words

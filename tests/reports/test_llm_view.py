@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from harness.analysis.llm_compare import LlmSweep, run_sweep
+from harness.analysis.llm.compare import LlmSweep, run_sweep
 from harness.results.llm import LlmResult
 from reports import llm as view
 from reports.page import page_html

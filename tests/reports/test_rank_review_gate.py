@@ -98,14 +98,14 @@ def test_json_flag_prints_the_result(files, tmp_path):
 
 def test_review_embeds_part_2_and_part_3(files, tmp_path):
     from harness.analysis.capacity import Budget, plan_capacity
-    from harness.analysis.gang_pool import PoolConfig
-    from harness.analysis.pool_experiment import run_pool_experiment
+    from harness.analysis.pool import PoolConfig, run_pool_experiment
     from harness.analysis.review import review
+    from harness.engine.jobs import Jobs
 
     tiny = Budget(requests=1500, min_s=1.0, max_s=3.0, curve_utilizations=(0.7,), loads=(0.01, 0.1),
                   offline_rounds=2, extras=False, search_width=1)
-    parts = [("Part 2 (capacity)", lambda: plan_capacity(qps=200, batch_size=8, batch_time_s=0.5, workers=1,
-                                                         budget=tiny)),
+    parts = [("Part 2 (capacity)", lambda: plan_capacity(qps=200, batch_size=8, batch_time_s=0.5,
+                                                         jobs=Jobs(workers=1), budget=tiny)),
              ("Part 3 (pool)", lambda: run_pool_experiment(PoolConfig(duration_s=5.0)))]
     result = review(rank=load_result(files["rank"]), parts=parts, alerts=False)
     assert result.notes == [] and result.capacity.kind == "capacity" and result.pool.kind == "pool"

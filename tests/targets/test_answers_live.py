@@ -1,6 +1,6 @@
 """Concurrent bursts at a served target on loopback: every request is answered within its bound.
 
-A real stack (targets.server_stack: proxy, API server, hardened target with a modeled GPU) at the
+A real stack (targets.http.stack: proxy, API server, hardened target with a modeled GPU) at the
 live scale `harness serve hardened` runs here, and one client firing N concurrent requests, each on
 its own connection. Whatever the shape (one request ID with many inputs, one ID with one input,
 many IDs over tenants with limits) and whatever happens to the GPUs, each request gets an answer
@@ -17,7 +17,7 @@ import pytest
 
 from harness.live.burst import burst, gpus_die_when_busy
 from targets.admission import answer_within_s
-from targets.server_stack import start_stack
+from targets.http.stack import start_stack
 from targets.spec import resolve_target
 
 pytestmark = pytest.mark.live

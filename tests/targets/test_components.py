@@ -9,6 +9,7 @@ from harness.engine.clock import run_virtual
 from targets.balancer import L4RoundRobin, LeastLoaded, PowerOfTwo
 from targets.batcher import Batcher, BatchPolicy
 from targets.config import Batching
+from targets.delayline import DelayLine, DelayLines
 from targets.executors import ModeledExecutor
 from targets.gpu_pool import GpuPool
 from targets.protocol import Attempt, Response, Status
@@ -137,3 +138,52 @@ def test_parked_batches_drop_expired_requests_before_they_reach_a_gpu():
 
     run_virtual(main())
     assert ran == [[0], [2]] and dropped == [1]
+
+
+def _delay_log(pushes: list[tuple[float, int]], answered: dict[int, float], **line_kw) -> list[tuple[float, int]]:
+    """(time, uid) of each `on_due` of one 0.1 s line; `pushes`: (time, uid); `answered`: uid -> time."""
+    log: list[tuple[float, int]] = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        line = DelayLine(0.1, lambda a: log.append((round(loop.time(), 6), a.uid)), loop, **line_kw)
+        attempts = {uid: att(uid) for _, uid in pushes}
+        for t, uid in pushes:
+            loop.call_at(t, line.push, attempts[uid])
+        for uid, t in answered.items():
+            loop.call_at(t, attempts[uid].answer, Response(Status.OK))
+        await asyncio.sleep(10)
+
+    run_virtual(main())
+    return log
+
+
+def test_a_delay_line_hands_each_attempt_on_its_delay_later_in_push_order():
+    log = _delay_log([(0.0, 0), (0.02, 1), (0.02, 2), (0.5, 3)], {1: 0.05})
+    assert log == [(0.1, 0), (0.12, 1), (0.12, 2), (0.6, 3)]  # an answered attempt still goes (a cache hop)
+
+
+def test_a_timeout_line_skips_answered_attempts_and_groups_within_its_resolution():
+    log = _delay_log([(0.0, 0), (0.0005, 1), (0.002, 2), (0.003, 3)], {2: 0.05},
+                     resolution_s=0.001, pending_only=True)
+    # 0 due at 0.1; 1 due at 0.1005, but the line wakes no sooner than 1 ms after its last
+    # wake: 0.101; 2 was answered before its timeout (skipped, no call); 3 at 0.103
+    assert log == [(0.1, 0), (0.101, 1), (0.103, 3)]
+
+
+def test_delay_lines_make_one_line_per_delay_on_first_use():
+    log: list[tuple[float, int]] = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        lines = DelayLines(lambda a: log.append((round(loop.time(), 6), a.uid)), loop)
+        lines.push(0.3, att(0))
+        lines.push(0.1, att(1))
+        lines.push(0.3, att(2))
+        await asyncio.sleep(1)
+        lines.push(0.1, att(3))
+        lines.clear()  # forgotten: never due
+        await asyncio.sleep(1)
+
+    run_virtual(main())
+    assert log == [(0.1, 1), (0.3, 0), (0.3, 2)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from targets.edge_refusal import refusal, request_end
+from targets.http.refusal import refusal, request_end
 
 _HEAD = b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 

@@ -16,7 +16,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from targets.server_overload import FrontEndWaits, ProxyGuard
+from targets.http.overload import FrontEndWaits, ProxyGuard
 
 CONNS = 4
 OPS = st.lists(st.tuples(st.sampled_from(["head", "to_gpu", "back", "late_back", "answer", "gone"]),

@@ -53,8 +53,8 @@ def test_config_picks_the_tighter_guard(knobs: dict, limit_s: float | None, core
 
 
 def test_sim_front_end_caps_the_fleet_and_sheds_early() -> None:
+    from harness.analysis.traffic import traffic
     from harness.engine.sim import run_sim
-    from harness.analysis.capacity_sim import traffic
     from targets.spec import resolve_target
 
     # One API server at 2 ms a request carries 500 req/s at most; the GPUs could carry far more.
@@ -93,7 +93,7 @@ def test_proxy_refuses_first_and_cheaper() -> None:
 
 def test_the_sim_proxy_reads_the_live_guards_quorum() -> None:
     from targets.frontend_cpu import PROXY_QUORUM
-    from targets.server_overload import ProxyGuard
+    from targets.http.overload import ProxyGuard
 
     assert PROXY_QUORUM == ProxyGuard(0.01).quorum
 
@@ -109,8 +109,8 @@ def test_config_gives_the_proxy_its_share_of_the_slo(share: float | None, proxy_
 
 
 def test_sim_proxy_guard_sheds_for_less_than_the_handlers() -> None:
+    from harness.analysis.traffic import traffic
     from harness.engine.sim import run_sim
-    from harness.analysis.capacity_sim import traffic
     from targets.spec import resolve_target
 
     # Hardened's own proxy guard (a tenth of the SLO) at twice the front end's 500 req/s: its refusals

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from targets.l4proxy import L4Proxy
+from targets.http.l4proxy import L4Proxy
 
 
 async def _backend(name: bytes):
@@ -124,8 +124,8 @@ def _front_end(share: float, cpu_s: float, batch_s: float):
     import time
 
     from targets.config import TargetConfig
-    from targets.api_servers import ApiServers
-    from targets.server import ApiMetrics, FrontDoor
+    from targets.http.api_servers import ApiServers
+    from targets.http.server import ApiMetrics, FrontDoor
     from targets.target import ServingTarget
 
     cfg = TargetConfig(batching="dynamic", max_wait_s=0.002, batch_time_s=batch_s, batch_size=8, cache="off",

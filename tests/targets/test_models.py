@@ -1,4 +1,4 @@
-"""targets.models: seeded determinism, padding invariance, input validation, codecs."""
+"""targets.gpu.models: seeded determinism, padding invariance, input validation, codecs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from targets.models import MODEL_NAMES, NUM_CLASSES, create_model
+from targets.gpu.models import MODEL_NAMES, NUM_CLASSES, create_model
 
 
 @pytest.fixture(autouse=True, scope="module")

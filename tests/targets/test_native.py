@@ -92,7 +92,7 @@ def test_the_compiled_core_gives_the_very_figures_of_the_sources(workload, targe
 
 _CANARY_PROBE = """
 import json, sys
-from harness.analysis.canary_days import CanaryJob
+from harness.analysis.canary.days import CanaryJob
 from targets.native import status
 import targets.versions
 runs = [CanaryJob(plan, day, "hardened", 3).run().model_dump(mode="json")

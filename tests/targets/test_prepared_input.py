@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from targets.dedupe import input_digest
-from targets.models import create_model
-from targets.server_parse import parse_predict
+from targets.gpu.models import create_model
+from targets.http.parse import parse_predict
 
 FLOATS = st.floats(allow_nan=False, allow_infinity=False, width=64)
 

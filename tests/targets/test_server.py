@@ -15,9 +15,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from targets.config import TargetConfig
-from targets.models import create_model
-from targets.api_servers import ApiServers
-from targets.server import ApiMetrics, BadRequest, FrontDoor, parse_predict
+from targets.gpu.models import create_model
+from targets.http.api_servers import ApiServers
+from targets.http.server import ApiMetrics, BadRequest, FrontDoor, parse_predict
 from targets.target import ServingTarget
 
 TENANTS = frozenset({"t0", "t1"})

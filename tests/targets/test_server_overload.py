@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from targets.server_overload import AgeGuard, LagGuard, LoopLag, ProxyGuard
+from targets.http.overload import AgeGuard, LagGuard, LoopLag, ProxyGuard
 
 
 @pytest.mark.parametrize("age_s, expected", [
@@ -112,9 +112,9 @@ async def test_a_server_behind_the_proxy_sheds_a_burst_it_cannot_serve() -> None
     import aiohttp
 
     from targets.config import TargetConfig
-    from targets.l4proxy import L4Proxy
-    from targets.api_servers import ApiServers
-    from targets.server import ApiMetrics, FrontDoor
+    from targets.http.l4proxy import L4Proxy
+    from targets.http.api_servers import ApiServers
+    from targets.http.server import ApiMetrics, FrontDoor
     from targets.target import ServingTarget
 
     cfg = TargetConfig(batching="dynamic", max_wait_s=0.002, batch_time_s=0.002, batch_size=8, cache="off",
@@ -150,7 +150,7 @@ async def test_a_server_behind_the_proxy_sheds_a_burst_it_cannot_serve() -> None
 
 
 def test_front_end_waits_are_read_oldest_first_and_a_new_request_moves_to_the_back() -> None:
-    from targets.server_overload import FrontEndWaits
+    from targets.http.overload import FrontEndWaits
 
     w = FrontEndWaits()
     for key, t in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
@@ -166,7 +166,7 @@ def test_front_end_waits_are_read_oldest_first_and_a_new_request_moves_to_the_ba
 def test_a_late_answer_cannot_put_an_ended_request_back_in_the_books() -> None:
     # What latched the live guard: an answer coming back for a request that had already ended
     # re-entered its connection into the books, where nothing would ever take it out again.
-    from targets.server_overload import FrontEndWaits
+    from targets.http.overload import FrontEndWaits
 
     w = FrontEndWaits()
     first = w.begin("a", 1.0)
@@ -181,7 +181,7 @@ def test_a_late_answer_cannot_put_an_ended_request_back_in_the_books() -> None:
 
 
 def test_the_relay_key_names_both_ends() -> None:
-    from targets.server_overload import relay_key
+    from targets.http.overload import relay_key
 
     # Linux gives one ephemeral port to connections towards two API servers: both halves tell them apart.
     a = relay_key(("127.0.0.1", 40000), ("127.0.0.1", 9001))

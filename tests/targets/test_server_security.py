@@ -1,5 +1,5 @@
 """The hardened live server, attacked on loopback: a real served target (proxy, API
-servers, target) from targets.server_stack, with small limits so each attack ends
+servers, target) from targets.http.stack, with small limits so each attack ends
 within a second or two. Every loop is bounded in count and in time.
 """
 
@@ -15,10 +15,10 @@ import pytest
 
 from targets.config import TargetConfig
 from targets.dedupe import input_digest
-from targets.l4proxy import L4Proxy
-from targets.limits import EdgeLimits
-from targets.api_servers import ApiServers
-from targets.server_stack import start_stack
+from targets.http.l4proxy import L4Proxy
+from targets.http.limits import EdgeLimits
+from targets.http.api_servers import ApiServers
+from targets.http.stack import start_stack
 
 pytestmark = pytest.mark.live
 

@@ -15,8 +15,8 @@ import json
 import pytest
 
 from targets.config import TargetConfig
-from targets.limits import EdgeLimits
-from targets.server_stack import start_stack
+from targets.http.limits import EdgeLimits
+from targets.http.stack import start_stack
 
 pytestmark = pytest.mark.live
 

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from targets.admission import TenantBuckets, TokenBucket
 from targets.bounded import Bound, BoundedMap, RecentSet
-from targets.conn_table import Admit, ConnTable, Expiry, Phase
 from targets.dedupe import Conflict, Deduper, input_digest
-from targets.limits import EdgeLimits, LogBudget, check_exposure
+from targets.http.conn_table import Admit, ConnTable, Expiry, Phase
+from targets.http.limits import EdgeLimits, LogBudget, check_exposure
+from targets.http.parse import MAX_REASON_CHARS, BadRequest, parse_predict
 from targets.protocol import Attempt, Response, Status
-from targets.server_parse import MAX_REASON_CHARS, BadRequest, parse_predict
 
 INPUTS = ([0.0, 1.0], [1.0, 0.0], [0.5, 0.5])
 

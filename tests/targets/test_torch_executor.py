@@ -1,4 +1,4 @@
-"""targets.torch_executor: off-loop execution, pad_to_s, fault injection, devices.
+"""targets.gpu.executor: off-loop execution, pad_to_s, fault injection, devices.
 
 These are live-mode tests, so some run on the wall clock; their bounds are loose
 (a 2-core CI machine can stall for tens of milliseconds).
@@ -13,8 +13,8 @@ import time
 import pytest
 import torch
 
-from targets.models import create_model
-from targets.torch_executor import TorchExecutor, WorkerDied, resolve_device
+from targets.gpu.executor import TorchExecutor, WorkerDied, resolve_device
+from targets.gpu.models import create_model
 
 pytestmark = pytest.mark.live  # real torch worker threads on the wall clock
 

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from harness.engine.clock import run_virtual
+from targets.gpu.worker import TorchGpu, torch_gpus
 from targets.gpu_pool import GpuPool, WorkerDied
 from targets.protocol import Attempt
-from targets.torch_gpu import TorchGpu, torch_gpus
 
 
 def _batch(n: int, payload=None) -> list[Attempt]:

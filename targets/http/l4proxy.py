@@ -1,0 +1,379 @@
+"""A layer-4 TCP proxy: each new connection goes to the next backend, round robin.
+
+This is the design doc's load balancer (item 1) for real: it balances
+*connections*, not requests. A keep-alive connection stays on the backend it
+was given, however busy that backend becomes, which is what pins heavy
+clients to one API server. Bytes are relayed untouched in both directions
+(asyncio protocols, no parsing), with flow control: when one side cannot keep
+up, reading from the other side pauses. When either side closes, the other is
+closed after its pending bytes are written.
+
+It is also the front door's guard (targets.http.conn_table decides, this shell
+acts; limits in targets.http.limits.EdgeLimits): connections over the per-client or
+total cap are refused at once with a 503 (the longest-idle connection makes
+room first, when there is one), a request head that does not arrive within
+the header timeout is answered 408 and closed, idle connections are closed.
+The backend connection is opened only when the client sends its first byte,
+so an idle client costs one descriptor, not three. `stats` counts all of it.
+
+It stamps each request's arrival: the loop time of its first byte (the first
+chunk after the previous answer began), which `request_started_s` gives to the
+API servers behind it by the address they see the request come from, so a
+handler knows how long the request has waited in this process
+(targets.http.overload.AgeGuard).
+
+With a `guard` (targets.http.overload.ProxyGuard) it refuses overload before
+aiohttp sees it: it keeps the requests relayed and not yet answered (from the
+head's last byte to the answer's first), in arrival order, less their time at
+the GPUs (the API server says when a request goes there and comes back,
+`to_gpu`; it re-enters timed from its return), and while the guard's quorum of
+them have waited over its limit it answers each new request itself with a
+canned 503 + Retry-After (targets.http.refusal) and relays nothing. The
+connection stays open when the request's end is readable from its first chunk (the rest of its
+body is skipped as it arrives); else the answer says `Connection: close`. A
+new connection refused on its first request never dials a backend. Clients
+that pipeline (send a request before the previous answer has fully arrived;
+none of the common HTTP clients do) could see the 503 inside a long answer.
+
+Run alone: ``python -m targets.http.l4proxy_cli --listen 127.0.0.1:8000 --backend
+127.0.0.1:9001 --backend 127.0.0.1:9002`` (Ctrl-C stops it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import resource
+from dataclasses import dataclass, field
+from typing import Callable, cast
+
+from targets.http.conn_table import Admit, ConnTable, Expiry, Phase
+from targets.http.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget, check_exposure
+from targets.http.overload import FrontEndWaits, ProxyGuard, relay_key
+from targets.http.refusal import refusal, request_end
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ProxyStats:
+    accepted: int = 0
+    failed: int = 0                      # backend refused or unreachable
+    active: int = 0
+    per_backend: list[int] = field(default_factory=list)  # connections assigned, ever
+    bytes_up: int = 0
+    bytes_down: int = 0
+    refused_client: int = 0              # over the per-client-address cap
+    refused_total: int = 0               # over the total cap, nothing idle to close
+    evicted: int = 0                     # idle, closed to make room for a new connection
+    header_timeouts: int = 0             # 408: the head did not arrive in time
+    idle_timeouts: int = 0
+    dropped: int = 0                     # the client reset the connection
+    refused_overload: int = 0            # answered 503 by the guard, not relayed
+
+
+def _canned(status: str, kind: str, reason: str) -> bytes:
+    body = json.dumps({"error": kind, "reason": reason}).encode()
+    head = (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            f"Connection: close\r\n" + ("Retry-After: 1\r\n" if status.startswith("503") else "") + "\r\n")
+    return head.encode() + body
+
+
+_REFUSED = _canned("503 Service Unavailable", "too-many-connections",
+                   "the proxy holds its connection limit for this client or in all; retry later")
+_HEAD_TIMEOUT = _canned("408 Request Timeout", "header-timeout", "the request head did not arrive in time")
+
+
+_BETWEEN_REQUESTS = (Phase.FRESH, Phase.IDLE)
+
+
+class _Side(asyncio.Protocol):
+    """One end of a relayed connection; `peer` is the other end's transport."""
+
+    def __init__(self, proxy: "L4Proxy", up: bool, index: int = 0) -> None:
+        self.proxy = proxy
+        self.up = up                     # True: client side (bytes flow up to the backend)
+        self.index = index               # the backend this client was given
+        self.transport: asyncio.Transport | None = None
+        self.peer: "_Side | None" = None
+        self.buffer: list[bytes] = []    # client bytes that arrive before the backend is connected
+        self.connecting = False
+        self.closed = False
+        self.eof = False                 # this side has sent us its FIN
+        self.head_s: float | None = None  # client side: when the current request's first byte arrived
+        self.backend_addr: tuple | None = None  # client side: its backend connection's relay_key
+        self.skip = 0                    # client side: body bytes of a refused request still to come
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # a stream connection's is one
+        if self.up:
+            self.proxy._admit(self)
+
+    def data_received(self, data: bytes) -> None:
+        proxy, peer = self.proxy, self.peer
+        now = proxy.now()
+        if self.up:
+            proxy.stats.bytes_up += len(data)
+            if self.skip:  # the rest of a refused request's body
+                n = min(self.skip, len(data))
+                self.skip -= n
+                data = data[n:]
+                if not data:
+                    return
+            phase = proxy.table.phase(self)
+            if phase in _BETWEEN_REQUESTS:  # this chunk starts a request
+                self.head_s = now
+                proxy.waits.end(self)  # whatever came before on this connection is over
+                if proxy.guard is not None and proxy._refused(self, data, now):
+                    return
+            proxy.table.upstream(self, data, now)
+            if proxy.guard is not None and phase is not Phase.WAITING \
+                    and proxy.table.phase(self) is Phase.WAITING:  # its head is complete: it waits for an answer
+                proxy.waits.begin(self, now)
+        else:
+            proxy.stats.bytes_down += len(data)
+            if self.peer is not None:
+                proxy.table.downstream(self.peer, now)
+                proxy.waits.end(self.peer)  # its answer began
+        if peer is None or peer.transport is None:
+            self.buffer.append(data)
+            if self.up and not self.connecting and not self.closed:
+                self.connecting = True
+                assert self.transport is not None  # data comes after connection_made
+                self.transport.pause_reading()  # one chunk buffered until the backend is connected
+                proxy._spawn(proxy._connect(self))
+            return
+        peer.transport.write(data)
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        peer = self.peer
+        if peer is None or peer.transport is None:
+            return False
+        if peer.eof:  # both directions are finished
+            peer.transport.close()
+            return False
+        if peer.transport.can_write_eof():
+            peer.transport.write_eof()  # half-close: the other side may still answer
+            return True
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        peer = self.peer
+        if peer is not None and peer.transport is not None and not peer.closed:
+            peer.transport.close()  # flushes what is already written
+        if self.up:
+            self.proxy._gone(self, exc)
+
+    # Flow control: our transport's write buffer is full, so stop reading the peer.
+    def pause_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.resume_reading()
+
+
+class L4Proxy:
+    """Listens on (host, port); connection k goes to backends[k mod n].
+
+    `start()` returns the bound port (port 0 picks a free one); `stop()` closes
+    the listener and every relayed connection. A host beyond loopback needs
+    `expose=True` (targets.http.limits.check_exposure). `limits.max_connections`
+    is lowered at start to what the process's descriptor limit can hold.
+    """
+
+    def __init__(self, backends: list[tuple[str, int]], host: str = "127.0.0.1", port: int = 0,
+                 limits: EdgeLimits | None = None, expose: bool = False, guard: ProxyGuard | None = None) -> None:
+        if not backends:
+            raise ValueError("an L4 proxy needs at least one backend")
+        self.exposed = check_exposure(host, expose)
+        self.backends = list(backends)
+        self.host = host
+        self.port = port
+        self.limits = limits or EdgeLimits()
+        self.table: ConnTable[_Side] = ConnTable(self.limits)
+        self.stats = ProxyStats(per_backend=[0] * len(backends))
+        self._drops = LogBudget(per_window=5, window_s=10.0)
+        self._next = 0
+        self._server: asyncio.AbstractServer | None = None
+        self._clients: set[_Side] = set()
+        self._by_backend: dict[tuple, _Side] = {}  # backend connection's local address -> its client
+        self.guard = guard
+        self.waits = FrontEndWaits()  # clients whose request's head is in and unanswered, since its end
+        self._tasks: set[asyncio.Task] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def now(self) -> float:
+        return self._loop.time()  # type: ignore[union-attr]  # start() sets it, before any connection
+
+    async def start(self) -> int:
+        loop = self._loop = asyncio.get_running_loop()
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        self.limits = self.limits.for_fd_limit(soft)
+        self.table = ConnTable(self.limits)
+        self._server = await loop.create_server(lambda: _Side(self, up=True), self.host, self.port,
+                                                backlog=LISTEN_BACKLOG)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._spawn(self._sweep())
+        return self.port
+
+    def request_started_s(self, key: tuple | None) -> float | None:
+        """When the request now on the backend connection ``key`` (`relay_key` as its API server
+        sees it) reached this proxy: its first byte's loop time. None when that is no
+        connection of this proxy's."""
+        client = self._by_backend.get(key) if key else None
+        return None if client is None else client.head_s
+
+    def to_gpu(self, key: tuple | None) -> Callable[[], None] | None:
+        """The request now on the backend connection ``key`` goes to the GPUs: its time there is
+        not the front end's (admission judges it), so it leaves the guard's count. Returns what
+        to call when it is back with its answer (it waits again, timed from then; nothing
+        happens if that request has ended meanwhile), or None when it is not in flight here."""
+        client = self._by_backend.get(key) if key else None
+        request = None if client is None else self.waits.current(client)
+        if request is None or not self.waits.to_gpu(client, request):
+            return None
+
+        def back() -> None:
+            self.waits.from_gpu(client, request, self.now())
+
+        return back
+
+    def _refused(self, client: _Side, data: bytes, now: float) -> bool:
+        """Answer the request that ``data`` starts with a 503 when the guard says so."""
+        guard = self.guard
+        assert guard is not None  # its caller asks only when there is one
+        wait = guard.signal(self.waits.oldest(now, guard.quorum))
+        retry = guard.decide(wait)
+        if retry is None:
+            return False
+        self.stats.refused_overload += 1
+        rest = request_end(data)
+        answer = refusal(retry, f"front end overloaded: its requests in flight have waited {wait * 1000:.0f} ms",
+                         close=rest is None)
+        if rest is None:
+            self._close(client, answer)
+        else:
+            client.skip = rest
+            assert client.transport is not None  # it sent data, so it is connected
+            client.transport.write(answer)
+            self.table.downstream(client, now)  # answered: idle, keep-alive
+        return True
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _admit(self, client: _Side) -> None:
+        assert client.transport is not None  # called from its connection_made
+        peer = client.transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        verdict, victim = self.table.admit(client, address, self.now())
+        if verdict is Admit.REFUSE_CLIENT or verdict is Admit.REFUSE_TOTAL:
+            if verdict is Admit.REFUSE_CLIENT:
+                self.stats.refused_client += 1
+            else:
+                self.stats.refused_total += 1
+            client.closed = True  # never counted as active
+            client.transport.write(_REFUSED)
+            client.transport.close()
+            return
+        if victim is not None:
+            self.stats.evicted += 1
+            self._close(victim)
+        client.index = self._next
+        self._next = (client.index + 1) % len(self.backends)
+        self.stats.accepted += 1
+        self.stats.active += 1
+        self.stats.per_backend[client.index] += 1
+        self._clients.add(client)
+
+    async def _connect(self, client: _Side) -> None:
+        host, port = self.backends[client.index]
+        loop = asyncio.get_running_loop()
+        try:
+            _, backend = await loop.create_connection(lambda: _Side(self, up=False), host, port)
+        except OSError:
+            self.stats.failed += 1
+            if client.transport is not None:
+                client.transport.close()
+            return
+        assert client.transport is not None and backend.transport is not None  # both connected
+        if client.closed:  # the client gave up (or was closed) while we connected
+            backend.transport.close()
+            return
+        client.peer, backend.peer = backend, client
+        key = relay_key(backend.transport.get_extra_info("sockname"), backend.transport.get_extra_info("peername"))
+        if key is not None:
+            client.backend_addr = key
+            self._by_backend[key] = client
+        for chunk in client.buffer:
+            backend.transport.write(chunk)
+        client.buffer.clear()
+        client.transport.resume_reading()
+
+    def _close(self, client: _Side, first: bytes = b"") -> None:
+        """Close a client connection (and its backend), after `first` bytes to the client."""
+        self.table.remove(client)
+        for side in (client, client.peer):
+            if side is not None and side.transport is not None and not side.closed:
+                if side is client and first:
+                    side.transport.write(first)
+                side.transport.close()
+
+    async def _sweep(self) -> None:
+        # Wake at the earliest deadline, and at least every sweep_s: a connection
+        # that arrives meanwhile has a deadline past that (sweep_s < timeouts).
+        while True:
+            due = self.table.next_deadline()
+            wait = self.limits.sweep_s if due is None else min(self.limits.sweep_s, due - self.now())
+            await asyncio.sleep(max(0.001, wait))
+            for client, why in self.table.expire(self.now()):
+                if why is Expiry.HEADER:
+                    self.stats.header_timeouts += 1
+                    self._close(client, _HEAD_TIMEOUT)
+                else:
+                    self.stats.idle_timeouts += 1
+                    self._close(client)
+
+    def _gone(self, client: _Side, exc: Exception | None) -> None:
+        self.table.remove(client)
+        self.waits.end(client)
+        if client.backend_addr is not None and self._by_backend.get(client.backend_addr) is client:
+            del self._by_backend[client.backend_addr]
+        if client in self._clients:
+            self._clients.discard(client)
+            self.stats.active -= 1
+        if exc is not None:
+            self.stats.dropped += 1
+            suppressed = self._drops.allow(self.now())
+            if suppressed is not None:
+                more = f" ({suppressed} more since the last line)" if suppressed else ""
+                log.info("client dropped its connection: %s%s", type(exc).__name__, more)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for client in list(self._clients):
+            for side in (client, client.peer):
+                if side is not None and side.transport is not None:
+                    side.transport.abort()
+        self._clients.clear()
+        self._by_backend.clear()
+        self.waits.clear()
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+            except (asyncio.TimeoutError, RuntimeError):
+                pass
+            self._server = None
+
