@@ -115,10 +115,15 @@ def header(s: RunSummary) -> str:
     if s.partial:
         head += "\n[bold red]PARTIAL[/]: interrupted; figures cover the requests scheduled in the first " \
                 f"{fmt_s(s.covered_s)}"
+    judged = (s.live or {}).get("validity") or {}
     if not s.valid:
         head += "\n[bold red]INVALID[/]: " + "; ".join(s.invalid_reasons or ["no reason recorded"])
     elif s.mode == "live":
         head += "\nvalid: the driver kept its schedule and reached the target"
+    for finding in judged.get("target_findings") or []:  # the target's overload: not the run's fault
+        head += f"\n[bold yellow]TARGET[/] {finding}"
+    if judged.get("remedies"):
+        head += "\nfor a valid run: " + "; or ".join(judged["remedies"])
     return head
 
 

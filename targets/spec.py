@@ -58,7 +58,7 @@ def parse_overrides(pairs: list[str] | tuple[str, ...], source: str = "--set") -
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise ConfigError(f"{source}: '{pair}' is not KEY=VALUE")
-        if key not in TargetConfig.model_fields:
+        if key not in TargetConfig.model_fields and key not in _framework_knobs():
             raise ConfigError(f"{source}: key '{key}': not a target knob (see `harness targets --knobs`)")
         out[key] = parse_value(raw)
     return out
@@ -93,10 +93,26 @@ def _apply(knobs: dict[str, Any], ops: list[tuple[str, str]]) -> dict[str, Any]:
     return knobs
 
 
+def _framework_knobs() -> frozenset[str]:
+    from targets.frameworks.spec import framework_knob_names
+
+    return framework_knob_names()
+
+
 def resolve_target(spec: str, overrides: dict[str, Any] | None = None) -> TargetConfig:
-    """The TargetConfig a spec string (or TOML path) names, overrides last."""
+    """The TargetConfig a spec string (or TOML path) names, overrides last. A framework
+    target (targets.frameworks: `litserve`, `ray-serve`) gives the design it serves."""
+    from targets.frameworks.spec import framework_target
+
     if spec.endswith(".toml") or Path(spec).is_file():
         return _from_toml(Path(spec), overrides or {})
+    framework = framework_target(spec, overrides)
+    if framework is not None:
+        return framework.config
+    foreign = sorted(set(overrides or {}) - set(TargetConfig.model_fields))
+    if foreign:
+        raise ConfigError(f"target '{spec}': '{foreign[0]}' is a framework's knob, not this target's "
+                          "(give a framework its knobs in its spec: litserve:timeout=0.2)")
     text, _, knob_text = spec.partition(":")
     base, ops = _split_flaws(text)
     knobs = _apply(base_knobs(base), ops)

@@ -43,7 +43,10 @@ def targets(knobs: bool = typer.Option(False, "--knobs", help="Also list every k
             for name, field in group.model_fields.items():
                 k.add_row(name, KNOBS[name].where.value, json.dumps(defaults[name]), field.description or "")
             out.print(k)
-    out.print("every flaw and knob in full: docs/targets.md", style="dim")
+    from harness.cli.frameworks import render_frameworks
+
+    render_frameworks(out, knobs)
+    out.print("every flaw and knob in full: docs/targets.md; the framework targets: docs/frameworks.md", style="dim")
 
 
 def workloads(

@@ -193,6 +193,10 @@ def check_target_mode(target: str, mode: str, option: str = "TARGET") -> None:
     """A URL target runs only live: say so instead of 'unknown target http'."""
     if "://" in target and mode != "live":
         fail(f"{option} '{target}' is a URL: a URL target is driven over HTTP, so add --mode live")
+    from targets.frameworks.spec import framework_name
+
+    if framework_name(target) and mode != "live":
+        fail(f"{option} '{target}' is a real serving framework: it runs live only, so add --mode live")
 
 
 # -- the common options --------------------------------------------------------------------------

@@ -56,6 +56,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None
 
 
 def _plan_text(plan: LivePlan) -> str:
+    from harness.live.framework_host import FrameworkSpec
     from harness.live.warmup import opening_rps
 
     wl, cfg, info = plan.workload, plan.config, plan.scaling
@@ -63,6 +64,10 @@ def _plan_text(plan: LivePlan) -> str:
             if plan.warmup_s else "\n  cold run (--warmup 0): the figures include the fresh server's first seconds")
     if info is None:  # an external server: only the traffic is scaled
         return f"live: {plan.target} on {wl.name}, scale {plan.scale:.4g}: {wl.peak_rps:,.0f} req/s peak" + warm
+    if isinstance(plan.spec, FrameworkSpec):  # a real framework's server (harness.live.framework_host)
+        return (f"live: {plan.target} on {wl.name}, scale {plan.scale:.4g}: {wl.peak_rps:,.0f} req/s peak\n"
+                f"  {plan.spec.describe()}, {plan.payloads.model}"
+                f"{f' padded to {plan.pad_s * 1000:.0f} ms' if plan.pad_s else ''}" + warm)
     pad = plan.pad_s
     return (f"live: {plan.target} on {wl.name}, scale {plan.scale:.4g} (asked {plan.asked_scale:.4g}): "
             f"{wl.peak_rps:,.0f} req/s peak\n"
@@ -113,10 +118,15 @@ def _status_text(live: dict[str, Any]) -> str:
 def invalid_line(res: RunResult) -> None:
     """An invalid run says so on stderr, with its reasons, whatever else is shown."""
     s = res.summary
+    judged = (s.live or {}).get("validity") or {}
     if not s.valid:
         err.print(f"[bold red]INVALID[/] live run of {s.target} on {s.workload}: these figures are not the "
                   "target's; `harness gate` will not judge it (exit 2)\n"
-                  + "\n".join(f"  - {r}" for r in s.invalid_reasons), highlight=False, soft_wrap=True)
+                  + "\n".join(f"  - {r}" for r in s.invalid_reasons)
+                  + "".join(f"\n  for a valid run: {r}" for r in judged.get("remedies") or []),
+                  highlight=False, soft_wrap=True)
+    for finding in judged.get("target_findings") or []:  # the target's own overload, valid or not
+        err.print(f"[bold yellow]TARGET[/] {s.target} on {s.workload}: {finding}", highlight=False, soft_wrap=True)
 
 
 def nothing_succeeded(res: RunResult) -> None:
@@ -207,8 +217,13 @@ def serve(
         return serve_llm_cmd(target, port, host, expose, token, set_ or [], unused)
     from harness.live.scaling import shrink
     from harness.live.host import HostSpec, TargetHost
+    from targets.frameworks import framework_name
     from targets.http.limits import check_exposure
     from targets.spec import parse_overrides, resolve_target
+
+    if framework_name(target):
+        fail(f"'{target}' is a real serving framework: a live run starts and stops it itself "
+             f"(`harness run {target} --mode live`); serve it with its own command to keep it up")
 
     try:
         design = resolve_target(target, parse_overrides(set_ or []))

@@ -175,6 +175,7 @@ def compare(
         return compare_llm(a, b, workload, suite, seed, seeds, duration, rate, set_, Jobs(Executor(executor), n_jobs),
                            n_jobs is not None or executor != "process", unused, as_json, out_path, quiet, mode)
     for side, spec in (("A", a), ("B", b)):
+        check_target_mode(spec, mode, side)
         if "://" in spec:
             fail(f"{side} '{spec}' is a URL: compare builds both targets itself, or drives two OpenAI-compatible "
                  f"LLM URLs; drive another server with `harness run {spec} --mode live`")

@@ -22,7 +22,7 @@ PAGES: dict[str, tuple[str, Callable[[Any], str]]] = {}
 
 
 def _register() -> None:
-    from harness.docs import cli_page, gate_page, http_page, results_page, targets_page, workload_page
+    from harness.docs import cli_page, frameworks_page, gate_page, http_page, results_page, targets_page, workload_page
 
     PAGES.update({
         "README.md": ("this index", lambda app: _index()),
@@ -33,6 +33,9 @@ def _register() -> None:
                                     lambda app: workload_page.schema_text()),
         "targets.md": ("target specs, the flaw catalogue (doc item, failure, fix, knobs, exposing scenarios) "
                        "and every knob with its naive and hardened value", lambda app: targets_page.page()),
+        "frameworks.md": ("the framework targets (LitServe, Ray Serve): knobs, the flaws each has at its defaults "
+                          "and the knob that fixes each; who is at fault in a live run, beside MLPerf LoadGen",
+                          lambda app: frameworks_page.page()),
         "gate.md": ("the CI gate file format and every summary key a check may name", lambda app: gate_page.page()),
         "results.md": ("the keys of every result document (run, compare, rank, review, gate, capacity, pool)",
                        lambda app: results_page.page()),

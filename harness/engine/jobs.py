@@ -26,7 +26,9 @@ from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar, cast
 from harness.engine.sim import Progress, run_sim
 from harness.results.run import RunResult
 from targets.config import TargetConfig
+from targets.frameworks.spec import framework_name
 from targets.spec import resolve_target
+from workloads.config_files import ConfigError
 from workloads.loader import load_workload
 from workloads.model import WorkloadConfig
 
@@ -170,6 +172,8 @@ class SimJob:
         return load_workload(self.workload).at_rate(self.rate_rps, self.duration_s)
 
     def target_config(self) -> TargetConfig:
+        if framework_name(self.target):  # a real framework has no sim: only its design would run
+            raise ConfigError(f"target '{self.target}' is a real serving framework: it runs live only (--mode live)")
         return resolve_target(self.target, self.overrides)
 
 

@@ -112,7 +112,8 @@ def merge_transport_stats(parts: Sequence[Mapping[str, Any]], lags: Mapping[str,
     maximum, an upper bound on the connections open at once."""
     out: dict[str, Any] = {key: lag_figures(h) for key, h in lags.items()}
     out["sends_measured"] = lags["send_lag_s"].get_total_count()
-    for key in ("late_over_10ms", "max_open_connections", "connect_failures", "waited_for_connection"):
+    for key in ("late_over_10ms", "max_open_connections", "connect_failures", "waited_for_connection",
+                "connection_cap"):
         out[key] = sum(int(p.get(key) or 0) for p in parts)
     out["first_connect_failure"] = next((p["first_connect_failure"] for p in parts
                                          if p.get("first_connect_failure")), None)

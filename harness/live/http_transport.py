@@ -50,9 +50,11 @@ from targets.protocol import TIMEOUT_RESPONSE, Attempt, Response, Status
 
 # 401 (token), 409 (request ID reused with another input) and the 4xx of a malformed
 # body are the client's fault: not retried. 408 (the server timed out the body) is not.
+# 504: a server that gave up on a request it queued too long (LitServe's `timeout`) refused
+# it, as a 503 does: shed, not failed.
 _STATUS = {200: Status.OK, 400: Status.BAD_REQUEST, 401: Status.BAD_REQUEST, 408: Status.ERROR,
            409: Status.BAD_REQUEST, 413: Status.BAD_REQUEST, 415: Status.BAD_REQUEST,
-           422: Status.BAD_REQUEST, 429: Status.TOO_MANY, 503: Status.UNAVAILABLE}
+           422: Status.BAD_REQUEST, 429: Status.TOO_MANY, 503: Status.UNAVAILABLE, 504: Status.UNAVAILABLE}
 _PLAIN = {code: Response(status) for code, status in _STATUS.items()}
 _ERROR = Response(Status.ERROR, reason="unexpected HTTP status")
 _REASON_BYTES = 600  # of an error body kept to quote (reasons are at most 200 characters)
@@ -351,6 +353,7 @@ class HttpTransport:
             "late_over_10ms": int(np.count_nonzero(lags > 0.010)),
             "connections_opened": {t: p.opened for t, p in self._pools.items()},
             "max_open_connections": self.max_open,
+            "connection_cap": self.max_connections,
             "connect_failures": self.connect_failures,
             "first_connect_failure": self.first_connect_failure,
             "waited_for_connection": self.waited,

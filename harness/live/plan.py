@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from harness.live.framework_host import FrameworkSpec, framework_spec
 from harness.live.host import HostSpec
 from harness.live.payloads import Payloads
 from harness.live.run import LiveRun, Progress
@@ -23,6 +24,7 @@ from harness.live.scaling import Scaling, default_scale, scale_for_live, snap_sc
 from harness.live.warmup import DEFAULT_WARMUP_S
 from harness.results import CompareResult, RunResult
 from targets.config import TargetConfig
+from targets.frameworks.spec import framework_target
 from targets.http.limits import is_loopback
 from targets.spec import resolve_target
 from workloads.loader import load_workload
@@ -45,7 +47,7 @@ class LivePlan:
     asked_scale: float
     scale: float
     payloads: Payloads
-    spec: HostSpec | None = None
+    spec: HostSpec | FrameworkSpec | None = None
     scaling: Scaling | None = None
     url: tuple[str, int, str] | None = None
     warmup_s: float = DEFAULT_WARMUP_S
@@ -104,12 +106,16 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
         cfg = resolve_target("naive", {**overrides, "name": target})
         return LivePlan(target, cfg, wl.scaled(asked), seed, asked, asked, payloads, url=url, warmup_s=warmup_s,
                         driver_procs=driver_procs)
-    design = resolve_target(target, overrides)
+    framework = framework_target(target, overrides)
+    design = framework.config if framework else resolve_target(target, overrides)
     eff = snap_scale(scale_from or design, asked)
     cfg, info = scale_for_live(design, eff)
     wl = wl.scaled(eff)
-    spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
-                    tenants=[t.name for t in wl.tenants], seed=seed)
+    tenants = [t.name for t in wl.tenants]
+    spec: HostSpec | FrameworkSpec = (
+        framework_spec(framework, cfg, model, seed, tenants) if framework else
+        HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
+                 tenants=tenants, seed=seed))
     return LivePlan(target, cfg, wl, seed, asked, eff, payloads, spec=spec, scaling=replace(info, requested=asked),
                     warmup_s=warmup_s, driver_procs=driver_procs)
 

@@ -54,11 +54,12 @@ from harness.live.http_transport import HttpTransport
 from harness.live.payloads import Payloads
 from harness.live.fd_limit import raise_fd_limit
 from harness.live.baseline import stats_since
+from harness.live.framework_host import FrameworkProcess, FrameworkSpec, host_process
 from harness.live.host import HostProcess, HostSpec
 from harness.live.scaling import Scaling
 from harness.live.warmup import (DEFAULT_WARMUP_S, cold_start_figures, opening_rps, warmup_figures, warmup_schedule,
                                  warmup_workload)
-from harness.live.validity import LIMITS, cpu_count, cpu_ticks, invalid_reasons, machine_busy
+from harness.live.validity import LIMITS, cpu_count, cpu_ticks, judge, machine_busy
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document
 from harness.results.run import RunResult
@@ -79,7 +80,8 @@ class Unreachable(RuntimeError):
 class LiveRun:
     """One live run. `url` set: drive that server (no host is started, no faults)."""
 
-    def __init__(self, config: TargetConfig, workload: WorkloadConfig, seed: int, spec: HostSpec | None,
+    def __init__(self, config: TargetConfig, workload: WorkloadConfig, seed: int,
+                 spec: HostSpec | FrameworkSpec | None,
                  scaling: Scaling | None = None, url: tuple[str, int, str] | None = None,
                  payloads: Payloads | None = None, progress: Progress | None = None,
                  warmup_s: float = DEFAULT_WARMUP_S, driver_procs: int = 1) -> None:
@@ -102,7 +104,7 @@ class LiveRun:
         self.warmup_block: dict[str, Any] | None = None
         self.recorder = Recorder(self.schedule.sched_s, self.schedule.tenant, self.schedule.tenants,
                                  config.slo_s, workload.duration_s, workload.window_s)
-        self.host: HostProcess | None = None
+        self.host: HostProcess | FrameworkProcess | None = None
         self.transport: HttpTransport | None = None
         self.pool: DriverPool | None = None            # the driver processes, when driver_procs > 1
         self.pool_cpu_s = 0.0                          # their CPU over every drive (warm-up and run)
@@ -150,7 +152,7 @@ class LiveRun:
         guard: RealtimeGuard | None = None
         try:
             if self.url is None:
-                self.host = HostProcess(self.spec)  # type: ignore[arg-type]  # a spec unless a url is driven
+                self.host = host_process(self.spec)  # type: ignore[arg-type]  # a spec unless a url is driven
                 self.ready = await self.host.start()
                 self._proxy_base = await self.host.request("stats")
                 host, port, path = "127.0.0.1", self.ready["proxy_port"], "/predict"
@@ -345,6 +347,8 @@ class LiveRun:
             "warmup": self.warmup_block,
             "cold_start": cold_start_figures(self.warmup, self.recorder),
         }
+        if self.ready.get("framework"):  # a framework target (harness.live.framework_host): its version, knobs
+            block["framework"] = self.ready["framework"]
         if self.host_stats is not None and self.snapshot is not None:
             block["proxy"] = self.host_stats.get("proxy")
             block["executors"] = self.host_stats.get("executors")
@@ -364,14 +368,17 @@ class LiveRun:
                 "any_behind": any(p["behind"] for p in per)}
 
     def document(self) -> RunResult:
-        """The result, its summary marked invalid (with reasons) when the driver's figures say so."""
+        """The result, its summary marked invalid (with reasons) when the driver's figures say so;
+        `live.validity` says who is at fault (harness.live.validity.judge): the driver, the target
+        (overloaded: a finding in a valid run), both, or none."""
         live = self.live_block()
         res = build_document(self.recorder, self.config, self.workload, self.snapshot, self.seed, "live",
                              self.end_s, self.wall_s, self.partial, self.events, extra={"live": live})
         r = res.summary.requests
-        reasons = invalid_reasons(live, r.attempts, r.succeeded, r.unique)
-        if not reasons:
-            return res
-        summary = res.summary.model_copy(update={"valid": False, "invalid_reasons": reasons})
-        return res.model_copy(update={"summary": summary})
-
+        judged = judge(live, r.attempts, r.succeeded, r.unique)
+        update: dict[str, Any] = {"live": {**(res.summary.live or {}), "validity": judged.to_json()}}
+        if not judged.valid:
+            update.update(valid=False, invalid_reasons=judged.invalid_reasons)
+        if "framework" in live:  # a framework's flaws are declared, not read from the design's knobs
+            update["flaws"] = live["framework"]["flaws"]
+        return res.model_copy(update={"summary": res.summary.model_copy(update=update)})

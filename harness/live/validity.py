@@ -1,30 +1,47 @@
-"""Is a live run the target's result, or the driver's? Judged from the run's own figures.
+"""Is a live run the target's result, or the driver's? Judged from the run's own figures, naming who is at fault.
 
 A live run measures the target only while the driver keeps its schedule: it
-issues every request on time (send lag), finds a connection to write it on
-(connection waits) and has CPU to spare; and only while it can reach the
-target at all. `invalid_reasons(...)` returns one line per broken condition
-(empty: valid). It is a pure function of the figures a run records (the
-`live` block and the request counts), so its table-driven tests need no
-server and no clock.
+issues every request on time (send lag) and has CPU to spare; and only while it
+can reach the target at all. `judge(...)` sorts what went wrong by who did it
+(`Judgement`, `Fault`):
+
+- the driver's own lag (its schedule, its CPU) makes the run invalid: the load
+  the target saw was not the workload's. `remedies` say how to get a valid run.
+- connections held by a slow target are the target's overload, not the
+  driver's: HTTP/1.1 carries one request per connection, so an attempt that
+  finds every connection busy (`waited_for_connection`), up to every connection
+  the driver may open (`max_open_connections` at the cap), waits on requests the
+  target has not answered. Latency counts from the scheduled start, so the wait
+  is in the target's figures: the run stays valid and the judgement says so
+  (`target_findings`).
+- both: invalid, and the judgement names both.
+- a target the driver could not reach (connects failing for more than 1% of
+  attempts), or one that answered nothing, gives no figures to judge: invalid.
+
+`invalid_reasons(...)` is the judgement's invalid reasons (empty: valid). Pure
+functions of the figures a run records (the `live` block and the request
+counts), so their table-driven tests need no server and no clock.
+docs/validity.md sets the rule beside MLPerf LoadGen's.
 
 Thresholds (`Limits`) are deliberately plain numbers a user can read in the
 reason: a p99 send lag over 10 ms means the schedule the target saw was not
-the workload's; a p99 wait for a connection 10 ms beyond that means requests
-reached the target later than offered (the target saw less load than the
-workload's); a driver process busy 90% of a core during the drive has no
-headroom left to keep time; connects failing for more than 1% of attempts
-means the target was not reachable for part of the run (connections the target
-resets mid-request are its own behaviour, counted in its figures, not here).
+the workload's; a p99 wait for a connection 10 ms beyond that means the target
+held the connections (a finding); a driver process busy 90% of a core during
+the drive has no headroom left to keep time; connects failing for more than 1%
+of attempts means the target was not reachable for part of the run
+(connections the target resets mid-request are its own behaviour, counted in
+its figures, not here).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Mapping
 
-__all__ = ["Limits", "LIMITS", "cpu_count", "cpu_ticks", "first_error", "invalid_reasons", "machine_busy"]
+__all__ = ["Fault", "Judgement", "Limits", "LIMITS", "cpu_count", "cpu_ticks", "first_error", "invalid_reasons",
+           "judge", "machine_busy"]
 
 
 @dataclass(frozen=True)
@@ -57,9 +74,45 @@ def first_error(live: Mapping[str, Any]) -> str | None:
     return f"HTTP {code} ({statuses[code]:,} responses)" + (f": {reason}" if reason else "")
 
 
-def invalid_reasons(live: Mapping[str, Any], attempts: int, succeeded: int, unique: int,
-                    limits: Limits = LIMITS) -> list[str]:
-    """Why a live run's figures are not the target's (empty list: valid).
+class Fault(StrEnum):
+    """Who a live run's trouble belongs to."""
+
+    NONE = "none"
+    DRIVER = "driver"   # the driver fell behind or could not reach the target: invalid
+    TARGET = "target"   # the target was overloaded (held the connections): valid, a finding
+    BOTH = "both"       # both: invalid, and the target's overload is said too
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """`invalid_reasons`: why the figures are not the target's (empty: valid);
+    `target_findings`: the target's overload the driver saw (not a fault of the run);
+    `remedies`: how to get a valid run (only when it is invalid)."""
+
+    invalid_reasons: list[str] = field(default_factory=list)
+    target_findings: list[str] = field(default_factory=list)
+    remedies: list[str] = field(default_factory=list)
+    driver_lagged: bool = False
+
+    @property
+    def valid(self) -> bool:
+        return not self.invalid_reasons
+
+    @property
+    def fault(self) -> Fault:
+        target = bool(self.target_findings)
+        if self.invalid_reasons:
+            return Fault.BOTH if target else Fault.DRIVER
+        return Fault.TARGET if target else Fault.NONE
+
+    def to_json(self) -> dict[str, Any]:
+        """The `live.validity` block of a run's summary."""
+        return {"fault": self.fault.value, "target_findings": self.target_findings, "remedies": self.remedies}
+
+
+def judge(live: Mapping[str, Any], attempts: int, succeeded: int, unique: int,
+          limits: Limits = LIMITS) -> Judgement:
+    """Who is at fault in a live run's figures (see the module docstring).
 
     `live` is the run's `live` block (harness.live.run.LiveRun.live_block);
     `attempts`, `succeeded` and `unique` its request counts.
@@ -75,22 +128,57 @@ def invalid_reasons(live: Mapping[str, Any], attempts: int, succeeded: int, uniq
         reasons.append(f"could not reach the target: {refused:,} connection attempts failed, for {attempts:,} "
                        f"requests sent (first: {live.get('first_connect_failure')})")
     lag = (live.get("send_lag_s") or {}).get("p99")
+    lagged = False
     if lag is not None and lag > limits.send_lag_p99_s:
+        lagged = True
         late = live.get("late_over_10ms")
         reasons.append(f"driver fell behind: send lag p99 {_ms(lag)} > {_ms(limits.send_lag_p99_s)}"
                        + (f" ({late:,} requests sent over 10 ms late)" if late else "")
                        + _machine(live))
-    wire = (live.get("write_lag_s") or {}).get("p99")
-    if wire is not None and wire - (lag or 0.0) > limits.connection_wait_p99_s:
-        waited = live.get("waited_for_connection")
-        reasons.append(f"requests waited for a connection: p99 written {_ms(wire)} after their scheduled start "
-                       f"(send lag p99 {_ms(lag or 0.0)}), so the target saw less load than offered"
-                       + (f"; {waited:,} attempts found no free connection" if waited else ""))
     cpu = live.get("driver_cpu_share")
-    if cpu is not None and cpu >= limits.driver_cpu_share:
+    saturated = cpu is not None and cpu >= limits.driver_cpu_share
+    if saturated:
         reasons.append(f"driver CPU saturated: {cpu:.0%} of a core during the drive "
                        f"(limit {limits.driver_cpu_share:.0%})")
-    return reasons
+    findings = _held_connections(live, lag, limits)
+    return Judgement(reasons, findings, _remedies(live, lagged, saturated) if lagged or saturated else [],
+                     driver_lagged=lagged or saturated)
+
+
+def invalid_reasons(live: Mapping[str, Any], attempts: int, succeeded: int, unique: int,
+                    limits: Limits = LIMITS) -> list[str]:
+    """Why a live run's figures are not the target's (empty list: valid): `judge(...)`'s reasons."""
+    return judge(live, attempts, succeeded, unique, limits).invalid_reasons
+
+
+def _held_connections(live: Mapping[str, Any], lag: float | None, limits: Limits) -> list[str]:
+    """The target's overload as the driver saw it: requests that waited for a connection the
+    target still held (their write lag beyond the driver's own send lag)."""
+    wire = (live.get("write_lag_s") or {}).get("p99")
+    if wire is None or wire - (lag or 0.0) <= limits.connection_wait_p99_s:
+        return []
+    waited, opened, cap = live.get("waited_for_connection"), live.get("max_open_connections"), live.get("connection_cap")
+    held = f"up to {opened:,} connections open at once" if opened else "its connections"
+    if cap and opened and opened >= cap:
+        held += f": every connection the driver may open ({cap:,})"
+    return [f"target overloaded: it held {held} with requests it had not answered"
+            + (f"; {waited:,} attempts found no free connection" if waited else "")
+            + f", and requests were written p99 {_ms(wire)} after their scheduled start (send lag p99 "
+              f"{_ms(lag or 0.0)}); the wait counts in its latency"]
+
+
+def _remedies(live: Mapping[str, Any], lagged: bool, saturated: bool) -> list[str]:
+    """How to get a valid run, from what held the driver back."""
+    out = []
+    busy = live.get("machine_cpu_busy")
+    if saturated or (live.get("driver_procs") is None and (live.get("driver_cpu_share") or 0) > 0.5):
+        out.append("split the driver over processes: --driver-procs 2 (or more, one per free core)")
+    if lagged and busy is not None and busy >= 0.9:
+        out.append("keep the target's processes off the driver's core: e.g. `taskset -c 1 harness serve ...` "
+                   "and drive that URL from core 0, or start the run under `taskset` and pin the target's "
+                   "workers to the other cores")
+    out.append("drive from a second machine: `harness run http://TARGET:PORT/predict --mode live --allow-remote`")
+    return out
 
 
 def _machine(live: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.live.validity import Limits, first_error, invalid_reasons, machine_busy
+from harness.live.validity import Fault, Limits, first_error, invalid_reasons, judge, machine_busy
 
 KEPT_UP = {"send_lag_s": {"p99": 0.002}, "write_lag_s": {"p99": 0.003}, "waited_for_connection": 40,
            "driver_cpu_share": 0.35, "connection_errors": {"count": 0, "first": None},
@@ -25,9 +25,9 @@ CASES = [
     # p99 send lag 19.6 ms > 10 ms => the schedule the target saw was not the workload's
     (live(send_lag_s={"p99": 0.0196}, write_lag_s={"p99": 0.02}, late_over_10ms=272), 1000, 990, 1000,
      ["driver fell behind: send lag p99 19.6 ms > 10.0 ms (272 requests sent over 10 ms late)"]),
-    # written 1 s after schedule while sent on time => waited for connections: less load than offered
-    (live(write_lag_s={"p99": 1.0}, waited_for_connection=11405), 12494, 1460, 11271,
-     ["requests waited for a connection: p99 written 1,000 ms"]),
+    # written 1 s after schedule while sent on time => the target held the connections: its
+    # overload (a finding, judge() below), not the driver's: valid
+    (live(write_lag_s={"p99": 1.0}, waited_for_connection=11405), 12494, 1460, 11271, []),
     # 9.5 ms of connection wait beyond a 2 ms send lag is within the 10 ms allowed => valid
     (live(write_lag_s={"p99": 0.0115}), 1000, 990, 1000, []),
     # the driver process busy 95% of a core during the drive => no headroom to keep time
@@ -44,9 +44,9 @@ CASES = [
     # every request refused with a 422 => nothing succeeded, and why
     (live(http_status={"422": 303}, http_errors={"422": "invalid input: field 'input' is missing"}), 303, 0, 303,
      ["nothing succeeded: HTTP 422 (303 responses): invalid input: field 'input' is missing"]),
-    # all at once: each reason on its own line
+    # all at once: each reason on its own line (the held connections are the target's: judge() below)
     (live(send_lag_s={"p99": 0.05}, write_lag_s={"p99": 0.9}, driver_cpu_share=0.99), 10, 0, 10,
-     ["nothing succeeded", "driver fell behind", "requests waited for a connection", "driver CPU saturated"]),
+     ["nothing succeeded", "driver fell behind", "driver CPU saturated"]),
 ]
 
 
@@ -77,3 +77,55 @@ def test_first_error_prefers_the_connection_then_the_commonest_status() -> None:
 def test_machine_busy_reads_tick_deltas() -> None:
     assert machine_busy((100, 400), (250, 600)) == pytest.approx(0.75)
     assert machine_busy(None, (1, 2)) is None and machine_busy((5, 10), (5, 10)) is None
+
+
+# Who is at fault. (live block, attempts, succeeded, unique) -> fault, findings, reasons, remedies
+# (each the start of the line, in order). A framework's spike on 2 cores gives all four shapes.
+OVERLOADED = dict(write_lag_s={"p99": 0.997}, waited_for_connection=82446, max_open_connections=4000,
+                  connection_cap=4000)
+FAULTS = [
+    # driver on time, target answered fast => nobody's fault, nothing to say
+    (live(), Fault.NONE, [], [], []),
+    # driver on time (send lag 2 ms), target held all 4,000 connections the driver may open and
+    # requests waited 1 s for one => the target's overload: valid, said as a finding
+    (live(**OVERLOADED), Fault.TARGET,
+     ["target overloaded: it held up to 4,000 connections open at once: every connection the driver may open "
+      "(4,000) with requests it had not answered; 82,446 attempts found no free connection"], [], []),
+    # connections held below the cap (a slow target, the driver never at its limit) => still the target's
+    (live(write_lag_s={"p99": 0.5}, waited_for_connection=900, max_open_connections=850, connection_cap=4000),
+     Fault.TARGET, ["target overloaded: it held up to 850 connections open at once with requests"], [], []),
+    # driver 49 ms late with the machine 71% busy, the target quick => the driver's: invalid
+    (live(send_lag_s={"p99": 0.049}, write_lag_s={"p99": 0.05}, machine_cpu_busy=0.71, machine_cpus=2),
+     Fault.DRIVER, [], ["driver fell behind: send lag p99 49.0 ms"], ["drive from a second machine"]),
+    # both (the LitServe spike): driver 49 ms late on a 100%-busy machine and the target holding
+    # every connection => invalid for the driver, and the target's overload said too; pin or move the driver
+    (live(send_lag_s={"p99": 0.049}, machine_cpu_busy=1.0, machine_cpus=2, **OVERLOADED), Fault.BOTH,
+     ["target overloaded: it held up to 4,000"], ["driver fell behind: send lag p99 49.0 ms"],
+     ["keep the target's processes off the driver's core", "drive from a second machine"]),
+    # the driver's own CPU saturated => split it over processes first
+    (live(driver_cpu_share=0.97), Fault.DRIVER, [], ["driver CPU saturated: 97% of a core"],
+     ["split the driver over processes: --driver-procs 2", "drive from a second machine"]),
+]
+
+
+@pytest.mark.parametrize("block, fault, findings, reasons, remedies", FAULTS)
+def test_judge_names_who_is_at_fault(block, fault, findings, reasons, remedies) -> None:
+    j = judge(block, 100_000, 20_000, 90_000)
+    assert j.fault is fault
+    assert j.valid is (fault in (Fault.NONE, Fault.TARGET))
+    for got, want in ((j.target_findings, findings), (j.invalid_reasons, reasons), (j.remedies, remedies)):
+        assert len(got) == len(want), got
+        for line, start in zip(got, want):
+            assert line.startswith(start), (line, start)
+
+
+def test_judge_keeps_the_driver_lag_apart_from_the_connection_wait() -> None:
+    # 30 ms of send lag and 35 ms written: 5 ms of connection wait is within the 10 ms allowed,
+    # so the target held nothing; the lag is the driver's alone
+    j = judge(live(send_lag_s={"p99": 0.030}, write_lag_s={"p99": 0.035}), 1000, 990, 1000)
+    assert j.fault is Fault.DRIVER and j.target_findings == []
+
+
+def test_judgement_block_is_plain_json() -> None:
+    block = judge(live(**OVERLOADED), 1000, 990, 1000).to_json()
+    assert block["fault"] == "target" and block["remedies"] == [] and len(block["target_findings"]) == 1

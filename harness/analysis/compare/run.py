@@ -15,6 +15,7 @@ from harness.analysis.seeds import seed_set
 from harness.engine.jobs import Job, Jobs, JobsInterrupted, OnDone, SimJob
 from harness.results.compare import CompareResult, PartialCompare
 from harness.results.run import RunResult, RunSummary, SeedSet
+from targets.frameworks.spec import framework_name
 
 
 def compare(a: str, b: str, workloads: list[str], seed: int = 1, overrides: dict[str, Any] | None = None,
@@ -134,7 +135,10 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
                          workload_of({w: p["shortening"] for w, p in shortened.items()}))
     result = add_verdicts(finished_only(ran, workloads, live_finished(ran)))
     block: dict[str, Any] = {"shortened": plan_for_json(shortened) if shortened else None}
-    if against_sim and result.scenarios:
+    framework = next((t for t in (a, b) if framework_name(t)), None)
+    if framework is not None:  # a real framework has no sim of itself to check against
+        block["sim_skipped"] = f"{framework} is a real framework: it has no sim"
+    elif against_sim and result.scenarios:
         try:
             block["sim"] = sim_beside(result, seed)
         except KeyboardInterrupt:  # Ctrl-C during the sim check: the live result stands without it
