@@ -13,7 +13,7 @@ from harness.analysis.stats import seeds_from
 from harness.cli.common import (DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, JSON, LIVE_SCALE, MODE, MODEL, OUT,
                                 QUIET, RATE, SEED, SEEDS, SET, bounded, check_target_mode, err, existing_file, fail,
                                 interruptible, one_of, publish)
-from harness.cli.live import DRIVER_PROCS, WARMUP
+from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
 from harness.engine.jobs import Executor, Jobs, SimJob
 from harness.results import CompareResult
 from harness.results import io as results
@@ -47,13 +47,14 @@ def run(
     workers: int = typer.Option(2, "--workers", help="live, --driver locust: Locust worker processes.",
                                 callback=bounded("--workers", ge=1, le=64)),
     driver_procs: int = DRIVER_PROCS,
+    balancer: str = BALANCER,
 ) -> None:
     """Run one target under one workload and write its result file."""
     check_target_mode(target, mode)
     if mode == "sim":
         for option, given in (("--scale", scale is not None), ("--template", template is not None),
                               ("--allow-remote", allow_remote), ("--warmup", warmup is not None),
-                              ("--driver-procs", driver_procs != 1)):
+                              ("--driver-procs", driver_procs != 1), ("--balancer", balancer != "python")):
             if given:
                 fail(f"{option} applies to --mode live only (this run is sim)")
     elif seeds > 1:
@@ -67,6 +68,8 @@ def run(
         fail(str(exc))
     if mode == "sim" and driver != "builtin":
         fail("--driver applies to --mode live only (this run is sim)")
+    if driver == "locust" and balancer != "python":
+        fail("--balancer applies to --driver builtin (the Locust bridge starts the project's proxy)")
     if driver == "locust" and driver_procs != 1:
         fail("--driver-procs applies to --driver builtin (Locust's processes are --workers)")
     if driver == "locust":
@@ -78,7 +81,7 @@ def run(
 
         result = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
                           template=template, allow_remote=allow_remote, warmup_s=warmup,
-                          driver_procs=driver_procs)
+                          driver_procs=driver_procs, balancer=balancer)
     elif seeds > 1:
         from harness.cli.progress import job_progress
 
@@ -115,6 +118,7 @@ def compare(
     scale: Optional[float] = LIVE_SCALE,
     warmup: Optional[float] = WARMUP,
     driver_procs: int = DRIVER_PROCS,
+    balancer: str = BALANCER,
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep.
     Ctrl-C or SIGTERM: the scenarios that finished are written and judged (exit 130)."""
@@ -142,12 +146,14 @@ def compare(
         fail("--warmup applies to --mode live only (this compare is sim)")
     if mode == "sim" and driver_procs != 1:
         fail("--driver-procs applies to --mode live only (this compare is sim)")
+    if mode == "sim" and balancer != "python":
+        fail("--balancer applies to --mode live only (this compare is sim)")
     with interruptible():  # SIGTERM stops it as Ctrl-C does: the finished scenarios are kept
         if mode != "sim":
             from harness.cli.live import compare_live
 
             result = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json,
-                                  warmup_s=warmup, driver_procs=driver_procs)
+                                  warmup_s=warmup, driver_procs=driver_procs, balancer=balancer)
         else:
             from harness.cli.progress import job_progress
 

@@ -15,7 +15,7 @@ import typer
 
 from harness.cli.common import (DEVICE, HTML, JSON, MODE, MODEL, OUT, QUIET, SEED, SET, LIVE_SCALE, bounded,
                                 check_target_mode, err, fail, out, publish)
-from harness.cli.live import DRIVER_PROCS, WARMUP
+from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
 from harness.results import io as results
 from workloads.loader import ConfigError
 
@@ -45,6 +45,7 @@ def sweep(
     allow_remote: bool = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback."),
     warmup: Optional[float] = WARMUP,
     driver_procs: int = DRIVER_PROCS,
+    balancer: str = BALANCER,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
@@ -68,7 +69,8 @@ def sweep(
                            duration_s=duration, rel_tol=rel_tol, min_ratio=min_ratio, scale=scale, model=model,
                            device=device, pad_to_s=pad_to_s, allow_remote=allow_remote,
                            capacity_check=capacity_agreement if check_capacity else None, on_step=shown,
-                           warmup_s=warmup, send_lag_limit_s=send_lag, driver_procs=driver_procs)
+                           warmup_s=warmup, send_lag_limit_s=send_lag, driver_procs=driver_procs,
+                           balancer=balancer)
         outcomes = judge_sweep(result, list(check or []))
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
