@@ -58,6 +58,8 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per run")
     ap.add_argument("--step-duration", type=float, default=None, help="seconds per sweep step (default: the sweep's)")
     ap.add_argument("--no-knee", action="store_true", help="skip the live sweeps")
+    ap.add_argument("--balancers", nargs="+", default=list(BALANCERS), choices=BALANCERS,
+                    help="which balancers, in this order (run it both ways round to see the machine's drift)")
     args = ap.parse_args()
     started = time.perf_counter()
     for target in args.targets:
@@ -67,11 +69,11 @@ def main() -> None:
         print(f"{target}: {cfg.fleet_gpus} GPU(s) x B={cfg.batch_size} at {cfg.batch_time_s * 1000:g} ms (ceiling "
               f"{ceiling:,.0f} req/s), {cfg.api_servers} API server(s), scale {plan.scale:.4g}; {load()}", flush=True)
         for workload in args.workloads:
-            for balancer in BALANCERS:
+            for balancer in args.balancers:
                 print(run_line(target, workload, balancer, args.scale, args.duration), flush=True)
         if args.no_knee:
             continue
-        for balancer in BALANCERS:
+        for balancer in args.balancers:
             sw = run_sweep(target, "live", scale=args.scale, duration_s=args.step_duration, device="cpu",
                            balancer=balancer)
             steps = ", ".join(f"{s.rate_rps:,.0f}{'+' if s.passed else '-'}" for s in sw.steps)
