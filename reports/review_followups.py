@@ -19,6 +19,8 @@ from reports.registry import view
 
 __all__ = ["alerts_lines", "canary_lines", "day_rows", "render_alerts", "render_canary", "sections"]
 
+NARROW_SEEDS = 20  # seeds a plan and day `harness canary` runs by default (sim)
+
 _NAMES = {"error-ratio": "goodput SLI (share of answers not OK within the SLO)",
           "queue-delay-s": "estimated queue delay", "shed-ratio": "admission sheds (share of answers)",
           "retry-ratio": "retry rate (retries per answer)", "gpu-busy": "GPU busy", "gpus-lost": "GPUs down (share)"}
@@ -77,10 +79,33 @@ def _pct(x: float) -> str:
     return f"{100 * x:.3g}%"
 
 
+def _days(c: CanaryAnswer, bad: bool) -> str:
+    """The good (or bad) days that judged the plans, each as it ran: 'slow: batch time +50%' (a result
+    written before days were recorded: their names)."""
+    judged = dict.fromkeys(cell.day for cell in c.result.cells
+                           if cell.bad is bad and cell.day != "wrong-behind-exact-cache")
+    out = []
+    for name in judged:
+        d = c.result.days.get(name)
+        if d is None:
+            out.append(name)
+        elif bad:
+            out.append(f"{name}: {d.canary}")
+        else:
+            out.append(f"{name}: {d.traffic} traffic" + ("" if d.canary == "same as the baseline" else f", {d.canary}"))
+    return "; ".join(out) or "none"
+
+
+def _bar(c: CanaryAnswer) -> str:
+    return f">= {_pct(c.min_caught)} of bad canaries rolled back, <= {_pct(c.max_false_rollback)} of good ones"
+
+
 def canary_lines(c: CanaryAnswer) -> list[str]:
-    """The answer to "how would you run a canary?": each plan's trade-off, the one to use, the cache case."""
-    lines = [f"Canary rollouts ({c.source}, on {c.result.target}): each plan against a good canary (plain and "
-             "during a spike: any rollback is false) and bad ones (slow +50%, 2% 5xx, 30% wrong answers)."]
+    """The answer to "how would you run a canary?": each plan's trade-off, the one to use, the cache case.
+    Every day, setting and bar is the one that ran (the result's days, the answer's bar)."""
+    mode = " live" if c.result.mode == "live" else ""
+    lines = [f"Canary rollouts ({c.source}, on {c.result.target}{mode}): each plan against good canaries "
+             f"({_days(c, bad=False)}: any rollback is false) and bad ones ({_days(c, bad=True)})."]
     for p in c.plans:
         lines.append(
             f"{p.plan} ({p.description}): rolled back {_pct(p.caught)} of {p.bad_runs} bad canaries, median "
@@ -89,14 +114,15 @@ def canary_lines(c: CanaryAnswer) -> list[str]:
             + f" requests served by the bad version; false rollbacks {_pct(p.false_rollback)} of {p.good_runs} "
             f"good canaries (95% bound {_pct(p.false_rollback_high)}).")
     if c.recommended:
-        lines.append(f"Recommended: {c.recommended}, the plan meeting the bar on these runs (>= 95% of bad "
-                     "canaries rolled back, <= 5% of good ones) with the smallest blast radius.")
+        lines.append(f"Recommended: {c.recommended}, the plan meeting the bar on these runs ({_bar(c)}) with the "
+                     "smallest blast radius.")
     else:
-        lines.append("Recommended: none of these plans met the bar (>= 95% of bad canaries rolled back, <= 5% of "
-                     "good ones) on these seeds.")
-    if c.result.seeds < 20:
+        lines.append(f"Recommended: none of these plans met the bar ({_bar(c)}) on these seeds.")
+    if c.result.seeds < NARROW_SEEDS:
+        again = " ".join(c.result.plans) + (" --mode live" if mode else "")
         lines.append(f"Only {c.result.seeds} seed(s) a plan and day here, so the false-rollback bounds are wide: "
-                     "`harness canary careful fast --seeds 20`, passed back with `--canary FILE`, narrows them.")
+                     f"`harness canary {again} --seeds {NARROW_SEEDS}`, passed back with `--canary FILE`, narrows "
+                     "them.")
     for cell in c.result.cells:
         if cell.day == "wrong-behind-exact-cache":
             lines.append(f"Behind the doc's exact-payload cache, {cell.plan} rolled back {_pct(cell.rollback_share)} "

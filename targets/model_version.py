@@ -20,6 +20,18 @@ class ModelVersion(BaseModel):
     error_rate: float = Field(0.0, ge=0, le=1, description="share of its answers that are 5xx")
     output_shift: float = Field(0.0, ge=0, le=1, description="share of its answers moved to another class")
 
+    def describe(self) -> str:
+        """How it differs from the baseline, from its own settings: 'batch time +50%, 2% 5xx'
+        ('same as the baseline' when in nothing)."""
+        parts = []
+        if self.cost_factor != 1.0:
+            parts.append(f"batch time {'+' if self.cost_factor > 1 else ''}{(self.cost_factor - 1) * 100:.3g}%")
+        if self.error_rate:
+            parts.append(f"{self.error_rate * 100:.3g}% 5xx")
+        if self.output_shift:
+            parts.append(f"{self.output_shift * 100:.3g}% of answers in another class")
+        return ", ".join(parts) or "same as the baseline"
+
 
 BASELINE = ModelVersion()  # the version a target serves unless a rollout attaches a canary
 

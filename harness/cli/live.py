@@ -16,8 +16,8 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness.cli.common import (DEVICE, LIVE_SCALE, MODEL, MODELS, bounded, err, fail, int_list, out, served_notice,
-                                until_stopped, writable_file)
+from harness.cli.common import (DEVICE, LIVE_SCALE, MODEL, MODELS, bounded, err, fail, int_list, one_of, out,
+                                served_notice, until_stopped, writable_file)
 from harness.engine.jobs import SimJob
 from harness.results import CompareResult, RunResult
 from workloads.loader import ConfigError
@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 WARMUP = typer.Option(None, "--warmup", help="live: seconds of traffic at the workload's opening rate sent before "
                       "the measured run and left out of its figures (default 10; 0: a cold run).",
                       callback=bounded("--warmup", ge=0, unit=" s"))
+
+BALANCER = typer.Option("python", "--balancer", help="live: what runs in front of the API servers: python (the "
+                        "project's layer-4 proxy) or haproxy (HAProxy, Debian's `haproxy`; naive: mode tcp, "
+                        "round robin; hardened: mode http with a capped queue answering 503).",
+                        callback=one_of("--balancer", ("python", "haproxy")))
 
 DRIVER_PROCS = typer.Option(1, "--driver-procs", help="live: driver processes the schedule's tenants and connections "
                             "are split over (their latency histograms merged exactly; 1: this process).",
@@ -146,7 +151,8 @@ def _require_live(mode: str) -> None:
 
 def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None, model: str = "mlp",
              device: str = "auto", pad_to_s: float | None = None, template: Path | None = None,
-             allow_remote: bool = False, warmup_s: float | None = None, driver_procs: int = 1) -> RunResult:
+             allow_remote: bool = False, warmup_s: float | None = None, driver_procs: int = 1,
+             balancer: str = "python") -> RunResult:
     """`harness run --mode live`: plan, show and run one live run; returns its result."""
     from harness.live.plan import plan_live
 
@@ -162,7 +168,7 @@ def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None,
             fail(f"--template {template}: {exc}")
     try:
         plan = plan_live(job.target, job.workload, job.seed, job.overrides, job.duration_s, job.rate_rps, scale,
-                         model, device, pad_to_s, text, allow_remote, warmup_s=warmup_s)
+                         model, device, pad_to_s, text, allow_remote, warmup_s=warmup_s, balancer=balancer)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
     return _shown_run(quiet, driver_procs)(plan)
@@ -171,14 +177,14 @@ def run_live(job: SimJob, mode: str, quiet: bool, *, scale: float | None = None,
 def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
                  duration_s: float | None, rate_rps: float | None, scale: float | None, mode: str,
                  quiet: bool, model: str = "mlp", device: str = "auto",
-                 warmup_s: float | None = None, driver_procs: int = 1) -> CompareResult:
+                 warmup_s: float | None = None, driver_procs: int = 1, balancer: str = "python") -> CompareResult:
     """`harness compare --mode live`: harness.analysis.compare.compare_live, each run shown."""
     from harness.analysis.compare import compare_live as run_compare_live
 
     _require_live(mode)
     try:
         return run_compare_live(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
-                                run_one=_shown_run(quiet, driver_procs), warmup_s=warmup_s)
+                                run_one=_shown_run(quiet, driver_procs), warmup_s=warmup_s, balancer=balancer)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
 
@@ -201,6 +207,7 @@ def serve(
     expose: bool = typer.Option(False, "--expose", help="Allow --host beyond loopback (serves every interface it names)."),
     token: Optional[str] = typer.Option(None, "--token", envvar="HARNESS_TOKEN",
                                         help="Bearer token /predict and /metrics require (LLM: every /v1/ path)."),
+    balancer: str = BALANCER,
 ) -> None:
     """Start a target for real (proxy, API servers, GPU workers; an LLM policy: the tiny decoder) until Ctrl-C.
 
@@ -213,7 +220,8 @@ def serve(
 
         unused = [flag for flag, given in (("--model", model != "mlp"), ("--device", device != "auto"),
                                            ("--pad-to-s", pad_to_s is not None), ("--scale", scale is not None),
-                                           ("--tenant", bool(tenant))) if given]
+                                           ("--tenant", bool(tenant)), ("--balancer", balancer != "python"))
+                  if given]
         return serve_llm_cmd(target, port, host, expose, token, set_ or [], unused)
     from harness.live.scaling import shrink
     from harness.live.host import HostSpec, TargetHost
@@ -233,7 +241,7 @@ def serve(
     cfg, info = shrink(design, scale)
     spec = HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
                     proxy_host=host, proxy_port=port, tenants=list(tenant) if tenant else None,
-                    expose=expose, token=token or None)
+                    expose=expose, token=token or None, balancer=balancer)
 
     async def main() -> None:
         th = TargetHost(spec)
@@ -246,7 +254,11 @@ def serve(
         gc.freeze()  # as a live run's host does: full collections never scan the models and the app
         pad = ready["pad_to_s"]
         servers = ", ".join(str(p) for p in ready["api_ports"])
-        out.print(f"serving {target} at http://{host}:{ready['proxy_port']}/predict (and /healthz, /metrics)\n"
+        front = ready["balancer"]
+        front_text = (f"HAProxy {front['version']} (pid {front['pid']}, mode {front['policy']['mode']}, "
+                      f"balance {front['policy']['balance']})" if front["kind"] == "haproxy" else "the layer-4 proxy")
+        out.print(f"serving {target} at http://{host}:{ready['proxy_port']}/predict (and /healthz, /metrics)"
+                  f" behind {front_text}\n"
                   f"  {cfg.api_servers} API server(s) on port(s) {servers}; {ready['gpus']} GPU worker(s): "
                   f"{model} on {ready['device']}{f', padded to {pad * 1000:.0f} ms' if pad else ''}\n"
                   f"  scale {info.effective:.4g} of the design: {cfg.peak_qps:,.0f} req/s peak\n"

@@ -14,7 +14,7 @@ from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, DURATION, EXE
                                 LIVE_SCALE, MODE, OUT, QUIET, RATE, SEED, SEEDS, SET, URL_MODEL, URL_TEMPLATE, bounded,
                                 check_target_mode, err, existing_file, fail, interruptible, one_of, publish,
                                 torch_model)
-from harness.cli.live import DRIVER_PROCS, WARMUP
+from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
 from harness.engine.jobs import Executor, Jobs, SimJob
 from harness.results import CompareResult
 from harness.results import io as results
@@ -52,6 +52,7 @@ def run(
     workers: int = typer.Option(2, "--workers", help="live, --driver locust: Locust worker processes.",
                                 callback=bounded("--workers", ge=1, le=64)),
     driver_procs: int = DRIVER_PROCS,
+    balancer: str = BALANCER,
 ) -> None:
     """Run one target under one workload and write its result file.
 
@@ -74,7 +75,7 @@ def run(
     if mode == "sim":
         for option, given in (("--scale", scale is not None), ("--template", template is not None),
                               ("--allow-remote", allow_remote), ("--warmup", warmup is not None),
-                              ("--driver-procs", driver_procs != 1)):
+                              ("--driver-procs", driver_procs != 1), ("--balancer", balancer != "python")):
             if given:
                 fail(f"{option} applies to --mode live only (this run is sim)")
     elif seeds > 1:
@@ -88,6 +89,8 @@ def run(
         fail(str(exc))
     if mode == "sim" and driver != "builtin":
         fail("--driver applies to --mode live only (this run is sim)")
+    if driver == "locust" and balancer != "python":
+        fail("--balancer applies to --driver builtin (the Locust bridge starts the project's proxy)")
     if driver == "locust" and driver_procs != 1:
         fail("--driver-procs applies to --driver builtin (Locust's processes are --workers)")
     if driver == "locust":
@@ -99,7 +102,7 @@ def run(
 
         result = run_live(job, mode, quiet or as_json, scale=scale, model=model, device=device,
                           template=template, allow_remote=allow_remote, warmup_s=warmup,
-                          driver_procs=driver_procs)
+                          driver_procs=driver_procs, balancer=balancer)
     elif seeds > 1:
         from harness.cli.progress import job_progress
 
@@ -143,6 +146,7 @@ def compare(
     template: Optional[Path] = typer.Option(None, "--template", help="LLM URLs: a JSON object of fields added to "
                                             "every request.", callback=existing_file("--template")),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="LLM URLs: allow servers outside loopback."),
+    balancer: str = BALANCER,
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep;
     two LLM URLs: both driven live on the same arrivals at each rate (default 2, 4 and 8 req/s, 10 s each),
@@ -195,12 +199,14 @@ def compare(
         fail("--warmup applies to --mode live only (this compare is sim)")
     if mode == "sim" and driver_procs != 1:
         fail("--driver-procs applies to --mode live only (this compare is sim)")
+    if mode == "sim" and balancer != "python":
+        fail("--balancer applies to --mode live only (this compare is sim)")
     with interruptible():  # SIGTERM stops it as Ctrl-C does: the finished scenarios are kept
         if mode != "sim":
             from harness.cli.live import compare_live
 
             result = compare_live(a, b, names, seed, overrides, duration, rate, scale, mode, quiet or as_json,
-                                  warmup_s=warmup, driver_procs=driver_procs)
+                                  warmup_s=warmup, driver_procs=driver_procs, balancer=balancer)
         else:
             from harness.cli.progress import job_progress
 

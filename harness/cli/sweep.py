@@ -16,7 +16,7 @@ import typer
 from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, HTML, JSON, LIVE_SCALE, MODE, OUT, QUIET, SEED,
                                 SET, URL_MODEL, URL_TEMPLATE, bounded, check_target_mode, err, fail, out, publish,
                                 torch_model)
-from harness.cli.live import DRIVER_PROCS, WARMUP
+from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
 from harness.results import io as results
 from workloads.loader import ConfigError
 
@@ -51,6 +51,7 @@ def sweep(
                                            "file of every step (default short)."),
     warmup: Optional[float] = WARMUP,
     driver_procs: int = DRIVER_PROCS,
+    balancer: str = BALANCER,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
@@ -95,7 +96,8 @@ def sweep(
                            duration_s=duration, rel_tol=rel_tol, min_ratio=min_ratio, scale=scale, model=model,
                            device=device, pad_to_s=pad_to_s, allow_remote=allow_remote,
                            capacity_check=capacity_agreement if check_capacity else None, on_step=shown,
-                           warmup_s=warmup, send_lag_limit_s=send_lag, driver_procs=driver_procs)
+                           warmup_s=warmup, send_lag_limit_s=send_lag, driver_procs=driver_procs,
+                           balancer=balancer)
         outcomes = judge_sweep(result, list(check or []))
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))

@@ -23,7 +23,7 @@ import numpy as np
 from harness.docs import llm_page
 from harness.docs.markdown import banner, block, code, table
 from harness.live import payloads
-from targets.http import edge, l4proxy, parse, server
+from targets.http import edge, haproxy, l4proxy, parse, server
 from targets.protocol import Status
 
 ERROR_MODULES: tuple[ModuleType, ...] = (server, parse, edge, l4proxy)
@@ -173,12 +173,38 @@ def _checked_template() -> str:
     return TEMPLATE
 
 
+def balancer_rows() -> list[tuple[str, ...]]:
+    """What HAProxy runs for naive and hardened, from `HaproxyPolicy.for_target` itself."""
+    from targets.spec import resolve_target
+
+    rows: list[tuple[str, ...]] = []
+    for name in ("naive", "hardened"):
+        cfg = resolve_target(name)
+        f = haproxy.HaproxyPolicy.for_target(cfg).figures()
+        cap = "none" if f["server_maxconn"] is None else f"{f['server_maxconn']} (design fleet)"
+        queue = "-" if f["queue_timeout_s"] is None else f"{f['queue_timeout_s'] * 1000:g} ms, then 503"
+        rows.append((code(name), code(f"mode {f['mode']}"), code(f"balance {f['balance']}"), cap, queue))
+    return rows
+
+
+def balancer_section() -> str:
+    mapping = inspect.cleandoc(haproxy.__doc__ or "").split("What maps, and what does not (the project's proxy on "
+                                                             "the left):", 1)[1].strip()
+    return ("`--balancer python` (the default) runs the project's layer-4 proxy (`targets/http/l4proxy.py`) on the "
+            "API servers' event loop; `--balancer haproxy` runs HAProxy (Debian's `haproxy`) in a process of its "
+            "own on loopback, started and stopped with the host, its `show stat` read into the result "
+            "(`live.balancer`). What it runs for the two bases (the cap is per API server and scales with the "
+            "live fleet):\n\n"
+            + table(("target", "mode", "balance", "requests at once per API server", "queue"), balancer_rows())
+            + "\nWhat maps, and what does not (the project's proxy on the left):\n\n" + mapping + "\n")
+
+
 def page() -> str:
     contract = inspect.cleandoc(server.__doc__ or "").split("HTTP API (JSON bodies, UTF-8)::", 1)[1]
     contract = inspect.cleandoc(contract.split("\n\n", 1)[1].split("\nRequest IDs and dedupe", 1)[0])
     rest = inspect.cleandoc(server.__doc__ or "").split("\nRequest IDs and dedupe", 1)[1]
     return "\n".join([
-        banner([f"targets/http/{name}.py" for name in ("server", "parse", "edge", "l4proxy")]
+        banner([f"targets/http/{name}.py" for name in ("server", "parse", "edge", "l4proxy", "haproxy")]
                + ["targets/gpu/models.py", "harness/live/payloads.py", "targets/llm/server.py",
                   "targets/llm/openai_request.py"]),
         "# The live HTTP API\n",
@@ -201,6 +227,8 @@ def page() -> str:
                 [(e.status, code(e.kind), e.reason, code(e.module)) for e in error_kinds()]),
         "## Dedupe, connections, headers\n",
         "Request IDs and dedupe" + rest.rstrip() + "\n",
+        "## The balancer (`--balancer python|haproxy`)\n",
+        balancer_section(),
         "## Driving another server: URL targets and templates\n",
         "`harness run http://HOST:PORT/PATH --mode live -w W` drives any server over HTTP (loopback only "
         "unless `--allow-remote`). By default each request body is the JSON above for `--model`; "

@@ -18,7 +18,7 @@ from typing import Any
 
 from targets.snapshot import CacheSnapshot, TargetSnapshot
 
-__all__ = ["snapshot_since", "stats_since"]
+__all__ = ["balancer_since", "snapshot_since", "stats_since"]
 
 _KEEP = frozenset({"gpus", "alive", "largest_batch", "last_done_s", "hit_rate"})  # states, not counters
 
@@ -64,6 +64,30 @@ def _counts_since(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     return out
 
 
+# Balancer figures that are states or peaks, not counters (targets.http.haproxy_proc.stat_figures).
+_BALANCER_STATES = frozenset({"pid", "sessions_now", "queue_now", "queue_max", "queue_time_ms", "sessions_max"})
+_BALANCER_CONNECTIONS = frozenset({"connections", "per_api_server"})  # counted as the proxy's connections are
+
+
+def balancer_since(before: dict[str, Any] | None, after: dict[str, Any] | None,
+                   conn_before: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A host's `balancer` figures counted from `before` (requests, 5xx, bytes), its connections
+    from `conn_before` (taken before the driver connected); states and peaks as in `after`."""
+    if after is None or before is None:
+        return after
+    counts = _counts_since(before, after) or {}
+    conns = _counts_since(conn_before, after) if conn_before is not None else after
+    # In HTTP mode HAProxy counts an API server's sessions per request: those count from the run's start.
+    per_request = (after.get("policy") or {}).get("mode") == "http"
+    out = dict(counts)
+    for k in after:
+        if k in _BALANCER_STATES:
+            out[k] = after[k]
+        elif k in _BALANCER_CONNECTIONS and not (per_request and k == "per_api_server"):
+            out[k] = conns[k]  # type: ignore[index]
+    return out
+
+
 def stats_since(before: dict[str, Any], after: dict[str, Any], proxy_before: dict[str, Any]) -> dict[str, Any]:
     """A host's `stats` answer (TargetHost.stats) counted from an earlier one. The proxy
     counts connections, which the driver opens before its warm-up and keeps for the run:
@@ -71,4 +95,5 @@ def stats_since(before: dict[str, Any], after: dict[str, Any], proxy_before: dic
     snap = snapshot_since(TargetSnapshot.from_dict(before["snapshot"]), TargetSnapshot.from_dict(after["snapshot"]))
     return {**after, "snapshot": snap.to_dict(),
             "proxy": _counts_since(proxy_before.get("proxy"), after.get("proxy")),
+            "balancer": balancer_since(before.get("balancer"), after.get("balancer"), proxy_before.get("balancer")),
             "executors": _counts_since(before.get("executors"), after.get("executors"))}

@@ -2,8 +2,11 @@
 
 A `TargetHost` builds one ServingTarget (the same policy code as sim) whose
 GPU pool runs real torch models (targets.gpu.worker), puts N aiohttp API
-servers in front of it (targets.http.server) and a layer-4 round-robin proxy in
-front of those (targets.http.l4proxy). `harness serve` runs one in the foreground;
+servers in front of it (targets.http.server) and a balancer in front of those:
+the project's layer-4 round-robin proxy (targets.http.l4proxy, `balancer`
+"python") or HAProxy in a child process of the host (targets.http.haproxy,
+"haproxy": started after the API servers, stopped with the host, and told by
+Linux to stop if the host dies). `harness serve` runs one in the foreground;
 live runs run one in a child process (`python -m harness.live.host`) that the
 driver's process controls over a pipe:
 
@@ -76,6 +79,7 @@ class HostSpec:
     token: str | None = None               # bearer token /predict and /metrics require, if set
     limits: dict[str, Any] | None = None   # targets.http.limits.EdgeLimits fields; None: its defaults
     canary: dict[str, Any] | None = None   # harness.live.canary_host.LiveCanarySpec fields: a second version
+    balancer: str = "python"               # targets.http.haproxy.Balancer: the project's proxy or HAProxy
     # GPU workers are threads beside the API servers' event loop: with Python's
     # default 5 ms GIL switch interval a busy loop delays each of a batch's many
     # GIL re-acquisitions by up to 5 ms, stretching a padded 100 ms batch.
@@ -97,6 +101,8 @@ class TargetHost:
         """Build and start everything; returns the ready message."""
         from targets.executors import cost_function
         from targets.http.l4proxy import L4Proxy
+        from targets.http.haproxy import Balancer, HaproxyPolicy
+        from targets.http.haproxy_proc import HaproxyBalancer
         from targets.http.limits import EdgeLimits
         from targets.http.api_servers import ApiServers
         from targets.http.server import ApiMetrics, FrontDoor
@@ -136,16 +142,24 @@ class TargetHost:
                  for i in range(cfg.api_servers)]
         self.servers = ApiServers(doors)
         self.ports = await self.servers.start()
-        self.proxy = L4Proxy([("127.0.0.1", p) for p in self.ports], spec.proxy_host, spec.proxy_port,
-                             limits=limits, expose=spec.expose)
-        metrics.watch_proxy(self.proxy)
-        self.servers.behind(self.proxy)  # each request's age at its handler (targets.http.overload.AgeGuard)
-        self.proxy_port = await self.proxy.start()
+        backends = [("127.0.0.1", p) for p in self.ports]
+        if Balancer.parse(spec.balancer) is Balancer.HAPROXY:
+            # On this thread: Linux signals HAProxy when the thread that started it ends.
+            self.haproxy = HaproxyBalancer(HaproxyPolicy.for_target(cfg, limits), backends, spec.proxy_host,
+                                           spec.proxy_port, expose=spec.expose, name=cfg.name)
+            self.proxy_port = self.haproxy.start()
+            metrics.watch_balancer(self.haproxy)
+        else:
+            self.proxy = L4Proxy(backends, spec.proxy_host, spec.proxy_port, limits=limits, expose=spec.expose)
+            metrics.watch_proxy(self.proxy)
+            self.servers.behind(self.proxy)  # each request's age at its handler (targets.http.overload.AgeGuard)
+            self.proxy_port = await self.proxy.start()
         warmed.update(await warm_http(self.proxy_port, self._warm_bodies(cfg), spec.token))
         warmed["total_s"] = warmed["model_s"] + warmed["http_s"]
         return {"ready": True, "proxy_port": self.proxy_port, "api_ports": self.ports, "gpus": len(self.gpus),
                 "device": str(self.gpus[0].executor.device), "model": spec.model,
-                "pad_to_s": spec.effective_pad_s(cfg), "pid": os.getpid(), "warmup": warmed}
+                "pad_to_s": spec.effective_pad_s(cfg), "pid": os.getpid(), "warmup": warmed,
+                "balancer": self.balancer_stats()}
 
     def _warm_bodies(self, cfg: TargetConfig) -> list[bytes]:
         """A handful of requests per API server; a full batch per server where only full
@@ -170,12 +184,29 @@ class TargetHost:
         ex = [g.executor for g in self.gpus]
         return {
             "snapshot": self.target.snapshot().to_dict(),
-            "proxy": {"accepted": self.proxy.stats.accepted, "failed": self.proxy.stats.failed,
-                      "per_api_server": self.proxy.stats.per_backend},
+            "proxy": self._proxy_figures(),
+            "balancer": self.balancer_stats(),
             # compute_s: time in the worker threads (collate, forward, copy back), pads excluded.
             "executors": {"batches": sum(e.batches_run for e in ex), "overruns": sum(g.overruns for g in self.gpus),
                           "compute_s": sum(e.busy_s for e in ex)},
         }
+
+    def _proxy_figures(self) -> dict[str, Any] | None:
+        if not hasattr(self, "proxy"):
+            return None
+        s = self.proxy.stats
+        return {"accepted": s.accepted, "failed": s.failed, "per_api_server": s.per_backend}
+
+    def balancer_stats(self) -> dict[str, Any]:
+        """The result's `live.balancer`: which balancer ran and its figures (HAProxy's from its stats
+        socket, targets.http.haproxy_proc.stat_figures; the project's proxy's own counters)."""
+        if hasattr(self, "haproxy"):
+            return self.haproxy.stats()
+        if not hasattr(self, "proxy"):
+            return {"kind": "python"}
+        s = self.proxy.stats
+        return {"kind": "python", "connections": s.accepted, "own_5xx": s.refused_overload,
+                "per_api_server": list(s.per_backend)}
 
     def command(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
@@ -196,6 +227,8 @@ class TargetHost:
         return {"error": f"unknown op {op!r}"}
 
     async def stop(self) -> None:
+        if hasattr(self, "haproxy"):  # first: no new connection reaches the servers as they close
+            self.haproxy.stop()
         for part in ("proxy", "servers"):
             if hasattr(self, part):
                 await getattr(self, part).stop()

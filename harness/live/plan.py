@@ -19,12 +19,13 @@ from urllib.parse import urlsplit
 from harness.live.framework_host import FrameworkSpec, framework_spec
 from harness.live.host import HostSpec
 from harness.live.payloads import Payloads
-from harness.live.run import LiveRun, Progress
+from harness.live.run import LiveRun, Progress, Sidecar
 from harness.live.scaling import Scaling, default_scale, scale_for_live, snap_scale
 from harness.live.warmup import DEFAULT_WARMUP_S
 from harness.results import CompareResult, RunResult
 from targets.config import TargetConfig
 from targets.frameworks.spec import framework_target
+from targets.http.haproxy import Balancer
 from targets.http.limits import is_loopback
 from targets.spec import resolve_target
 from workloads.loader import load_workload
@@ -38,7 +39,9 @@ class LivePlan:
     """One live run, planned. `url` set: an external server (no host, no scaling
     of a fleet: `spec` and `scaling` are None). Rates in requests/s; `warmup_s`:
     seconds of warm-up traffic before the run's clock starts (0: a cold run);
-    `driver_procs`: driver processes the schedule is split over (harness.live.driver_procs)."""
+    `driver_procs`: driver processes the schedule is split over (harness.live.driver_procs);
+    `sidecar`: something that watches the host beside the run (harness.live.run.Sidecar: a real
+    Prometheus)."""
 
     target: str
     config: TargetConfig
@@ -52,6 +55,7 @@ class LivePlan:
     url: tuple[str, int, str] | None = None
     warmup_s: float = DEFAULT_WARMUP_S
     driver_procs: int = 1
+    sidecar: Sidecar | None = None
 
     @property
     def pad_s(self) -> float | None:
@@ -61,7 +65,7 @@ class LivePlan:
     def runner(self, progress: Progress | None = None) -> LiveRun:
         return LiveRun(self.config, self.workload, self.seed, self.spec, scaling=self.scaling, url=self.url,
                        payloads=self.payloads, progress=progress, warmup_s=self.warmup_s,
-                       driver_procs=self.driver_procs)
+                       driver_procs=self.driver_procs, sidecar=self.sidecar)
 
     def run(self, progress: Progress | None = None) -> RunResult:
         """Run it to the end (or Ctrl-C / SIGTERM: a partial result). RuntimeError if the host fails."""
@@ -85,13 +89,15 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
               model: str = "mlp", device: str = "auto", pad_to_s: float | None = None,
               template: str | None = None, allow_remote: bool = False,
               scale_from: TargetConfig | None = None, warmup_s: float | None = None,
-              driver_procs: int = 1, workload_config: WorkloadConfig | None = None) -> LivePlan:
+              driver_procs: int = 1, workload_config: WorkloadConfig | None = None,
+              balancer: str = "python") -> LivePlan:
     """Plan one live run. The scale is `scale`, else the one that makes the peak
     `rate_rps`, else `default_scale`; for a built target it is snapped (from
     `scale_from`, default the target itself) to a whole number of GPUs at the
     design's per-GPU rate. `warmup_s` None: DEFAULT_WARMUP_S. `driver_procs`: driver
     processes (1: this one). `workload_config`: the workload itself (e.g. shortened), in place of
-    loading `workload` by name. Raises ConfigError / ValueError / OSError naming the problem."""
+    loading `workload` by name. `balancer`: what the host runs in front of its API servers
+    (targets.http.haproxy.Balancer: "python", the project's proxy, or "haproxy"). Raises ConfigError / ValueError / OSError naming the problem."""
     overrides = overrides or {}
     warmup_s = DEFAULT_WARMUP_S if warmup_s is None else warmup_s
     if warmup_s < 0:
@@ -101,7 +107,10 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
     wl = (workload_config or load_workload(workload)).at_rate(None, duration_s)
     asked = scale or (wl.rate_factor(rate_rps) if rate_rps else default_scale(wl))
     payloads = Payloads(model, template, seed)
+    Balancer.parse(balancer)
     if "://" in target:
+        if balancer != Balancer.PYTHON:
+            raise ValueError(f"--balancer {balancer} applies to a target the harness starts, not to a URL")
         url = parse_url(target, allow_remote)
         cfg = resolve_target("naive", {**overrides, "name": target})
         return LivePlan(target, cfg, wl.scaled(asked), seed, asked, asked, payloads, url=url, warmup_s=warmup_s,
@@ -115,7 +124,7 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
     spec: HostSpec | FrameworkSpec = (
         framework_spec(framework, cfg, model, seed, tenants) if framework else
         HostSpec(config=cfg.model_dump(mode="json"), model=model, device=device, pad_to_s=pad_to_s,
-                 tenants=tenants, seed=seed))
+                 tenants=tenants, seed=seed, balancer=balancer))
     return LivePlan(target, cfg, wl, seed, asked, eff, payloads, spec=spec, scaling=replace(info, requested=asked),
                     warmup_s=warmup_s, driver_procs=driver_procs)
 
@@ -125,7 +134,8 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
                  model: str = "mlp", device: str = "auto",
                  run_one: Callable[[LivePlan], RunResult] | None = None,
                  warmup_s: float | None = None,
-                 workload_of: Callable[[str], WorkloadConfig] | None = None) -> CompareResult:
+                 workload_of: Callable[[str], WorkloadConfig] | None = None,
+                 balancer: str = "python") -> CompareResult:
     """Each workload on A then B at one scale snapped from A; stops after a partial run
     (Ctrl-C or SIGTERM during it) or a KeyboardInterrupt between runs, and returns what
     ran: then the last scenario may have one side, or a partial one (the caller decides
@@ -145,7 +155,7 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int = 1, overrides:
             for target, side in ((a, a), (b, label_b)):
                 plan = plan_live(target, w, seed, overrides, duration_s, rate_rps, scale, model, device,
                                  scale_from=base, warmup_s=warmup_s,
-                                 workload_config=None if workload_of is None else workload_of(w))
+                                 workload_config=None if workload_of is None else workload_of(w), balancer=balancer)
                 res = run_one(plan)
                 scenarios.setdefault(w, {})[side] = res.summary
                 runs.setdefault(w, {})[side] = res

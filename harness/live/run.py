@@ -32,6 +32,12 @@ their send-lag histograms are merged exactly. The `live.driver_procs` block says
 how many processes ran on how many cores and, per process, its send lag p99,
 its CPU and whether it fell behind. N = 1 (the default) drives in this process.
 
+Sidecar: a `Sidecar` (e.g. harness.ops.prometheus.PrometheusSidecar, a real
+Prometheus scraping the host) is started once the host is ready, told the
+wall-clock time of the run's t0, asked for its figures once the drive ended
+(the host still up) and closed however the run ends; its figures go in the
+`live` block under its `name`.
+
 Teardown is certain: Ctrl-C or SIGTERM ends the drive early, the host's
 figures are still collected, and the document is marked partial; the host
 process is always stopped (terminated, then killed) before `run` returns.
@@ -45,7 +51,7 @@ import signal
 import time
 from contextlib import ExitStack
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from harness.engine.driver import Driver
 from harness.live.driver_loop import RealtimeGuard, driver_priority, new_loop, quiet_gc
@@ -73,6 +79,24 @@ Progress = Callable[[dict[str, Any]], None]
 LAG_WARN_S = LIMITS.send_lag_p99_s  # a p99 send lag above this means the driver fell behind
 
 
+class Sidecar(Protocol):
+    """Something that watches a live run's host from beside it (see the module doc)."""
+
+    name: str
+
+    def start(self, ready: dict[str, Any]) -> None:
+        """The host is ready (`ready`: its ready message: ports, pid, balancer); may block briefly."""
+
+    def clock(self, t0_wall_s: float) -> None:
+        """The run's clock starts at this wall-clock time (time.time())."""
+
+    def finish(self, end_s: float) -> dict[str, Any]:
+        """The drive ended `end_s` after t0 and the host is still up: the figures for the `live` block."""
+
+    def close(self) -> None:
+        """Stop whatever it started (called however the run ends)."""
+
+
 class Unreachable(RuntimeError):
     """The target refused every connection the driver opened before the drive."""
 
@@ -84,11 +108,14 @@ class LiveRun:
                  spec: HostSpec | FrameworkSpec | None,
                  scaling: Scaling | None = None, url: tuple[str, int, str] | None = None,
                  payloads: Payloads | None = None, progress: Progress | None = None,
-                 warmup_s: float = DEFAULT_WARMUP_S, driver_procs: int = 1) -> None:
+                 warmup_s: float = DEFAULT_WARMUP_S, driver_procs: int = 1,
+                 sidecar: Sidecar | None = None) -> None:
         if driver_procs < 1:
             raise ValueError(f"--driver-procs must be >= 1, got {driver_procs}")
         self.config = config
         self.driver_procs = driver_procs
+        self.sidecar = sidecar
+        self.sidecar_block: dict[str, Any] | None = None
         self.workload = workload
         self.seed = seed
         self.spec = spec
@@ -155,6 +182,8 @@ class LiveRun:
                 self.host = host_process(self.spec)  # type: ignore[arg-type]  # a spec unless a url is driven
                 self.ready = await self.host.start()
                 self._proxy_base = await self.host.request("stats")
+                if self.sidecar is not None:
+                    self.sidecar.start(self.ready)
                 host, port, path = "127.0.0.1", self.ready["proxy_port"], "/predict"
             else:
                 host, port, path = self.url
@@ -177,6 +206,8 @@ class LiveRun:
             # which, once t0 was fixed, made the run's first requests that late.
             with quiet_gc():
                 t0 = loop.time() + 0.2
+                if self.sidecar is not None:
+                    self.sidecar.clock(time.time() + (t0 - loop.time()))
                 if self.host is not None:  # the GPU-busy baseline of the first window
                     self.recorder.sample(t0, at["queue_depth"], at["busy_gpu_s"], at["alive"])
                 cpu0, ticks0 = time.process_time(), cpu_ticks()
@@ -211,6 +242,14 @@ class LiveRun:
                 self.transport.close()
             if self.pool is not None:
                 self.pool.close()
+            if self.sidecar is not None:
+                try:
+                    if t0 is not None:
+                        self.sidecar_block = await asyncio.to_thread(self.sidecar.finish, self.end_s)
+                except Exception as exc:  # noqa: BLE001 - a sidecar must not sink the run's figures
+                    self.sidecar_block = {"error": f"{type(exc).__name__}: {exc}"}
+                finally:
+                    self.sidecar.close()
             if self.host is not None:
                 await self.host.stop()
             if guard is not None and guard.dropped:
@@ -349,8 +388,11 @@ class LiveRun:
         }
         if self.ready.get("framework"):  # a framework target (harness.live.framework_host): its version, knobs
             block["framework"] = self.ready["framework"]
+        if self.sidecar is not None:
+            block[self.sidecar.name] = self.sidecar_block
         if self.host_stats is not None and self.snapshot is not None:
             block["proxy"] = self.host_stats.get("proxy")
+            block["balancer"] = self.host_stats.get("balancer")
             block["executors"] = self.host_stats.get("executors")
             pool = self.snapshot.pool
             # Batch time as the pool saw it (hand-offs included), against the cost model's.

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from harness.results.base import Figures, Result
 
-__all__ = ["CanaryCell", "CanaryResult", "CanaryRun", "StepEvidence"]
+__all__ = ["CanaryCell", "CanaryDayFigures", "CanaryResult", "CanaryRun", "StepEvidence"]
 
 
 class StepEvidence(Figures):
@@ -72,6 +72,16 @@ class CanaryCell(Figures):
                    wrong_version=sum(r.wrong_version for r in runs))
 
 
+class CanaryDayFigures(Figures):
+    """One canary day as it ran: bad or good, and what made it so (from the version's settings, the
+    traffic and any target change: harness.analysis.canary, sim or live)."""
+
+    bad: bool
+    canary: str                          # how the canary version differs: "batch time +50%", "2% 5xx", ...
+    traffic: str                         # the scenario it met ("steady", "spike", ...)
+    target_change: str = ""              # e.g. "cache=exact"
+
+
 class CanaryResult(Result):
     kind: Literal["canary"] = "canary"
     mode: str = "sim"  # live: rollouts on a served target with two torch models (harness.analysis.canary.live)
@@ -79,6 +89,7 @@ class CanaryResult(Result):
     seeds: int
     plans: dict[str, str]  # name -> description
     cells: list[CanaryCell]
+    days: dict[str, CanaryDayFigures] = Field(default_factory=dict)  # each day that ran (older files: none)
 
     def summary_json(self) -> dict[str, object]:
         return {"target": self.target, "mode": self.mode, "seeds": self.seeds,

@@ -92,3 +92,5 @@ class CanaryAnswer(Figures):
     source: str                          # "run here" or the file reused
     plans: list[PlanFigures]
     recommended: str | None = None       # the plan meeting the bar with the smallest blast radius
+    min_caught: float = 0.95             # the bar that judged the plans: bad canaries rolled back, at least
+    max_false_rollback: float = 0.05     # and good canaries rolled back, at most

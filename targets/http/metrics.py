@@ -56,6 +56,11 @@ class ApiMetrics:
         """Report `proxy`'s (a targets.http.l4proxy.L4Proxy) connections, limits and refusals."""
         self.registry.register(_ProxyCollector(proxy))
 
+    def watch_balancer(self, balancer: Any) -> None:
+        """Report HAProxy's (a targets.http.haproxy_proc.HaproxyBalancer) connections, its own 503s and
+        its queue, read from its stats socket at scrape time, under the proxy's names."""
+        self.registry.register(_BalancerCollector(balancer))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
@@ -179,3 +184,21 @@ class _ProxyCollector:
             closed.add_metric([reason], value)
         yield closed
         yield CounterMetricFamily("harness_proxy_accepted", "Connections accepted", value=s.accepted)
+
+
+class _BalancerCollector:
+    """Reads HAProxy's `show stat` at scrape time: the proxy's series where HAProxy has them (its own
+    503s are `harness_proxy_shed`, which the shed-ratio alert adds to the API servers' sheds)."""
+
+    def __init__(self, balancer: Any) -> None:
+        self.balancer = balancer
+
+    def collect(self):
+        s = self.balancer.stats()
+        if "error" in s:
+            return
+        yield CounterMetricFamily("harness_proxy_shed", "Requests the balancer answered 5xx itself, not relayed "
+                                  "(HAProxy: queued past its timeout queue)", value=s["own_5xx"])
+        yield CounterMetricFamily("harness_proxy_accepted", "Connections accepted", value=s["connections"])
+        yield GaugeMetricFamily("harness_balancer_queue", "Requests waiting in HAProxy's queue for an API server",
+                                value=s["queue_now"])

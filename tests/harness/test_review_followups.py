@@ -114,3 +114,54 @@ def test_the_plan_meeting_the_bar_with_the_smallest_blast_radius_is_recommended(
     assert np.isclose(by["narrow"].median_blast_radius, 100)
     text = "\n".join(canary_lines(a))
     assert "Recommended: narrow" in text and "Behind the doc's exact-payload cache, narrow rolled back 0%" in text
+
+
+def _plan_cells(plan: str, days: list[tuple[str, bool]]) -> list[CanaryCell]:
+    return [_cell(plan, day, bad, ["rollback" if bad else "promote"] * 3, 10) for day, bad in days]
+
+
+def test_the_canary_text_says_the_days_and_bar_that_ran_and_changes_with_them():
+    from dataclasses import replace
+
+    from harness.analysis.canary.days import CANARY_DAYS, day_figures
+    from targets.versions import ModelVersion
+
+    names = ["good", "good-during-spike", "slow", "erroring", "wrong"]
+    cells = _plan_cells("careful", [(d, CANARY_DAYS[d].bad) for d in names])
+    days = {d: day_figures(CANARY_DAYS[d]) for d in names}
+    ran = canary_answer(CanaryResult(target="hardened", seeds=3, plans={"careful": ""}, cells=cells, days=days), "here")
+    text = "\n".join(canary_lines(ran))
+    assert ("good canaries (good: steady traffic; good-during-spike: spike traffic: any rollback is false) and bad "
+            "ones (slow: batch time +50%; erroring: 2% 5xx; wrong: 30% of answers in another class)") in text
+    assert ">= 95% of bad canaries rolled back, <= 5% of good ones" in text
+    assert "`harness canary careful --seeds 20`" in text
+    # Another plan of days (a slower canary, no spike) and another bar: other words, none of the old ones.
+    slower = replace(CANARY_DAYS["slow"], version=ModelVersion(name="v2", cost_factor=2.0))
+    days2 = {"good": days["good"], "slow": day_figures(slower)}
+    cells2 = _plan_cells("fast", [("good", False), ("slow", True)])
+    other = canary_answer(CanaryResult(target="hardened", seeds=3, plans={"fast": ""}, cells=cells2, days=days2),
+                          "here", min_caught=0.9, max_false_rollback=0.1)
+    text2 = "\n".join(canary_lines(other))
+    assert "bad ones (slow: batch time +100%)" in text2 and ">= 90% of bad canaries rolled back, <= 10%" in text2
+    for gone in ("+50%", "spike", "2% 5xx", "30%", ">= 95%", "<= 5%", "careful"):
+        assert gone not in text2
+
+
+def test_the_live_canary_text_says_the_live_days():
+    from harness.analysis.canary.live import LIVE_DAYS, live_day_figures
+
+    names = ["good", "slow", "wrong"]
+    cells = _plan_cells("careful", [(d, LIVE_DAYS[d].bad) for d in names])
+    result = CanaryResult(mode="live", target="hardened", seeds=1, plans={"careful": ""}, cells=cells,
+                          days={d: live_day_figures(LIVE_DAYS[d]) for d in names})
+    text = "\n".join(canary_lines(canary_answer(result, "a saved live result")))
+    assert "(good: steady traffic: any rollback is false)" in text and "spike" not in text
+    assert "bad ones (slow: batch time +50%; wrong: another seed's weights (other answers))" in text
+    assert "`harness canary careful --mode live --seeds 20`" in text
+
+
+def test_a_canary_result_without_days_still_reads():
+    cells = _plan_cells("careful", [("good", False), ("slow", True)])
+    text = "\n".join(canary_lines(canary_answer(CanaryResult(target="hardened", seeds=3, plans={"careful": ""},
+                                                                 cells=cells), "an old file")))
+    assert "good canaries (good: any rollback is false) and bad ones (slow)" in text

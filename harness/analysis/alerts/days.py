@@ -41,6 +41,7 @@ class ProvenDay:
 
     alerts: ScenarioAlerts
     series: Series
+    goodput: float | None = None  # the run's goodput ratio (a day is bad when it burns the budget)
 
 
 def scenario_alerts(name: str, workload: WorkloadConfig, timeseries: dict[str, Any], rules: list[AlertRule],
@@ -88,7 +89,7 @@ def prove_days(target: str, config: TargetConfig, rules: list[AlertRule], scenar
     for job, run in zip(sims, runs):
         series = Series.from_timeseries(run.timeseries)
         alerts = _series_alerts(job.workload, job.workload_config(), series, rules, shape, job.workload in calm)
-        days.append(ProvenDay(alerts, series))
+        days.append(ProvenDay(alerts, series, run.summary.goodput_ratio))
     result = AlertsResult(target=target, hour_s=hour_s, objective=objective, seed=seed,
                           rules=rule_figures(config, rules), scenarios=[d.alerts for d in days])
     return result, days

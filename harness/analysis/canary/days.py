@@ -14,13 +14,13 @@ from typing import Any, Callable
 
 from harness.analysis.canary.run import Rollout
 from harness.engine.jobs import Jobs
-from harness.results.canary import CanaryCell, CanaryResult, CanaryRun
+from harness.results.canary import CanaryCell, CanaryDayFigures, CanaryResult, CanaryRun
 from targets.spec import resolve_target
 from workloads.canary_days import CANARY_DAYS, CanaryDay
 from workloads.canary_plan import CanaryPlan, load_plan
 from workloads.loader import load_workload
 
-__all__ = ["CANARY_DAYS", "CanaryDay", "run_canary", "run_rollouts", "start_canary"]
+__all__ = ["CANARY_DAYS", "CanaryDay", "day_figures", "run_canary", "run_rollouts", "start_canary"]
 
 DESIGN_PEAK_RPS = 10_000.0  # the scenarios' rates are the design's; a plan runs them scaled to its rate
 
@@ -90,4 +90,10 @@ def _result(pairs: list[tuple[str, str]], target: str, seeds: int, runs: list[Ca
     for i, (p, d) in enumerate(pairs):
         cells.append(CanaryCell.of(loaded[p].name, d, CANARY_DAYS[d].bad, runs[i * seeds:(i + 1) * seeds]))
     return CanaryResult(target=target, seeds=seeds, plans={v.name: v.description for v in loaded.values()},
-                        cells=cells)
+                        cells=cells, days={d: day_figures(CANARY_DAYS[d]) for d in dict.fromkeys(d for _, d in pairs)})
+
+
+def day_figures(day: CanaryDay) -> CanaryDayFigures:
+    """A sim day as it runs: the version's settings, the scenario it meets, the target's change."""
+    return CanaryDayFigures(bad=day.bad, canary=day.version.describe(), traffic=day.scenario,
+                            target_change=", ".join(f"{k}={v}" for k, v in day.overrides.items()))

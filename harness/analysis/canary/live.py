@@ -37,7 +37,7 @@ from harness.live.driver_loop import new_loop
 from harness.live.host import HostProcess, HostSpec
 from harness.live.payloads import Payloads
 from harness.live.scaling import scale_for_live
-from harness.results.canary import CanaryCell, CanaryResult, CanaryRun, StepEvidence
+from harness.results.canary import CanaryCell, CanaryDayFigures, CanaryResult, CanaryRun, StepEvidence
 from targets.config import TargetConfig
 from targets.spec import resolve_target
 from targets.versions import BASELINE, ModelVersion
@@ -183,4 +183,16 @@ def run_canary_live(plans: list[str], target: str, seeds: int, first_seed: int =
                     on_done(done, total)
             cells.append(CanaryCell.of(plan.name, d, day.bad, runs))
     return CanaryResult(mode="live", target=target, seeds=seeds,
-                        plans={plan.name: plan.description for plan in loaded.values()}, cells=cells)
+                        plans={plan.name: plan.description for plan in loaded.values()}, cells=cells,
+                        days={d: live_day_figures(LIVE_DAYS[d]) for d in names})
+
+
+def live_day_figures(day: LiveDay) -> CanaryDayFigures:
+    """A live day as it runs: the version's settings (another seed's weights for a wrong one), steady
+    open-loop traffic (a small set of repeated inputs where it has `contents`), the target's change."""
+    canary = day.version.describe()
+    if day.other_weights:
+        canary = "another seed's weights (other answers)" + ("" if canary == "same as the baseline" else f", {canary}")
+    traffic = "steady" if day.contents is None else f"steady, {day.contents} distinct inputs repeated"
+    return CanaryDayFigures(bad=day.bad, canary=canary, traffic=traffic,
+                            target_change=", ".join(f"{k}={v}" for k, v in day.overrides.items()))

@@ -115,7 +115,7 @@ def live_finished(result: CompareResult) -> set[str]:
 def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dict[str, Any],
                  duration_s: float | None, rate_rps: float | None, scale: float | None, model: str = "mlp",
                  device: str = "auto", run_one: Callable | None = None, warmup_s: float | None = None,
-                 shorten: bool = True, against_sim: bool = True) -> CompareResult:
+                 shorten: bool = True, against_sim: bool = True, balancer: str = "python") -> CompareResult:
     """The live comparison (harness.live.plan.compare_live: each workload on A then B, one
     at a time, each after `warmup_s` of warm-up traffic, None: the default), judged per
     scenario like the sim one. Interrupted (a run cut short, or Ctrl-C between runs), it
@@ -124,13 +124,14 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
     `shorten` (unless `duration_s` cuts every script): each script shortened to a bounded
     live length (harness.analysis.compare.live.live_plan); `against_sim`: each finished
     scenario run again in sim on the live runs' configs and its winner set beside live's.
-    Both go in the result's `live` block ("shortened", "sim")."""
+    Both go in the result's `live` block ("shortened", "sim"). `balancer`: what each host runs in
+    front of its API servers ("python" or "haproxy", targets.http.haproxy.Balancer)."""
     from harness.analysis.compare.live import live_plan, plan_for_json, sim_beside, workload_of
     from harness.live.plan import compare_live as run_live_pairs
 
     shortened = None if duration_s is not None or not shorten else live_plan(workloads)
     ran = run_live_pairs(a, b, workloads, seed, overrides, duration_s, rate_rps, scale, model, device,
-                         run_one=run_one, warmup_s=warmup_s,
+                         run_one=run_one, warmup_s=warmup_s, balancer=balancer,
                          workload_of=None if shortened is None else
                          workload_of({w: p["shortening"] for w, p in shortened.items()}))
     result = add_verdicts(finished_only(ran, workloads, live_finished(ran)))

@@ -34,7 +34,8 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def _plan(result: CanaryResult, plan: str) -> PlanFigures:
+def _plan(result: CanaryResult, plan: str, min_caught: float = MIN_CAUGHT,
+          max_false_rollback: float = MAX_FALSE_ROLLBACK) -> PlanFigures:
     cells = [c for c in result.cells if c.plan == plan and CANARY_DAYS[c.day].judges_plan]
     bad: list[CanaryRun] = [r for c in cells if c.bad for r in c.runs]
     good: list[CanaryRun] = [r for c in cells if not c.bad for r in c.runs]
@@ -48,21 +49,25 @@ def _plan(result: CanaryResult, plan: str) -> PlanFigures:
         false_rollback=false_share, false_rollback_high=high, good_runs=len(good),
         median_decision_s=_median([r.decided_at_s for r in back if r.decided_at_s is not None]),
         median_blast_radius=_median([float(r.canary_requests) for r in back]),
-        meets_bar=bool(bad and good) and caught >= MIN_CAUGHT and false_share <= MAX_FALSE_ROLLBACK)
+        meets_bar=bool(bad and good) and caught >= min_caught and false_share <= max_false_rollback)
 
 
-def judge_plans(result: CanaryResult) -> list[PlanFigures]:
-    return [_plan(result, p) for p in result.plans]
+def judge_plans(result: CanaryResult, min_caught: float = MIN_CAUGHT,
+                max_false_rollback: float = MAX_FALSE_ROLLBACK) -> list[PlanFigures]:
+    return [_plan(result, p, min_caught, max_false_rollback) for p in result.plans]
 
 
-def canary_answer(result: CanaryResult, source: str) -> CanaryAnswer:
-    """Every plan judged, and the recommended one (see the module doc)."""
-    plans = judge_plans(result)
+def canary_answer(result: CanaryResult, source: str, min_caught: float = MIN_CAUGHT,
+                  max_false_rollback: float = MAX_FALSE_ROLLBACK) -> CanaryAnswer:
+    """Every plan judged against the bar (`min_caught`, `max_false_rollback`: shares), and the
+    recommended one (see the module doc); the answer carries the bar, so its words say the one used."""
+    plans = judge_plans(result, min_caught, max_false_rollback)
     fit = [p for p in plans if p.meets_bar]
     inf = float("inf")
     best = min(fit, key=lambda p: (p.median_blast_radius if p.median_blast_radius is not None else inf,
                                    p.median_decision_s if p.median_decision_s is not None else inf), default=None)
-    return CanaryAnswer(result=result, source=source, plans=plans, recommended=best.plan if best else None)
+    return CanaryAnswer(result=result, source=source, plans=plans, recommended=best.plan if best else None,
+                        min_caught=min_caught, max_false_rollback=max_false_rollback)
 
 
 def start_canary_answer(seeds: int, first_seed: int = 1, target: str = "hardened",

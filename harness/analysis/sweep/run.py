@@ -70,7 +70,8 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
               min_ratio: float = 0.99, scale: float | None = None, model: str = "mlp", device: str = "auto",
               pad_to_s: float | None = None, allow_remote: bool = False, capacity_check: CapacityCheck | None = None,
               on_step: OnStep | None = None, warmup_s: float | None = None,
-              send_lag_limit_s: float = SWEEP_LIMITS.send_lag_p99_s, driver_procs: int = 1) -> SweepResult:
+              send_lag_limit_s: float = SWEEP_LIMITS.send_lag_p99_s, driver_procs: int = 1,
+              balancer: str = "python") -> SweepResult:
     """Sweep ``target`` (a spec, TOML file or http URL) in ``mode`` ("sim" or "live").
 
     ``start_rps`` defaults to the target's peak (live: as scaled for this machine).
@@ -79,6 +80,7 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
     ``warmup_s`` (live only; None: harness.live.warmup's default): warm-up traffic at each
     step's rate before the step's clock starts, left out of its figures.
     ``driver_procs`` (live only): driver processes each step's schedule is split over.
+    ``balancer`` (live only): "python" (the project's proxy) or "haproxy" in front of the API servers.
     Raises ValueError / ConfigError naming the problem.
     """
     started = time.perf_counter()
@@ -89,6 +91,8 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
             raise ValueError("--warmup applies to --mode live only (this sweep is sim)")
         if driver_procs != 1:
             raise ValueError("--driver-procs applies to --mode live only (this sweep is sim)")
+        if balancer != "python":
+            raise ValueError("--balancer applies to --mode live only (this sweep is sim)")
         if "://" in target:
             raise ValueError(f"'{target}' is a URL: sweep it with --mode live")
         cfg = resolve_target(target, overrides)
@@ -98,7 +102,7 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
 
         plan = plan_live(target, "steady", seed, overrides, scale=scale, model=model, device=device,
                          pad_to_s=pad_to_s, allow_remote=allow_remote, warmup_s=warmup_s,
-                         driver_procs=driver_procs)
+                         driver_procs=driver_procs, balancer=balancer)
         cfg, kind = plan.config, "url" if plan.url else "live"
         limits = replace(SWEEP_LIMITS, send_lag_p99_s=send_lag_limit_s)
         runner, start = live_step(plan, min_ratio, limits=limits), start_rps or plan.workload.peak_rps
