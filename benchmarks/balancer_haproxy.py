@@ -33,8 +33,14 @@ from harness.live.plan import plan_live  # noqa: E402
 BALANCERS = ("python", "haproxy")
 
 
+_POLICIES = {os.SCHED_OTHER: "normal", os.SCHED_IDLE: "IDLE", os.SCHED_BATCH: "batch", os.SCHED_RR: "rr",
+             os.SCHED_FIFO: "fifo"}
+
+
 def load() -> str:
-    return f"load {os.getloadavg()[0]:.1f}"
+    """The 1-minute load average, and this process's CPU policy (another user may have set it to
+    SCHED_IDLE: then the figures say more about the machine than about the balancers)."""
+    return f"load {os.getloadavg()[0]:.1f}, {_POLICIES.get(os.sched_getscheduler(0), '?')}"
 
 
 def run_line(target: str, workload: str, balancer: str, scale: float | None, duration_s: float) -> str:
