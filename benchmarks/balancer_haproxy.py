@@ -14,6 +14,24 @@ drifts as little as possible between the two; then the live knee both ways (`har
 --mode live`). Prints goodput, p99, HAProxy's own 503s and the knee, each line with the load
 average when it ended: on a shared machine the figures move with it, so compare the two
 balancers within one line pair, not across sessions.
+
+Measured 2026-12-01 on the 2-core machine, one run each, load average 1-2 and the normal CPU
+policy (earlier the same day, under load 9-75 with this process set to SCHED_IDLE by another
+user's timing runs, steps failed at any rate: re-measure on a quiet machine before quoting):
+
+    default scale (1/32: 3 GPUs, ceiling 960 req/s, 1 API server)  python       haproxy
+    hardened steady 313 req/s: goodput / p99                       100% / 164   100% / 164 ms
+    hardened spike  377 req/s: goodput / p99                       100% / 163   100% / 162 ms
+    hardened live knee (sweep)                                     884          923 req/s
+    naive steady 313 req/s: goodput / p99                          99.6% / 277  99.6% / 274 ms
+    naive spike 377 req/s: goodput                                 24.5%        24.5%
+    scale 0.094 (5 GPUs, ceiling 1,600 req/s, 1 API server)
+    hardened steady 940 req/s: goodput / p99                       100% / 177   100% / 165 ms
+    hardened live knee (sweep)                                     1,446        1,510 req/s
+
+The default fleet's knee is the GPUs' (92-96% of the ceiling) either way; with a bigger fleet the
+front end binds, and HAProxy in its own process moves the knee 4% (one sweep each, within the
+search's 5% tolerance). Naive's knee is below the sweep's floor both ways (full batches only).
 """
 
 from __future__ import annotations
@@ -33,8 +51,14 @@ from harness.live.plan import plan_live  # noqa: E402
 BALANCERS = ("python", "haproxy")
 
 
+_POLICIES = {os.SCHED_OTHER: "normal", os.SCHED_IDLE: "IDLE", os.SCHED_BATCH: "batch", os.SCHED_RR: "rr",
+             os.SCHED_FIFO: "fifo"}
+
+
 def load() -> str:
-    return f"load {os.getloadavg()[0]:.1f}"
+    """The 1-minute load average, and this process's CPU policy (another user may have set it to
+    SCHED_IDLE: then the figures say more about the machine than about the balancers)."""
+    return f"load {os.getloadavg()[0]:.1f}, {_POLICIES.get(os.sched_getscheduler(0), '?')}"
 
 
 def run_line(target: str, workload: str, balancer: str, scale: float | None, duration_s: float) -> str:

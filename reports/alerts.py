@@ -81,7 +81,7 @@ def _prometheus_lines(result: AlertsResult) -> list[str]:
             continue
         fired = ", ".join(f"{f.rule} ({_s(f.first_s)})" for f in p.fired) or "nothing"
         lines.append(f"{s.scenario}: Prometheus {p.version} scraping {p.scraped} every {p.interval_s:g} s "
-                     f"reported firing: {fired}")
+                     f"({p.scrapes_ok} of {p.scrapes} scrapes answered) reported firing: {fired}")
     return lines
 
 

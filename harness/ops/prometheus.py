@@ -144,9 +144,13 @@ class PrometheusServer:
             out.setdefault(name, []).extend(float(t) for t, _ in series.get("values", []) if float(t) >= start_s)
         return out
 
-    def scrapes_up(self) -> list[float]:
-        """The scrape target's `up` now (1.0: the last scrape succeeded)."""
-        return [float(r["value"][1]) for r in self._get("/api/v1/query", query="up").get("result", [])]
+    def scrapes(self, start_s: float, end_s: float) -> tuple[int, int]:
+        """Scrapes of the target in [start_s, end_s] (wall clock), and how many it answered (`up` 1):
+        a scrape the target did not answer within the interval leaves a gap in every series."""
+        span = max(1, int(end_s - start_s) + 1)
+        data = self._get("/api/v1/query", query=f"up[{span}s]", time=f"{end_s:.3f}")
+        ups = [float(v) for r in data.get("result", []) for t, v in r.get("values", []) if float(t) >= start_s]
+        return len(ups), int(sum(ups))
 
     def stop(self) -> None:
         """Terminate it (then kill it) and remove its folder. Idempotent."""
@@ -191,8 +195,9 @@ class PrometheusSidecar:
         times = self.server.firing(t0, t0 + end_s + 2 * self.interval_s)
         fired = {name: [[round(a - t0, 3), round(b - t0, 3)] for a, b in firing_intervals(ts, self.interval_s)]
                  for name, ts in sorted(times.items())}
+        scrapes, answered = self.server.scrapes(t0, t0 + end_s)
         return {"version": self.server.version, "interval_s": self.interval_s, "scraped": self.server.target,
-                "up": self.server.scrapes_up(), "fired": fired,
+                "scrapes": scrapes, "scrapes_ok": answered, "fired": fired,
                 "first_s": {name: iv[0][0] for name, iv in fired.items() if iv}}
 
     def close(self) -> None:

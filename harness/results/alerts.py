@@ -48,6 +48,8 @@ class PrometheusAlerts(Figures):
     version: str = ""
     interval_s: float                    # its scrape and rule-evaluation interval
     scraped: str = ""                    # the host:port it scraped
+    scrapes: int = 0                     # scrapes during the run
+    scrapes_ok: int = 0                  # of which the target answered in time (`up` 1)
     fired: list[RuleFiring] = Field(default_factory=list)
     error: str | None = None             # why there are no figures (it did not start, did not answer)
 

@@ -189,6 +189,7 @@ class HaproxyBalancer:
         """The result's `live.balancer` block: what ran, and its figures (`stat_figures`); an
         `error` in place of the figures when the socket does not answer."""
         head: dict[str, Any] = {"kind": "haproxy", "version": self.version, "pid": self.pid,
+                                "config": str(self.dir / "haproxy.cfg") if self.dir else None,
                                 "policy": self.policy.figures()}
         try:
             return {**head, **stat_figures(self.show_stat())}

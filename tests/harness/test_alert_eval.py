@@ -59,6 +59,24 @@ def test_no_traffic_and_no_sample_hold_no_condition() -> None:
     assert _fired(lost, _series(alive=alive)) == {"GpuCapacityLost": 26.0}
 
 
+def test_a_window_without_a_gauge_sample_reads_the_last_one() -> None:
+    # A live sampler lands two samples in one window now and then, none in the next: as
+    # Prometheus reads a gauge's last scrape, the gap must not restart `for:`.
+    n = 30
+    alive: list[float | None] = [3.0] * n
+    alive[10:21] = [2.0] * 11           # a GPU down from window 10 (t = 11 s) to window 20
+    alive[13] = None                    # no sample in window 13
+    alive[0] = None                     # none yet in the first window: no sample, no value
+    ts = {"window_s": 1.0, "answered_rps": [100.0] * n, "answered_good_rps": [100.0] * n, "shed_rps": [0.0] * n,
+          "attempts_rps": [100.0] * n, "offered_rps": [100.0] * n, "gpu_busy": [0.5] * n,
+          "queue_depth": [4.0] * n, "gpus_alive": alive}
+    s = Series.from_timeseries(ts)
+    assert s.gpus_alive[13] == 2.0 and s.queue_depth[13] == 4.0 and np.isnan(s.gpus_alive[0])
+    lost = [r for r in build_rules(resolve_target("hardened", {"gpus": 3})) if r.name == "GpuCapacityLost"]
+    (f,) = evaluate(lost, s, FleetShape(0.3, 320.0, 3))
+    assert f.first_s == 16.0 and f.intervals == ((16.0, 22.0),)  # pending from 11 s, for 5 s; up at 22 s
+
+
 def test_series_from_an_older_run_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="answered_rps"):
         Series.from_timeseries({"window_s": 1.0, "gpu_busy": [], "queue_depth": []})

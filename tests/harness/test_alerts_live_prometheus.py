@@ -59,6 +59,7 @@ def test_a_live_bad_day_with_prometheus_scraping_fires_what_the_evaluator_fires(
     day = result.scenarios[0]
     assert day.prometheus is not None and day.prometheus.error is None, day.prometheus
     assert day.prometheus.version.startswith("2.") and day.prometheus.scraped.startswith("127.0.0.1:")
+    assert day.prometheus.scrapes >= 10 and day.prometheus.scrapes_ok >= 0.8 * day.prometheus.scrapes
     rows = {a.rule: a for a in day.agreement}
     lost = rows["GpuCapacityLost"]
     assert lost.evaluator_s is not None and lost.prometheus_s is not None, day

@@ -77,6 +77,7 @@ def test_naive_and_hardened_run_live_and_write_valid_results(tmp_path: Path) -> 
         assert live["executors"]["batches"] == s.gpu.batches > 0  # real forward passes
         assert live["host"]["model"] == "mlp" and live["host"]["device"] == "cpu"
         assert sum(live["proxy"]["per_api_server"]) == live["proxy"]["accepted"] >= 10
+        assert live["balancer"]["kind"] == "python" and live["balancer"]["connections"] == live["proxy"]["accepted"]
         assert 0 < s.gpu.utilization <= 1.0 and live["batch_s_mean"] > 0  # the host's snapshot arrived
     naive, hardened = (load_result(tmp_path / f"{t}.json").summary for t in runs)
     assert naive.gpu.count == 1 and hardened.gpu.count == 3  # sizing rules at 312.5 req/s

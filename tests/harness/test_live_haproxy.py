@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -78,6 +79,7 @@ async def test_a_killed_host_takes_its_haproxy_with_it() -> None:
         host.kill()
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(Path(ready["balancer"]["config"]).parent, ignore_errors=True)  # a killed host leaves it
 
 
 def test_balancer_is_refused_where_it_cannot_apply() -> None:

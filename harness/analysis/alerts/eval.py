@@ -12,6 +12,10 @@ What the series stand for (recorder.timeseries): answers by the window they
 came in (the server's request counter), answers OK within the SLO (the latency
 bucket at the SLO), sheds, retries (attempts beyond each request's first),
 queue depth and GPUs alive at each window's end (gauges), busy GPU fraction.
+A window without a gauge sample reads the last one taken, as Prometheus reads
+a gauge's last scrape for minutes: a live run's sampler, a host call a window,
+now and then lands two samples in one window and none in the next, and a gap
+must not restart a rule's `for:` (it did: a live GPU outage fired 4 s late).
 A client-side timeout counts as a bad answer when the client gives up.
 """
 
@@ -57,13 +61,24 @@ class Series:
             window_s=w, answered=counts("answered_rps"), good=counts("answered_good_rps"),
             shed=counts("shed_rps"), retries=np.maximum(0.0, counts("attempts_rps") - counts("offered_rps")),
             busy_gpu_s=np.asarray(ts["gpu_busy"], dtype=float) * alive * w,
-            queue_depth=np.where(np.isnan(alive), np.nan, np.asarray(ts["queue_depth"], dtype=float)),
-            gpus_alive=alive)
+            queue_depth=_last_sample(np.where(np.isnan(alive), np.nan, np.asarray(ts["queue_depth"], dtype=float))),
+            gpus_alive=_last_sample(alive))
 
     @property
     def times_s(self) -> np.ndarray:
         """Each evaluation's time: the end of its window."""
         return (np.arange(len(self.answered)) + 1) * self.window_s
+
+
+def _last_sample(gauge: np.ndarray) -> np.ndarray:
+    """Each window's value, or the last one sampled before it (NaN before the first sample)."""
+    idx = np.where(np.isnan(gauge), 0, np.arange(len(gauge)))
+    np.maximum.accumulate(idx, out=idx)
+    out = gauge[idx]
+    if len(gauge) and np.isnan(gauge[0]):
+        first = np.argmax(~np.isnan(gauge)) if (~np.isnan(gauge)).any() else len(gauge)
+        out[:first] = np.nan
+    return out
 
 
 @dataclass(frozen=True)

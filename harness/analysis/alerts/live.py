@@ -74,7 +74,7 @@ def _prometheus(block: dict[str, Any] | None, interval_s: float) -> PrometheusAl
     fired = [RuleFiring(rule=name, first_s=iv[0][0] if iv else None, intervals=[tuple(x) for x in iv])
              for name, iv in block["fired"].items()]
     return PrometheusAlerts(version=block.get("version", ""), interval_s=interval_s, scraped=block.get("scraped", ""),
-                            fired=fired)
+                            scrapes=block.get("scrapes", 0), scrapes_ok=block.get("scrapes_ok", 0), fired=fired)
 
 
 def live_alerts(target: str, scenarios: list[str], seed: int = 1, *, hour_s: float = 60.0, objective: float = 0.99,

@@ -14,7 +14,8 @@ rule engine (`promtool test rules FILE`) to agree:
 The input series are what `/metrics` serves (targets/http/metrics.py), one sample per
 evaluation interval (the run's window, where the evaluator evaluates), written in promtool's
 expanding notation: counters are the window counts summed from 0 at t=0, gauges the window's
-last sample (`stale` where the run took none, which the evaluator reads as no sample).
+last sample (the evaluator carries the last one over a window without, as Prometheus does;
+`stale` only where the run had taken none yet).
 At a sample every interval, `rate()` over a window of whole intervals is the evaluator's
 window sum divided by the window, and a young series' rate its sum so far over the window,
 so both read the same ratios.
