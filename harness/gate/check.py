@@ -45,19 +45,19 @@ from harness.analysis.stats import interval, seeds_from
 from harness.analysis.variants import OnDone, VariantJob, knobs_of
 from harness.engine.jobs import Jobs
 from harness.gate.file import COMPARE, Check, Gate, GateFile, check_keys, load_gate_file
+from harness.gate.baseline import baseline_for, baseline_seeds, baseline_summaries
 from harness.gate.canary import run_canary_gates
 from harness.gate.sweep import run_sweep_gates
 from harness.gate.seeded import baseline_change, change_words, read_bound
 from workloads.loader import ConfigError
-from harness.results import CompareResult, RunResult, RunSummary
+from harness.results import RunSummary
 from harness.results.base import Result
 from harness.results.canary import CanaryResult
 from harness.results.sweep import SweepResult
 from harness.results.gate import CheckOutcome, GateResult
-from harness.results.rank import RankResult
 from harness.results.run import SeedSet
 
-__all__ = ["baseline_for", "baseline_seeds", "baseline_summaries", "evaluate", "lookup", "run_gate"]
+__all__ = ["evaluate", "lookup", "run_gate"]
 
 Summary = RunSummary | Mapping[str, Any]
 
@@ -261,51 +261,6 @@ def _fmt(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     return "never" if math.isinf(x) else f"{x:.4g}"
-
-
-def baseline_summaries(result: Result) -> dict[tuple[str, str], RunSummary]:
-    """{(scenario, target): summary} from a gate, run, compare or rank result."""
-    out: dict[tuple[str, str], RunSummary] = {}
-    if isinstance(result, RunResult):
-        s = result.summary
-        out[(s.workload, s.target)] = s
-    elif isinstance(result, CompareResult):
-        for w, sides in result.scenarios.items():
-            for s in sides.values():
-                out[(w, s.target)] = s
-    elif isinstance(result, GateResult):
-        for w, sides in result.summaries.items():
-            for t, s in sides.items():
-                out[(w, t)] = s
-    elif isinstance(result, RankResult):
-        for t, scen in result.baselines.items():
-            for w, s in scen.items():
-                out[(w, t)] = s
-    else:
-        raise ValueError(f"a baseline must be a gate, run, compare or rank result, not '{result.kind}'")
-    return out
-
-
-def baseline_seeds(result: Result) -> dict[tuple[str, str], SeedSet]:
-    """{(scenario, target): runs over seeds} of a gate, run or compare result made with
-    seeds (empty for one seed, or for a rank result)."""
-    out: dict[tuple[str, str], SeedSet] = {}
-    if isinstance(result, RunResult) and result.over_seeds is not None:
-        out[(result.summary.workload, result.summary.target)] = result.over_seeds
-    elif isinstance(result, (CompareResult, GateResult)) and result.over_seeds is not None:
-        for w, sides in result.over_seeds.items():
-            for label, ss in sides.items():
-                out[(w, ss.summaries[0].target if isinstance(result, CompareResult) else label)] = ss
-    return out
-
-
-def baseline_for(baseline: dict[tuple[str, str], Any], scenario: str, target: str) -> Any:
-    """The baseline summary (or runs over seeds) of (scenario, target), or the only one of
-    that scenario."""
-    if (scenario, target) in baseline:
-        return baseline[(scenario, target)]
-    same = [s for (w, _), s in baseline.items() if w == scenario]
-    return same[0] if len(same) == 1 else None
 
 
 Key = tuple[str, str, float | None]

@@ -3,7 +3,7 @@
 `FrameworkSpec` is what a live run of a framework target (targets.frameworks)
 needs: the framework, its knobs, the workers and batch size at the run's scale,
 the model and the pad. `FrameworkProcess` answers what a live run asks of a
-host (harness.live.host.HostProcess's `start`, `request`, `stop`, `kill`), so a
+host (harness.live.host_process.HostProcess's `start`, `request`, `stop`, `kill`), so a
 `LiveRun` drives it as it drives the harness's own:
 
 - `start()`: a control folder of its own, a free port on 127.0.0.1, the server
@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.live.host import HostProcess, HostSpec
+from harness.live.host import HostSpec
+from harness.live.host_process import HostProcess
 from harness.live.host_warmup import warm_http
 from harness.live.payloads import Payloads
 from targets.config import TargetConfig

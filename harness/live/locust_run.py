@@ -155,7 +155,7 @@ def run_locust_hosted(plan: Any, workers: int = 2) -> RunResult:
     join (about a second later), so faults land up to that much early in Locust's time."""
     import asyncio
 
-    from harness.live.host import HostProcess
+    from harness.live.host_process import HostProcess
     from workloads.model import FaultKind
 
     async def main(folder: Path) -> list[list[Any]]:

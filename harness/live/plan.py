@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 from harness.live.framework_host import FrameworkSpec, framework_spec
 from harness.live.host import HostSpec
 from harness.live.payloads import Payloads
-from harness.live.run import LiveRun, Progress, Sidecar
+from harness.live.run import LiveRun, Progress
+from harness.live.sidecar import Sidecar
 from harness.live.scaling import Scaling, default_scale, scale_for_live, snap_scale
 from harness.live.warmup import DEFAULT_WARMUP_S
 from harness.results import CompareResult, RunResult
@@ -40,7 +41,7 @@ class LivePlan:
     of a fleet: `spec` and `scaling` are None). Rates in requests/s; `warmup_s`:
     seconds of warm-up traffic before the run's clock starts (0: a cold run);
     `driver_procs`: driver processes the schedule is split over (harness.live.driver_procs);
-    `sidecar`: something that watches the host beside the run (harness.live.run.Sidecar: a real
+    `sidecar`: something that watches the host beside the run (harness.live.sidecar.Sidecar: a real
     Prometheus)."""
 
     target: str

@@ -32,11 +32,8 @@ their send-lag histograms are merged exactly. The `live.driver_procs` block says
 how many processes ran on how many cores and, per process, its send lag p99,
 its CPU and whether it fell behind. N = 1 (the default) drives in this process.
 
-Sidecar: a `Sidecar` (e.g. harness.ops.prometheus.PrometheusSidecar, a real
-Prometheus scraping the host) is started once the host is ready, told the
-wall-clock time of the run's t0, asked for its figures once the drive ended
-(the host still up) and closed however the run ends; its figures go in the
-`live` block under its `name`.
+Sidecar: what watches the host beside the run (harness.live.sidecar, e.g. a
+real Prometheus); its figures go in the `live` block under its `name`.
 
 Teardown is certain: Ctrl-C or SIGTERM ends the drive early, the host's
 figures are still collected, and the document is marked partial; the host
@@ -51,7 +48,7 @@ import signal
 import time
 from contextlib import ExitStack
 from dataclasses import asdict
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from harness.engine.driver import Driver
 from harness.live.driver_loop import RealtimeGuard, driver_priority, new_loop, quiet_gc
@@ -61,7 +58,9 @@ from harness.live.payloads import Payloads
 from harness.live.fd_limit import raise_fd_limit
 from harness.live.baseline import stats_since
 from harness.live.framework_host import FrameworkProcess, FrameworkSpec, host_process
-from harness.live.host import HostProcess, HostSpec
+from harness.live.host import HostSpec
+from harness.live.sidecar import Sidecar
+from harness.live.host_process import HostProcess
 from harness.live.scaling import Scaling
 from harness.live.warmup import (DEFAULT_WARMUP_S, cold_start_figures, opening_rps, warmup_figures, warmup_schedule,
                                  warmup_workload)
@@ -77,24 +76,6 @@ from workloads.model import FaultKind, WorkloadConfig
 
 Progress = Callable[[dict[str, Any]], None]
 LAG_WARN_S = LIMITS.send_lag_p99_s  # a p99 send lag above this means the driver fell behind
-
-
-class Sidecar(Protocol):
-    """Something that watches a live run's host from beside it (see the module doc)."""
-
-    name: str
-
-    def start(self, ready: dict[str, Any]) -> None:
-        """The host is ready (`ready`: its ready message: ports, pid, balancer); may block briefly."""
-
-    def clock(self, t0_wall_s: float) -> None:
-        """The run's clock starts at this wall-clock time (time.time())."""
-
-    def finish(self, end_s: float) -> dict[str, Any]:
-        """The drive ended `end_s` after t0 and the host is still up: the figures for the `live` block."""
-
-    def close(self) -> None:
-        """Stop whatever it started (called however the run ends)."""
 
 
 class Unreachable(RuntimeError):

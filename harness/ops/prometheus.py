@@ -9,7 +9,7 @@ series (``alertstate="firing"``) over that span from its HTTP API: the raw
 samples, one per rule evaluation that found the alert firing, so each
 alert's firing intervals are exact to the evaluation.
 
-`PrometheusSidecar` is the live run's hook (harness.live.run.Sidecar): it
+`PrometheusSidecar` is the live run's hook (harness.live.sidecar.Sidecar): it
 starts Prometheus once the host is ready, scraping the first API server
 directly (the balancer in front may queue or refuse a scrape under overload,
 and every API server serves the same registry), learns the wall-clock time of
@@ -169,7 +169,7 @@ class PrometheusServer:
 
 
 class PrometheusSidecar:
-    """A live run's Prometheus (harness.live.run.Sidecar): the rules loaded, the host scraped."""
+    """A live run's Prometheus (harness.live.sidecar.Sidecar): the rules loaded, the host scraped."""
 
     name = "prometheus"
 

@@ -16,23 +16,12 @@ from typer.testing import CliRunner
 
 from harness.analysis.alerts.promtest import expand
 from harness.cli import app
+from tests.harness.alert_suite import QUICK_SUITE
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian's `prometheus` "
                                     "package; .ci/run installs it)")
 
-# The quickest `harness alerts` that still proves something: two bad days of different kinds
-# (an overload that trips the burn-rate pages and leading signals, a GPU outage) and the calm
-# days, each run for 20 s (phases, faults and bursts keep their shape).
-QUICK_SUITE = """\
-scenarios = ["spike", "gpu-outage", "steady", "diurnal", "night"]
-[durations]
-spike = 20
-gpu-outage = 20
-steady = 20
-diurnal = 20
-night = 20
-"""
 
 
 def test_expand_writes_promtools_notation_exactly() -> None:

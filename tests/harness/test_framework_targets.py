@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.engine.jobs import SimJob
 from harness.live.framework_host import FrameworkProcess, FrameworkSpec, host_process
-from harness.live.host import HostProcess, HostSpec
+from harness.live.host import HostSpec
+from harness.live.host_process import HostProcess
 from harness.live.plan import plan_live
 from targets.frameworks.books import Books, Field
 from workloads.config_files import ConfigError

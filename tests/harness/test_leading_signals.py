@@ -22,17 +22,8 @@ from harness.ops.dashboard import UNMEASURED_ROW, dashboard, first_row_titles
 from harness.ops.rules import Signal, build_rules, shape_of
 from harness.results import load_result
 from targets.spec import resolve_target
+from tests.harness.alert_suite import QUICK_SUITE
 
-# Two bad days of different kinds (an overload, a GPU outage) and the calm days, 20 s each.
-QUICK_SUITE = """\
-scenarios = ["spike", "gpu-outage", "steady", "diurnal", "night"]
-[durations]
-spike = 20
-gpu-outage = 20
-steady = 20
-diurnal = 20
-night = 20
-"""
 # The review's experiments on the same two bad days (its runs shortened around each disturbance).
 REVIEW_SCENARIOS = {"no-admission-control": ["spike"], "no-failure-handling": ["gpu-outage"]}
 

@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.live.host import HostProcess, HostSpec
+from harness.live.host import HostSpec
+from harness.live.host_process import HostProcess
 from harness.results import load_result
 from targets.http.haproxy_proc import haproxy_path
 from targets.spec import resolve_target

@@ -34,7 +34,8 @@ from harness.analysis.canary.run import StepMachine, canary_gpus
 from harness.live.canary_drive import CanaryTraffic, StepRecords, VersionRecords
 from harness.live.canary_host import LiveCanarySpec
 from harness.live.driver_loop import new_loop
-from harness.live.host import HostProcess, HostSpec
+from harness.live.host import HostSpec
+from harness.live.host_process import HostProcess
 from harness.live.payloads import Payloads
 from harness.live.scaling import scale_for_live
 from harness.results.canary import CanaryCell, CanaryDayFigures, CanaryResult, CanaryRun, StepEvidence
