@@ -348,7 +348,9 @@ class TimeSlicePolicy(_Base):
                              " (the large slot plus one small batch); raise the SLO or the cycle")
 
     def schedule(self, state: PoolState, now_s: float) -> Decision:
-        k = math.floor(now_s / self.cycle_s + EPS_S)
+        # The tolerance is in seconds, not cycles: an instant a rounding error before a
+        # boundary (two events the loop runs together) belongs to the slot that starts there.
+        k = math.floor((now_s + EPS_S) / self.cycle_s)
         slot, next_slot = k * self.cycle_s, (k + 1) * self.cycle_s
         small_wake = self._timer(state, ModelKind.SMALL)
         if state.large.length > 0:
