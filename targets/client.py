@@ -5,7 +5,11 @@ limit but the retry count. Hardened clients send a request ID and a deadline,
 back off exponentially with full jitter (AWS Architecture Blog, "Exponential
 Backoff And Jitter", 2015), honour Retry-After, and spend at most a budget of
 retries relative to their first attempts (gRPC's retry throttling idea), so a
-slow server is not buried under its own clients' retries.
+slow server is not buried under its own clients' retries. Past a server's
+capacity they also throttle themselves (adaptive throttling, Google's SRE book,
+"Handling Overload"): a request that the recent past says would be refused is
+refused at the client, which costs neither side a connection, a parse or a reply,
+so the server's refusals stop eating the CPU its answers need.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any, Callable, Protocol
 
 from targets.config import Backoff, ClientKnobs
 from targets.native import mypyc_attr
-from targets.protocol import BAD_REQUEST, OK, Attempt, Response, Status
+from targets.protocol import BAD_REQUEST, OK, UNAVAILABLE, Attempt, Response, Status
 
 
 @mypyc_attr(native_class=False)  # a plain class when compiled too: it is pickled to driver processes
@@ -32,6 +36,8 @@ class ClientPolicy:
     retry_budget: float | None
     honour_retry_after: bool
     propagate_deadline: bool
+    throttle_k: float | None = None
+    throttle_window_s: float = 2.0
 
     @classmethod
     def from_target(cls, c: ClientKnobs) -> "ClientPolicy":
@@ -46,6 +52,8 @@ class ClientPolicy:
             retry_budget=c.retry_budget,
             honour_retry_after=c.honour_retry_after,
             propagate_deadline=c.propagate_deadline,
+            throttle_k=c.client_throttle_k,
+            throttle_window_s=c.client_throttle_window_s,
         )
 
     def delay_s(self, retry_no: int, response: Response, rng: random.Random) -> float:
@@ -82,6 +90,59 @@ class RetryBudget:
         return False
 
 
+class Throttle:
+    """Adaptive client-side throttling (Google SRE book, "Handling Overload"): over the
+    last ``window_s``, with ``requests`` the attempts that ended (answered, refused or
+    timed out) plus the requests refused here, and ``accepts`` the answers that were not
+    refusals, a new request is refused locally with probability
+    ``max(0, (requests - k * accepts) / (requests + 1))``. The book counts a request as it
+    is sent, over a two-minute window; counted as it ends, a request still in flight is not
+    taken for a refusal, so a window of seconds works from a cold start. Nothing is
+    refused while the server accepts more than ``1 / k`` of what it is sent, so a
+    server at or below its knee never sees it; past it, the server is sent about ``k``
+    times what it accepts. The window is counted in ``buckets`` slices, so it forgets a
+    spike within ``window_s`` of its end. Times are the caller's clock."""
+
+    def __init__(self, k: float, window_s: float, buckets: int = 10) -> None:
+        self.k = k
+        self.slice_s = window_s / buckets
+        self.buckets = buckets
+        self.requests = [0] * buckets
+        self.accepts = [0] * buckets
+        self.total_requests = 0
+        self.total_accepts = 0
+        self.current = 0  # the slice number (time // slice_s) the counts were last rolled to
+
+    def _roll(self, now_s: float) -> int:
+        """Forget the slices that left the window; the index of ``now_s``'s slice."""
+        slot = int(now_s // self.slice_s)
+        gap = slot - self.current
+        if gap > 0:
+            for i in range(self.current + 1, self.current + 1 + min(gap, self.buckets)):
+                j = i % self.buckets
+                self.total_requests -= self.requests[j]
+                self.total_accepts -= self.accepts[j]
+                self.requests[j] = 0
+                self.accepts[j] = 0
+            self.current = slot
+        return self.current % self.buckets
+
+    def reject_probability(self, now_s: float) -> float:
+        self._roll(now_s)
+        excess = self.total_requests - self.k * self.total_accepts
+        return excess / (self.total_requests + 1) if excess > 0 else 0.0
+
+    def request(self, now_s: float) -> None:
+        j = self._roll(now_s)
+        self.requests[j] += 1
+        self.total_requests += 1
+
+    def accept(self, now_s: float) -> None:
+        j = self._roll(now_s)
+        self.accepts[j] += 1
+        self.total_accepts += 1
+
+
 class Transport(Protocol):
     """The one seam between clients and targets.
 
@@ -113,6 +174,8 @@ class Client:
         self.rng = rng
         self.on_finished = on_finished
         self.budgets: dict[str, RetryBudget] = {}
+        self.throttles: dict[tuple[str, int], Throttle] = {}
+        self.throttled = 0  # requests refused at the client (adaptive throttling)
         self.loop = asyncio.get_running_loop()
         # Bound once: a simulation calls these for every attempt.
         self._time = self.loop.time
@@ -122,19 +185,36 @@ class Client:
 
     def start(self, index: int, tenant: str, conn: int, content: int, variant: int, size: int, payload: Any = None) -> None:
         p = self.policy
+        sent = self._time()
+        throttle = None
+        if p.throttle_k is not None:
+            # One throttle per tenant and size class (sizes within a factor of two): a tenant's
+            # clients share what they saw, and a server that refuses large requests (admission
+            # predicts their batches too slow) does not get a tenant's small ones throttled.
+            key = (tenant, size.bit_length())
+            throttle = self.throttles.get(key)
+            if throttle is None:
+                throttle = self.throttles[key] = Throttle(p.throttle_k, p.throttle_window_s)
+            chance = throttle.reject_probability(sent)
+            if chance > 0.0 and self.rng.random() < chance:
+                throttle.request(sent)
+                self.throttled += 1
+                self._record_finish(index, UNAVAILABLE, sent, 0)  # refused here: no attempt was sent
+                if self.on_finished is not None:
+                    self.on_finished()
+                return
         budget = None
         if p.retry_budget is not None:
             budget = self.budgets.get(tenant)
             if budget is None:
                 budget = self.budgets[tenant] = RetryBudget(p.retry_budget)
             budget.record_first()
-        sent = self._time()
         # Positional: this runs once per request (uid, tenant, conn, content, variant, size,
         # sent_s, attempt_no, on_answer, request_id, deadline_s, payload).
         r = _Request(index, tenant, conn, content, variant, size, sent, 0, None,
                      f"{tenant}-{index}" if p.request_ids else None,
                      sent + p.timeout_s if p.propagate_deadline else None, payload)
-        r.client, r.budget, r.tries, r.sent = self, budget, 0, sent
+        r.client, r.budget, r.throttle, r.tries, r.sent = self, budget, throttle, 0, sent
         r.on_answer = answer = r.on_response
         self._send(r, p.timeout_s, answer)
 
@@ -152,6 +232,7 @@ class _Request(Attempt):
 
     client: Client
     budget: RetryBudget | None
+    throttle: Throttle | None
     tries: int
     sent: float
 
@@ -159,7 +240,7 @@ class _Request(Attempt):
         """Send the next attempt (a retry)."""
         c = self.client
         p = c.policy
-        sent = self.sent = c._time()
+        sent = self.sent = c._time()  # a retry is sent whatever the throttle says: the budget bounds it
         answer = self.on_response
         a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
                     self.tries, answer, self.request_id,
@@ -175,6 +256,11 @@ class _Request(Attempt):
         status = response.status
         sent = self.sent
         c._record_attempt(status, sent, now - sent)
+        throttle = self.throttle
+        if throttle is not None:  # counted as it ends, so a request in flight is not taken for a refusal
+            throttle.request(now)
+            if status is OK or status is BAD_REQUEST:
+                throttle.accept(now)  # an answer, not a refusal or silence: the server accepted it
         if (
             status is OK
             or tries > p.retries

@@ -236,6 +236,11 @@ class ClientKnobs(KnobGroup):
                                                       "Retry-After before retrying")
     propagate_deadline: Annotated[bool, BOTH] = Field(False, description="clients send their deadline; a "
                                                       "request past it is dropped before a GPU runs it")
+    client_throttle_k: Annotated[float | None, BOTH] = Field(None, ge=1, le=100, description="adaptive client "
+                                                             "throttling (SRE book): refuse locally while sending "
+                                                             "over k x what the servers accept; None: off")
+    client_throttle_window_s: Annotated[float, BOTH] = Field(2.0, gt=0, le=600, description="throttling: the "
+                                                             "window its counts cover")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ClientKnobs":

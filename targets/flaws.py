@@ -64,14 +64,17 @@ FLAWS: tuple[Flaw, ...] = (
         id="blind-retries",
         doc_item="4",
         failure="timeouts trigger immediate retries that amplify load (a metastable retry storm); no ID, so duplicates run twice",
-        fix="request IDs + server dedupe, capped exponential backoff with full jitter, a 10% retry budget, deadlines",
+        fix="request IDs + server dedupe, capped exponential backoff with full jitter, a 10% retry budget, deadlines, "
+            "adaptive client throttling past the servers' capacity (k = 2)",
         present={
             "client_backoff": "none", "request_ids": False, "dedupe": False,
             "retry_budget": None, "honour_retry_after": False, "propagate_deadline": False,
+            "client_throttle_k": None,
         },
         fixed={
             "client_backoff": "exponential", "request_ids": True, "dedupe": True,
             "retry_budget": 0.1, "honour_retry_after": True, "propagate_deadline": True,
+            "client_throttle_k": 2.0,
         },
         exposed_by=("slowdown", "spike", "gpu-outage"),
     ),

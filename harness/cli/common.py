@@ -207,7 +207,8 @@ SEEDS = typer.Option(1, "--seeds", help="sim: run seeds SEED..SEED+N-1 and give 
                      "(N times the work).", callback=bounded("--seeds", ge=1, le=100))
 DURATION = typer.Option(None, "--duration", help="Cut or stretch the workload to this many seconds.",
                         callback=bounded("--duration", gt=0, unit=" s"))
-RATE = typer.Option(None, "--rate", help="Scale the workload's rates so its peak is this (req/s).",
+RATE = typer.Option(None, "--rate", help="Scale the workload's rates so its peak is this (req/s); live with "
+                    "--scale: the scale sizes the fleet and the rate drives it (past its knee).",
                     callback=bounded("--rate", gt=0, unit=" req/s"))
 SET = typer.Option(None, "--set", help="Target knob KEY=VALUE (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON to stdout, nothing else.")

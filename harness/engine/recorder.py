@@ -192,6 +192,7 @@ class Recorder:
             "shed": by[Outcome.SHED],
             "timed_out": by[Outcome.TIMED_OUT],
             "unfinished": by[Outcome.LOST],
+            "throttled": int(np.count_nonzero((cat == _IDX[Outcome.SHED]) & (self.tries[:n] == 0))),
         }
         failures = n - counts["succeeded"]
         resolved = n - counts["unfinished"]

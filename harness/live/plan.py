@@ -93,7 +93,8 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
               driver_procs: int = 1, workload_config: WorkloadConfig | None = None,
               balancer: str = "python") -> LivePlan:
     """Plan one live run. The scale is `scale`, else the one that makes the peak
-    `rate_rps`, else `default_scale`; for a built target it is snapped (from
+    `rate_rps`, else `default_scale`; with both, `scale` sizes the fleet and the
+    workload's peak is `rate_rps` (the same fleet driven past its knee); for a built target it is snapped (from
     `scale_from`, default the target itself) to a whole number of GPUs at the
     design's per-GPU rate. `warmup_s` None: DEFAULT_WARMUP_S. `driver_procs`: driver
     processes (1: this one). `workload_config`: the workload itself (e.g. shortened), in place of
@@ -120,7 +121,8 @@ def plan_live(target: str, workload: str, seed: int = 1, overrides: dict[str, An
     design = framework.config if framework else resolve_target(target, overrides)
     eff = snap_scale(scale_from or design, asked)
     cfg, info = scale_for_live(design, eff)
-    wl = wl.scaled(eff)
+    # --scale sizes the fleet; --rate with it drives that fleet at another peak (past its knee).
+    wl = wl.scaled(wl.rate_factor(rate_rps)) if scale and rate_rps else wl.scaled(eff)
     tenants = [t.name for t in wl.tenants]
     spec: HostSpec | FrameworkSpec = (
         framework_spec(framework, cfg, model, seed, tenants) if framework else

@@ -101,7 +101,8 @@ class Outcomes(Figures):
 
 class RequestCounts(Figures):
     """Counts of unique requests (`attempts`: every try; `lost`: attempts the target lost
-    in flight on a dead GPU, whose clients then timed out: not a share of `unique`)."""
+    in flight on a dead GPU, whose clients then timed out: not a share of `unique`;
+    `throttled`: the part of `shed` the clients refused themselves, with no attempt sent)."""
 
     unique: int
     attempts: int
@@ -113,6 +114,7 @@ class RequestCounts(Figures):
     timed_out: int
     unfinished: int = 0
     lost: int = 0
+    throttled: int = 0  # of `shed`: refused by the client's own adaptive throttle, never sent
 
     @model_validator(mode="before")
     @classmethod

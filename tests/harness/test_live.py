@@ -200,6 +200,11 @@ def test_live_plan_snaps_the_scale_and_keeps_the_workloads_shape() -> None:
     # --rate asks for a peak; hardened snaps from naive's fleet in a compare, as A does.
     asked = plan_live("hardened", "steady", rate_rps=625.0, scale_from=resolve_target("naive"))
     assert asked.scale == 2 / 32 and asked.config.fleet_gpus == 4  # ceil(625 x 0.1 / 32 / 0.8) + 1 spare
+    # --scale with --rate: the scale's fleet, driven at the rate (past its knee)
+    past = plan_live("hardened", "steady", scale=0.35, rate_rps=8600.0)
+    alone = plan_live("hardened", "steady", scale=0.35)
+    assert past.config == alone.config and past.scale == alone.scale
+    assert past.workload.peak_rps == pytest.approx(8600.0) and alone.workload.peak_rps < 4000
     url = plan_live("http://127.0.0.1:9/predict", "steady", scale=0.01)
     assert url.url == ("127.0.0.1", 9, "/predict") and url.spec is None and url.scale == 0.01
     with pytest.raises(ValueError, match="--allow-remote"):

@@ -12,9 +12,13 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from harness.engine.clock import run_virtual
 from harness.engine.function_transport import FunctionTransport, Handler
-from targets.client import Client, ClientPolicy, RetryBudget
+from targets.client import Client, ClientPolicy, RetryBudget, Throttle
 from targets.config import Backoff
 from targets.protocol import Attempt, Response, Status
 
@@ -187,3 +191,72 @@ def test_request_ids_and_deadlines_ride_on_every_attempt() -> None:
     seen.clear()
     run_client(policy(retries=0), handler, [(2.0, "gold")])
     assert seen == [(0, None, 2.0, None)]
+
+
+# -- adaptive throttling (SRE book, "Handling Overload") ------------------------------------
+
+def test_the_throttle_refuses_nothing_while_the_server_accepts_over_one_in_k() -> None:
+    t = Throttle(k=2.0, window_s=2.0)
+    for i in range(100):  # half of everything accepted: requests == k * accepts
+        t.request(i * 0.01)
+        if i % 2 == 0:
+            t.accept(i * 0.01)
+    assert t.reject_probability(1.0) == 0.0
+    t.request(1.0)  # one more unanswered request: now over k x accepts
+    assert t.reject_probability(1.0) == 1 / 102
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 20), st.booleans()), max_size=300), st.floats(1.0, 4.0),
+       st.floats(0.1, 5.0))
+def test_the_throttle_only_counts_its_window_and_its_chance_is_a_probability(
+        events: list[tuple[float, bool]], k: float, window_s: float) -> None:
+    t = Throttle(k, window_s)
+    events.sort()
+    for i, (now, accepted) in enumerate(events):
+        t.request(now)
+        if accepted:
+            t.accept(now)
+        p = t.reject_probability(now)
+        assert 0.0 <= p < 1.0
+        # what the throttle holds is exactly the events of the slices still in its window
+        oldest = int(now // t.slice_s) - t.buckets + 1
+        inside = [a for s, a in events[:i + 1] if int(s // t.slice_s) >= oldest]
+        assert (t.total_requests, t.total_accepts) == (len(inside), sum(inside))
+    if events:  # a window later it has forgotten everything
+        assert t.reject_probability(events[-1][0] + window_s + t.slice_s) == 0.0
+        assert t.total_requests == t.total_accepts == 0
+
+
+def test_under_constant_overload_the_client_sends_about_k_times_what_the_server_accepts() -> None:
+    """A server that accepts 100 req/s and refuses the rest, offered 1,000 req/s for 20 s: past
+    the first window the client sends about k x 100 req/s and refuses the rest itself."""
+    capacity, offered, k = 100.0, 1000.0, 2.0
+    accepted_at: list[float] = []
+    bucket = {"tokens": 0.0, "at": 0.0}
+
+    def server(attempt: Attempt) -> Response:  # a token bucket: capacity per s, a burst of 5
+        now = asyncio.get_running_loop().time()
+        bucket["tokens"] = min(5.0, bucket["tokens"] + (now - bucket["at"]) * capacity)
+        bucket["at"] = now
+        if bucket["tokens"] >= 1.0:
+            bucket["tokens"] -= 1.0
+            accepted_at.append(now)
+            return Response(Status.OK)
+        return Response(Status.UNAVAILABLE)
+
+    p = policy(retries=0, throttle_k=k, throttle_window_s=2.0)
+    starts = [(i / offered, "t") for i in range(int(20 * offered))]
+    log = run_client(p, server, starts, rng=random.Random(1), until_s=21.0)
+    sent = [t for t, what, *_ in log if what == "send" and t >= 4.0]
+    refused_here = [e for e in log if e[1] == "finish" and e[4] == 0 and e[0] >= 4.0]
+    ok = [t for t in accepted_at if t >= 4.0]
+    assert len(ok) / 16 == pytest.approx(capacity, rel=0.02)  # the server stays at its capacity
+    assert len(sent) / 16 == pytest.approx(k * capacity, rel=0.1)  # and is sent about k times it
+    assert all(e[3] == "UNAVAILABLE" for e in refused_here) and len(refused_here) + len(sent) == 16_000
+
+
+def test_a_client_without_the_throttle_sends_everything() -> None:
+    log = run_client(policy(retries=0), lambda a: Response(Status.UNAVAILABLE),
+                     [(i * 0.001, "t") for i in range(1000)])
+    assert sum(1 for e in log if e[1] == "send") == 1000
