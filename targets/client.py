@@ -93,15 +93,21 @@ class RetryBudget:
 class Throttle:
     """Adaptive client-side throttling (Google SRE book, "Handling Overload"): over the
     last ``window_s``, with ``requests`` the attempts that ended (answered, refused or
-    timed out) plus the requests refused here, and ``accepts`` the answers that were not
-    refusals, a new request is refused locally with probability
-    ``max(0, (requests - k * accepts) / (requests + 1))``. The book counts a request as it
-    is sent, over a two-minute window; counted as it ends, a request still in flight is not
-    taken for a refusal, so a window of seconds works from a cold start. Nothing is
-    refused while the server accepts more than ``1 / k`` of what it is sent, so a
-    server at or below its knee never sees it; past it, the server is sent about ``k``
-    times what it accepts. The window is counted in ``buckets`` slices, so it forgets a
-    spike within ``window_s`` of its end. Times are the caller's clock."""
+    timed out) and ``accepts`` the answers that were not refusals, a new request is
+    refused locally with probability ``max(0, (requests - k * accepts) / (requests + 1))``.
+
+    Two departures from the book, both measured: it counts a request as it is sent, over
+    two minutes; here an attempt counts as it ends, so a request still in flight is not
+    taken for a refusal and a window of seconds works from a cold start. And the book's
+    ``requests`` include those refused locally, which makes a moment of total refusal (a
+    pause, a burst) nearly latch: with ``p`` near 1 every window, a client that keeps
+    refusing itself recovers only as ``1 - p`` doubles, a window at a time (live spike,
+    --scale 0.2: 92% shed). Counting what was sent, the throttle lets go as soon as the
+    server accepts over ``1 / k`` of it again; past the knee the server is sent
+    ``sqrt(k x capacity x offered)`` rather than ``k x capacity``. Nothing is refused
+    while the server accepts over ``1 / k`` of what it is sent, so a server at or below
+    its knee never sees it. The window is counted in ``buckets`` slices, so it forgets
+    within ``window_s``. Times are the caller's clock."""
 
     def __init__(self, k: float, window_s: float, buckets: int = 10) -> None:
         self.k = k
@@ -197,7 +203,6 @@ class Client:
                 throttle = self.throttles[key] = Throttle(p.throttle_k, p.throttle_window_s)
             chance = throttle.reject_probability(sent)
             if chance > 0.0 and self.rng.random() < chance:
-                throttle.request(sent)
                 self.throttled += 1
                 self._record_finish(index, UNAVAILABLE, sent, 0)  # refused here: no attempt was sent
                 if self.on_finished is not None:
