@@ -149,6 +149,8 @@ def render_summary(s: RunSummary, console: Console) -> None:
             note = f"{f.count:,} answered OK within {fmt_s(s.slo_s)}"
         if o is Outcome.LOST and r.lost:
             note += f"; {r.lost:,} attempts lost in flight on dead GPUs (their clients timed out)"
+        if o is Outcome.SHED and r.throttled:
+            note += f"; {r.throttled:,} by the clients' own throttle (not sent)"
         t.add_row(f"  {o.label}", fmt_share(f.share), note)
     if ok_share < 1.0 and r.unique:
         t.add_row("p99, all requests", all_p(s, 0.99, lat.p99),

@@ -204,6 +204,9 @@ def test_run_table_shows_six_outcomes_and_never_only_for_unanswered(runs):
     assert "never" not in hard  # it sheds, it never leaves a request unanswered
     assert re.search(r"p99, all requests +. +shed", hard)
     assert re.search(r"p99, all requests +. +never .*timed out", naive)
+    throttled = runs["hardened"].summary.requests.throttled
+    assert ("by the clients' own throttle" in hard) == (throttled > 0)
+    assert "own throttle" not in naive and runs["naive"].summary.requests.throttled == 0
 
 def test_old_result_files_without_outcomes_still_load_and_render(runs):
     doc = runs["hardened"].to_json()
