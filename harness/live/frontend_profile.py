@@ -252,13 +252,18 @@ def _step(pid: int, port: int, rate_rps: float, duration_s: float, model: str, w
 
 
 def profile_frontend(target: str = "hardened", rate_rps: float = 150.0, duration_s: float = 5.0,
-                     model: str = "mlp", overrides: list[str] | None = None, max_steps: int = 2,
+                     model: str = "mlp", overrides: list[str] | None = None, max_steps: int = 6,
                      busy_aim: float = 0.85, busy_stop: float = 0.75, busy_max: float = 0.95,
                      warmup_s: float = 2.0, shed: bool = True, pad_to_s: float | None = 0.0,
                      scale: float | None = None) -> FrontendCost:
     """Profile `harness serve TARGET --pad-to-s 0` in up to ``max_steps`` steps from ``rate_rps``, each
     next rate aimed at the loop ``busy_aim`` busy (at most 3x the last), until one is ``busy_stop``
-    busy; the figure is the busiest step's at most ``busy_max`` busy. Then, with ``shed``, the
+    busy; the figure is the busiest step's at most ``busy_max`` busy. The loop has a fixed cost
+    (timers, samples, the GPU threads' batching) that a low rate spreads over few requests, so
+    the figure must come from near saturation (measured at --scale 0.35, helpers paused:
+    stopping at 450 req/s, 29-46% busy, four profiles gave 692-1,071 us a request; climbing to
+    >= 75% busy, 1,333-1,670 req/s, two gave 494 and 620 us, whose sim knees, 1,874 and 1,509
+    req/s, lie within 15% of the live knee, 1,719). Then, with ``shed``, the
     refusal's cost on a second host whose handlers refuse nearly everything, and on a third whose
     proxy refuses everything.
 

@@ -92,3 +92,29 @@ def test_the_profile_serves_the_host_it_is_asked_for(monkeypatch) -> None:
     with pytest.raises(RuntimeError):
         fp._refusing("hardened", "mlp", [], 100.0, 1.0, None, 0.35)
     assert served[-1] == (None, 0.35)
+
+
+def test_the_profile_climbs_until_the_loop_is_busy(monkeypatch) -> None:
+    # Its figure comes from near saturation: a low step's cost carries the loop's fixed cost.
+    from harness.live import frontend_profile as fp
+
+    class Proc:
+        pid = 1
+
+    rates: list[float] = []
+
+    def fake_step(pid, port, rate, duration_s, model, warmup_s, seed):
+        rates.append(rate)
+        busy = min(0.95, 0.1 + rate / 2000)  # a fixed 10% plus 500 us a request
+        return FrontendStep(rate_rps=rate, achieved_rps=rate, attempts=int(rate * duration_s), shed=0,
+                            loop_cpu_s=busy / rate, loop_wait_s=0.0, workers_cpu_s=0.0, driver_cpu_s=0.0,
+                            busy=busy, p99_s=0.1, valid=True, load_1m=0.0)
+
+    monkeypatch.setattr(fp, "serve_process", lambda *a, **k: (Proc(), 1))
+    monkeypatch.setattr(fp, "_stop", lambda proc: None)
+    monkeypatch.setattr(fp, "_gpu_batches", lambda port: (0.0, 0.0))
+    monkeypatch.setattr(fp, "_step", fake_step)
+    cost = fp.profile_frontend("hardened", shed=False)
+    assert cost.steps[-1].busy >= 0.75 and len(rates) > 2  # not stopped at the second, 45%-busy step
+    assert cost.cost_s == pytest.approx(cost.steps[-1].busy / rates[-1])
+    assert cost.cost_s < 1.2 * 0.0005  # near the marginal 500 us, not the low steps' 1,167 us
