@@ -175,7 +175,8 @@ def test_url_views_fit_80_columns_and_render_again_as_html(tmp_path):
     from reports.registry import view
     from tests.reports.fit import rendered
 
-    with serve(FakeOpenAI(ttft_s=0.4)) as slow, serve(FakeOpenAI(ttft_s=0.02, queue_s=0.05)) as fast:
+    # Two APIs, so the compare's labels are whole URLs (A .../v1/completions, B .../v1/chat/completions).
+    with serve(FakeOpenAI(ttft_s=0.4)) as slow, serve(FakeOpenAI(ttft_s=0.02, queue_s=0.05), chat=True) as fast:
         for args in (["run", fast, "-w", "dominant-tenant", "--rate", "4", "--duration", "1"],
                      ["compare", slow, fast, "--rate", "4", "--duration", "1", "--set", "slo_ttft_s=0.2"],
                      ["sweep", fast, "--start-rate", "4", "--step-duration", "1", "--tolerance", "0.5",
