@@ -53,6 +53,7 @@ from workloads.loader import ConfigError
 from harness.results import RunSummary
 from harness.results.base import Result
 from harness.results.canary import CanaryResult
+from harness.results.llm import LlmResult
 from harness.results.sweep import SweepResult
 from harness.results.gate import CheckOutcome, GateResult
 from harness.results.run import SeedSet
@@ -190,12 +191,13 @@ def _evaluate_seeded(check: Check, gate: Gate, row: dict[str, Any], runs: list[R
     return CheckOutcome(**row)
 
 
-def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | None], RunSummary],
-             baseline: dict[tuple[str, str], RunSummary] | None,
+def evaluate(check: Check, gate: Gate, summaries: Mapping[tuple[str, str, float | None], Summary],
+             baseline: Mapping[tuple[str, str], Summary] | None,
              seeded: dict[tuple[str, str, float | None], list[RunSummary]] | None = None,
              base_seeded: dict[tuple[str, str], SeedSet] | None = None, seeds: list[int] | None = None) -> CheckOutcome:
     """One check of one gate, decided. `seeded` (each seed's summaries, `seeds` in order) and
-    `base_seeded` (the baseline's, where it has seeds) make it a check over seeds."""
+    `base_seeded` (the baseline's, where it has seeds) make it a check over seeds. A summary may be
+    any mapping of figures (an LLM gate's run: harness.gate.llm)."""
     row: dict[str, Any] = {
         "scenario": gate.scenario, "target": gate.target if gate.b is None else f"{gate.target}/{gate.b}",
         "key": check.key, "op": check.op, "check": check.text, "threshold": check.value,
@@ -323,7 +325,8 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
                   key=lambda k: (k[0], k[1], k[2] or 0.0))
     seeded: dict[Key, list[RunSummary]] | None = None
     if results:
-        summaries = given_summaries(keys, [r for r in results if not isinstance(r, (CanaryResult, SweepResult))])
+        summaries = given_summaries(keys, [r for r in results
+                                           if not isinstance(r, (CanaryResult, SweepResult, LlmResult))])
     else:
         knobs = {t: knobs_of(t)[1] for _, t, _ in keys}
         sims = [VariantJob(t, knobs[t], w, s, None if dur is None else Shortening(run_s=dur))

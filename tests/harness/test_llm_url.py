@@ -108,7 +108,7 @@ def test_sweep_finds_the_highest_rate_within_the_slo(tmp_path):
     (["run", "{url}", "--scale", "0.5", "--warmup", "1"], "--scale, --warmup: not used by an LLM URL"),
     (["compare", "{url}", "{url2}", "--seeds", "3", "--jobs", "2"], "--seeds, --jobs: not used by a compare of LLM URLs"),
     (["compare", "{url}", "{url2}", "--suite", "x"], "unknown LLM suite 'x': valid are llm-bad-day"),
-    (["sweep", "{url}", "--check", "max_rate_within_slo >= 1"], "--check: not used by a sweep of an LLM URL"),
+    (["sweep", "{url}", "--check", "knee >= 1"], "a sweep has max_rate_within_slo, first_failing_rate, not 'knee'"),
     (["run", "{url}", "--set", "batch_size=3"], "not a knob of an LLM URL target"),
     (["run", "{url}", "--set", "attainment=2"], "attainment: expected a number > 0 and <= 1"),
     (["run", "http://10.0.0.1:80/v1/completions"], "outside loopback; pass --allow-remote"),
