@@ -238,7 +238,9 @@ def evaluate(check: Check, gate: Gate, summaries: Mapping[tuple[str, str, float 
         ref = dict(lookup(base, check.key))
         values = [(k, v, (r * (1 + check.relative)) if (r := ref.get(k)) is not None else math.nan)
                   for k, v in mine.items()]
-        row["note"] = f"baseline {_fmt(_worst(check.op, values)[2] / (1 + check.relative))} {check.relative:+.0%}"
+        ref_value = _worst(check.op, values)[2] / (1 + check.relative)
+        seconds = any(p.endswith("_s") and not p.endswith("tok_s") for p in check.key.split("."))  # tok_s: tokens/s
+        row["note"] = f"baseline {_fmt(ref_value, seconds)} {check.relative:+.0%}"
     else:
         assert check.value is not None  # a check without `relative` has its number (file.py)
         values = [(k, v, check.value) for k, v in mine.items()]
@@ -259,10 +261,13 @@ def evaluate(check: Check, gate: Gate, summaries: Mapping[tuple[str, str, float 
     return CheckOutcome(**row)
 
 
-def _fmt(x: float | None) -> str:
+def _fmt(x: float | None, seconds: bool = False) -> str:
+    """A baseline's value in a note; `seconds` (a latency key) in ms below 1 s."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    return "never" if math.isinf(x) else f"{x:.4g}"
+    if math.isinf(x):
+        return "never"
+    return f"{x * 1000:.3g} ms" if seconds and abs(x) < 1 else f"{x:.4g}" + (" s" if seconds else "")
 
 
 Key = tuple[str, str, float | None]

@@ -274,7 +274,7 @@ def run_llm_gate(path: str, target: str | None = None, baseline: Result | None =
                 result = url_run(gate.target, gate.sweep)
             except ProbeFailed as exc:
                 cannot.append(f"{gate.where}: {exc}")
-                checks += _no_run(gate, "no run: the endpoint could not be probed")
+                checks += _no_run(gate, "no run (see cannot judge)")
                 continue
             made.append(result)
             run = result.runs[0]
