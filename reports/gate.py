@@ -32,6 +32,10 @@ def _word(result: GateResult) -> str:
 
 def _source(result: GateResult) -> str:
     """Where the judged figures came from: sim runs, or the saved runs given."""
+    if result.llm is not None:  # an LLM endpoint's gate (harness.gate.llm)
+        urls = sorted({t.url for r in result.llm for t in r.settings.targets or []})
+        runs = f"live runs of {', '.join(urls)}" if urls else "no live run"
+        return f"{runs} from {', '.join(result.results)}" if result.results else runs
     if result.results:
         modes = sorted({s.mode for sides in result.summaries.values() for s in sides.values()})
         kinds = [f"{'/'.join(modes)} runs"] if modes else []
@@ -59,7 +63,7 @@ def _cannot(result: GateResult) -> list[str]:
 
 
 def _seconds(key: str) -> bool:
-    return any(p.endswith("_s") for p in key.split("."))
+    return any(p.endswith("_s") and not p.endswith("tok_s") for p in key.split("."))  # tok_s: tokens/s
 
 
 def value(x: float | None, key: str, paired: bool) -> str:
@@ -89,7 +93,7 @@ def render(result: GateResult, console: Console) -> None:
     singles = {c.target for c in result.checks if not c.paired}
     main = next(iter(singles)) if len(singles) == 1 else None
     t = Table(title=f"gate {result.gate_file}" + (f" on {main}" if main else ""),
-              box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+              box=box.SIMPLE_HEAD, header_style="bold")  # pad_edge=False crops a full last column (rich 15)
     t.add_column("")
     t.add_column("scenario", no_wrap=True)
     t.add_column("check", overflow="fold", min_width=22)
@@ -103,9 +107,10 @@ def render(result: GateResult, console: Console) -> None:
     verdict = {"pass": "[bold green]PASSED[/]", "fail": "[bold red]FAILED[/]",
                "cannot judge": "[bold red]CANNOT JUDGE[/]"}[result.verdict]
     wall = f" ({result.wall_s:.1f} s)" if result.wall_s else ""
-    console.print(f"{verdict}: {_tally(result)}{wall}; {_source(result)}.", highlight=False, soft_wrap=True)
+    # Wrapped at spaces (an LLM gate's source is a URL): every line within the terminal.
+    console.print(f"{verdict}: {_tally(result)}{wall}; {_source(result)}.", highlight=False)
     for line in _cannot(result):
-        console.print(f"  {line}", highlight=False, soft_wrap=True)
+        console.print(f"  {line}", highlight=False)
 
 
 def sections(result: GateResult) -> list[Section]:

@@ -79,11 +79,28 @@ RUN_HEADERS = ("policy, mix", "req/s", "TTFT p50 ms", "TTFT p90 ms", "TPOT p50 m
                "ITL p99 ms", "out tok/s", "done")
 
 
+# The figure columns of RUN_HEADERS in the terminal: two lines each, the unit in the table's title.
+TERMINAL_RUN_HEADERS = ("req/s", "TTFT\np50", "TTFT\np90", "TPOT\np50", "TPOT\np90", "ITL\np99", "out\ntok/s",
+                        "done")
+
+
 def run_rows(result: LlmResult) -> list[tuple[str, ...]]:
     """One row per run (the live compare's view: each policy live and in sim)."""
     return [(f"{r.policy}, {r.mix}", f"{r.rate_rps:g}", fmt_ms(r.ttft_s.p50), fmt_ms(r.ttft_s.p90), fmt_ms(r.tpot_s.p50),
              fmt_ms(r.tpot_s.p90), fmt_ms(r.itl_s.p99), fmt_n(r.output_tok_s), f"{r.finished}/{r.requests}")
             for r in result.runs]
+
+
+def _run_table(result: LlmResult) -> Table:
+    """The live compare's runs at 80 columns: figures whole on one line under two-line headers
+    (milliseconds said once, in the title); the "policy, mix" label alone may wrap, at its spaces."""
+    table = Table(title=f"{title(result)} (latencies in ms)", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    table.add_column(RUN_HEADERS[0], overflow="fold")
+    for h in TERMINAL_RUN_HEADERS:
+        table.add_column(h, justify="right", no_wrap=True)
+    for row in run_rows(result):
+        table.add_row(*row)
+    return table
 
 
 def symptom_words(f: LlmFlawCost) -> str:
@@ -217,15 +234,7 @@ def render(result: LlmResult, console: Console) -> None:
 
         render_url(result, console)
     if not result.curves and not result.settings.targets:
-        table = Table(title=title(result), box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-        for h in RUN_HEADERS:
-            if h == "policy, mix":
-                table.add_column(h, no_wrap=True, min_width=max((len(r[0]) for r in run_rows(result)), default=10))
-            else:
-                table.add_column(h, justify="right")
-        for row in run_rows(result):
-            table.add_row(*row)
-        console.print(table)
+        console.print(_run_table(result))
     _render_ratios(result, console)
     _render_seeds(result, console)
     for curve in result.curves:

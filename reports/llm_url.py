@@ -16,7 +16,8 @@ from rich.table import Table
 from harness.results.llm import LlmResult, LlmRun, UrlTargetSettings
 from reports.fmt import fmt_ms, fmt_n, fmt_pct
 
-__all__ = ["counted_line", "figure_rows", "render_url", "run_rows", "search_line", "target_lines", "tenant_rows"]
+__all__ = ["counted_line", "figure_rows", "render_url", "run_rows", "search_line", "side", "target_lines",
+           "tenant_rows"]
 
 FIGURE_HEADERS = ("ms", "mean", "p50", "p90", "p99", "max")
 RUN_HEADERS = ("target", "req/s", "done", "t/o", "err", "cut", "short", "count")
@@ -34,6 +35,13 @@ def tenant_rows(run: LlmRun) -> list[tuple[str, ...]]:
              fmt_n(t.goodput_rps)) for name, t in run.per_tenant.items()]
 
 
+def side(label: str) -> str:
+    """A compare's side, "A" or "B", of its label ("A 127.0.0.1:8001/v1/completions": the lines
+    above the table name each side's URL), so a long URL does not cut the table; else the label."""
+    head, _, rest = label.partition(" ")
+    return head if rest and head in ("A", "B") else label
+
+
 def run_rows(result: LlmResult) -> list[tuple[str, ...]]:
     """One row per run: answered of sent, and how its answers ended and were counted (the target named
     first when there are several)."""
@@ -41,7 +49,7 @@ def run_rows(result: LlmResult) -> list[tuple[str, ...]]:
     several = len(result.settings.targets or []) > 1
     for r in result.runs:
         u = r.url
-        rows.append((*((r.policy,) if several else ()), f"{r.rate_rps:.3g}", f"{r.finished:,}/{r.requests:,}",
+        rows.append((*((side(r.policy),) if several else ()), f"{r.rate_rps:.3g}", f"{r.finished:,}/{r.requests:,}",
                      *((f"{u.timed_out:,}", f"{u.errors:,}", f"{u.cut:,}", f"{u.short_answers:,}", u.token_count or "-")
                        if u is not None else ("-",) * 5)))
     return rows

@@ -16,8 +16,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.analysis.stats import seeds_from
 from harness.analysis.variants import OnDone, OnPlanned
-from harness.cli.common import (EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SEEDS, bounded, err, existing_file, fail,
-                                publish, writable_file)
+from harness.cli.common import (ALLOW_REMOTE, EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SEEDS, bounded, err,
+                                existing_file, fail, publish, writable_file)
 from harness.engine.jobs import Executor, Jobs
 from harness.results import io as results
 from harness.results import load_result
@@ -168,22 +168,33 @@ def gate(
                                         callback=bounded("--seeds", ge=1, le=100)),
     n_jobs: Optional[int] = JOBS,
     executor: str = EXECUTOR,
+    allow_remote: bool = ALLOW_REMOTE,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     html: Optional[Path] = HTML,
 ) -> None:
     """CI performance gate: run the gate file's scenarios (sim, seeded) or judge saved runs (--results);
-    exit 0 pass, 1 violation, 2 bad file or cannot judge (an invalid live run)."""
+    a file of llm gates drives an OpenAI-compatible endpoint live (--target URL replaces it).
+    Exit 0 pass, 1 violation, 2 bad file or cannot judge (an invalid live run, an endpoint not reached)."""
     jobs = Jobs(Executor(executor), n_jobs)
     from harness.gate.check import run_gate
+    from harness.gate.llm import has_llm_gates
 
     try:
         base = load_result(baseline) if baseline is not None else None
         given = [load_result(f) for f in results_ or []]
-        if given and seeds is not None and seeds > 1:
-            fail("--seeds runs sim under each seed; --results judges saved runs: give one of them")
-        result = run_gate(str(gate_file), target, base, jobs, results=given or None, seeds=seeds,
-                          result_files=[str(f) for f in results_ or []])
+        if has_llm_gates(gate_file):
+            from harness.cli.llm_url import gate_llm_url, refuse
+
+            refuse([("--seeds", seeds is not None), ("--jobs", n_jobs is not None),
+                    ("--executor", executor != "process")], "an LLM endpoint's gate")
+            result = gate_llm_url(str(gate_file), target, base, given, [str(f) for f in results_ or []],
+                                  allow_remote, as_json)
+        else:
+            if given and seeds is not None and seeds > 1:
+                fail("--seeds runs sim under each seed; --results judges saved runs: give one of them")
+            result = run_gate(str(gate_file), target, base, jobs, results=given or None, seeds=seeds,
+                              result_files=[str(f) for f in results_ or []])
     except (ConfigError, ValueError) as exc:
         fail(str(exc), code=2)
     for report, text in ((junit, gate_view.junit_xml), (markdown, gate_view.markdown)):

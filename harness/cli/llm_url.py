@@ -14,11 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.cli.common import err, fail, publish
+import typer
+
+from harness.cli.common import err, fail, out, publish
 from harness.results import io as results
 
 __all__ = ["DEFAULT_MIX", "DEFAULT_RATE_RPS", "DEFAULT_RUN_S", "DEFAULT_STEP_S", "URL_RATES", "compare_llm_urls",
-           "refuse", "run_llm_url", "sweep_llm_url"]
+           "gate_llm_url", "refuse", "run_llm_url", "sweep_llm_url"]
 
 DEFAULT_MIX = "short"              # fits a small model's context (the tiny decoder's 512 tokens)
 DEFAULT_RATE_RPS = 2.0             # `run URL` without --rate
@@ -138,10 +140,17 @@ def compare_llm_urls(a: str, b: str, workloads: list[str] | None, suite: str, se
 def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | None, step_s: float | None,
                   rel_tol: float, attainment: float, set_: list[str] | None, model: str | None, api_key_env: str,
                   template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool,
-                  html: Path | None, search: Callable[[float, float], Any]) -> None:
-    """`harness sweep URL`: the highest rate within the TTFT + TPOT SLO (`attainment`: --min-goodput)."""
+                  html: Path | None, search: Callable[[float, float], Any], checks: list[str] | None = None) -> None:
+    """`harness sweep URL`: the highest rate within the TTFT + TPOT SLO (`attainment`: --min-goodput);
+    `checks` (--check) judge its knee as the request-level sweep's are (exit 1 when one fails)."""
     from harness.analysis.llm.url import url_sweep
+    from harness.gate.sweep import judge_sweep_checks, parse_sweep_checks
+    from workloads.loader import ConfigError
 
+    try:
+        parsed = parse_sweep_checks(checks or [])
+    except ConfigError as exc:
+        fail(str(exc))
     target, slo = _target(url, allow_remote, model, api_key_env, template, set_)
     slo.setdefault("attainment", attainment)
     start = start_rps or DEFAULT_START_RPS
@@ -157,6 +166,23 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
     result = _drive(f"sweep: driving {target.label}", True,
                     lambda _on: url_sweep(target, sweep, search(start, rel_tol), start, rel_tol, shown))
     publish(result, out_path or results.default_path("llm", f"sweep-{_file_label(target.label)}"), html, as_json)
+    outcomes = judge_sweep_checks(result.search, parsed) if parsed else []
+    for o in outcomes:
+        if not as_json:
+            out.print(f"{o.status}: {o.check} ({o.note})", highlight=False)
+    if any(not o.passed for o in outcomes):
+        raise typer.Exit(1)
+
+
+def gate_llm_url(gate_file: str, target: str | None, baseline: Any, given: list[Any], result_files: list[str],
+                 allow_remote: bool, quiet: bool) -> Any:
+    """`harness gate FILE` of [[llm]] gates: each endpoint driven live (or the saved runs `given`
+    judged), the gate result (`harness.gate.llm.run_llm_gate`); the caller publishes it."""
+    from harness.gate.llm import run_llm_gate
+
+    def work(on: Callable[[str], None] | None) -> Any:
+        return run_llm_gate(gate_file, target, baseline, given or None, result_files, allow_remote, on)
+    return _drive("gate: driving", quiet, work)
 
 
 def _file_label(label: str) -> str:

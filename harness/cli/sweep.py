@@ -68,12 +68,12 @@ def sweep(
         from harness.analysis.sweep.search import RateSearch
         from harness.cli.llm_url import refuse, sweep_llm_url
 
-        refuse([("--check", bool(check)), ("--check-capacity", check_capacity), ("--send-lag-limit", send_lag != 0.005),
+        refuse([("--check-capacity", check_capacity), ("--send-lag-limit", send_lag != 0.005),
                 ("--scale", scale is not None), ("--device", device != "auto"), ("--pad-to-s", pad_to_s is not None),
                 ("--warmup", warmup is not None), ("--driver-procs", driver_procs != 1)], "a sweep of an LLM URL")
         return sweep_llm_url(target, workload, seed, start, duration, rel_tol, min_ratio, set_, model, api_key_env,
                              template, allow_remote, as_json, out_path, quiet, html,
-                             lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol))
+                             lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol), list(check or []))
     for flag, given in (("--workload", workload is not None), ("--template", template is not None),
                         ("--api-key-env", api_key_env != "OPENAI_API_KEY")):
         if given:

@@ -3,7 +3,8 @@
 The format is `harness.gate.file`'s docstring (the parser's own contract); the keys are
 walked from `RunSummary` and each is confirmed by the parser's key check, so the list is
 exactly what `harness gate` accepts; the `[[canary]]` and `[[sweep]]` keys are
-`harness.gate.keys`' lists. The project's CI gate file is shown as the example.
+`harness.gate.keys`' lists. The project's CI gate file is shown as the example. The `[[llm]]`
+gates of an LLM endpoint are `harness.gate.llm`'s docstring and `LLM_KEYS`, with harness/gate/llm.toml.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from harness.docs.fields import meaning, type_name, unit_of
 from harness.docs.markdown import banner, block, code, table
 from harness.gate import file as gate_file
 from harness.gate import keys as gate_keys
+from harness.gate import llm as llm_gate
 from harness.results.canary import CanaryCell
 from harness.results.run import RunSummary
 from harness.results.sweep import SweepResult
 
 EXAMPLE = Path(gate_file.__file__).with_name("ci.toml")
+LLM_EXAMPLE = Path(gate_file.__file__).with_name("llm.toml")
 
 
 def _plain(tp: Any) -> Any:
@@ -58,9 +61,12 @@ def page() -> str:
                    for k in gate_keys.CANARY_KEYS]
     sweep_rows = [(code(k), type_name(SweepResult.model_fields[k].annotation), "req/s", meaning(SweepResult, k))
                   for k in gate_keys.SWEEP_KEYS]
-    gate_file.load_gate_file(EXAMPLE)  # the example must stay a valid gate file
+    llm_rows = [(code(k), unit, what) for k, (unit, what) in llm_gate.LLM_KEYS.items()]
+    gate_file.load_gate_file(EXAMPLE)  # the examples must stay valid gate files
+    llm_gate.load_llm_gate_file(LLM_EXAMPLE)
     return "\n".join([
-        banner(["harness/gate/file.py", "harness/results/run.py", "harness/results/canary.py", "harness/gate/ci.toml"]),
+        banner(["harness/gate/file.py", "harness/results/run.py", "harness/results/canary.py", "harness/gate/ci.toml",
+                "harness/gate/llm.py", "harness/gate/llm.toml"]),
         "# Gate files\n",
         "`harness gate FILE` runs a gate file's scenarios in sim (or judges saved runs with `--results`) and "
         "exits 0 when every check passes, 1 on a violation, 2 when the file is bad or a run cannot be judged.\n",
@@ -81,4 +87,20 @@ def page() -> str:
         + table(("key", "type", "unit", "meaning"), sweep_rows),
         "## Example: the project's CI gate (`harness/gate/ci.toml`)\n",
         block(EXAMPLE.read_text(), "toml"),
+        "## LLM endpoints: `[[llm]]` gates\n",
+        "A gate file of `[[llm]]` tables drives an OpenAI-compatible endpoint (`/v1/completions` or "
+        "`/v1/chat/completions`, streaming) live, one run per table, and checks its TTFT, TPOT, ITL, goodput "
+        "under the TTFT + TPOT SLO, tokens/s and error shares against bounds or a saved baseline. The exit "
+        "codes and reports are the gate's: 0 pass, 1 a check failed, 2 a bad file or an endpoint that could not "
+        "be probed (cannot judge). `harness gate FILE --target URL` replaces the endpoint under test; "
+        "`--allow-remote` lets it be outside loopback; `--results RUN.json` judges a saved `harness run URL` "
+        "instead of driving. `harness sweep URL --check \"max_rate_within_slo >= 4\"` judges an endpoint's "
+        "sweep as a `[[sweep]]` check does.\n",
+        block(inspect.cleandoc(llm_gate.__doc__ or "")),
+        "### Keys an LLM check may name\n",
+        "The figures of one run of the endpoint ([results](results.md#llmrun)); latencies in seconds over "
+        "the requests answered (ITL: over tokens); a latency with no answer at all counts as infinite.\n\n"
+        + table(("key", "unit", "meaning"), llm_rows),
+        "### Example: an LLM endpoint's gate (`harness/gate/llm.toml`)\n",
+        block(LLM_EXAMPLE.read_text(), "toml"),
     ])

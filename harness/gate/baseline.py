@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from harness.results import CompareResult, RunResult, RunSummary
 from harness.results.base import Result
@@ -51,7 +51,7 @@ def baseline_seeds(result: Result) -> dict[tuple[str, str], SeedSet]:
     return out
 
 
-def baseline_for(baseline: dict[tuple[str, str], Any], scenario: str, target: str) -> Any:
+def baseline_for(baseline: Mapping[tuple[str, str], Any], scenario: str, target: str) -> Any:
     """The baseline summary (or runs over seeds) of (scenario, target), or the only one of
     that scenario."""
     if (scenario, target) in baseline:

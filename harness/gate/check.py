@@ -53,6 +53,7 @@ from workloads.loader import ConfigError
 from harness.results import RunSummary
 from harness.results.base import Result
 from harness.results.canary import CanaryResult
+from harness.results.llm import LlmResult
 from harness.results.sweep import SweepResult
 from harness.results.gate import CheckOutcome, GateResult
 from harness.results.run import SeedSet
@@ -190,12 +191,13 @@ def _evaluate_seeded(check: Check, gate: Gate, row: dict[str, Any], runs: list[R
     return CheckOutcome(**row)
 
 
-def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | None], RunSummary],
-             baseline: dict[tuple[str, str], RunSummary] | None,
+def evaluate(check: Check, gate: Gate, summaries: Mapping[tuple[str, str, float | None], Summary],
+             baseline: Mapping[tuple[str, str], Summary] | None,
              seeded: dict[tuple[str, str, float | None], list[RunSummary]] | None = None,
              base_seeded: dict[tuple[str, str], SeedSet] | None = None, seeds: list[int] | None = None) -> CheckOutcome:
     """One check of one gate, decided. `seeded` (each seed's summaries, `seeds` in order) and
-    `base_seeded` (the baseline's, where it has seeds) make it a check over seeds."""
+    `base_seeded` (the baseline's, where it has seeds) make it a check over seeds. A summary may be
+    any mapping of figures (an LLM gate's run: harness.gate.llm)."""
     row: dict[str, Any] = {
         "scenario": gate.scenario, "target": gate.target if gate.b is None else f"{gate.target}/{gate.b}",
         "key": check.key, "op": check.op, "check": check.text, "threshold": check.value,
@@ -236,7 +238,9 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
         ref = dict(lookup(base, check.key))
         values = [(k, v, (r * (1 + check.relative)) if (r := ref.get(k)) is not None else math.nan)
                   for k, v in mine.items()]
-        row["note"] = f"baseline {_fmt(_worst(check.op, values)[2] / (1 + check.relative))} {check.relative:+.0%}"
+        ref_value = _worst(check.op, values)[2] / (1 + check.relative)
+        seconds = any(p.endswith("_s") and not p.endswith("tok_s") for p in check.key.split("."))  # tok_s: tokens/s
+        row["note"] = f"baseline {_fmt(ref_value, seconds)} {check.relative:+.0%}"
     else:
         assert check.value is not None  # a check without `relative` has its number (file.py)
         values = [(k, v, check.value) for k, v in mine.items()]
@@ -257,10 +261,13 @@ def evaluate(check: Check, gate: Gate, summaries: dict[tuple[str, str, float | N
     return CheckOutcome(**row)
 
 
-def _fmt(x: float | None) -> str:
+def _fmt(x: float | None, seconds: bool = False) -> str:
+    """A baseline's value in a note; `seconds` (a latency key) in ms below 1 s."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    return "never" if math.isinf(x) else f"{x:.4g}"
+    if math.isinf(x):
+        return "never"
+    return f"{x * 1000:.3g} ms" if seconds and abs(x) < 1 else f"{x:.4g}" + (" s" if seconds else "")
 
 
 Key = tuple[str, str, float | None]
@@ -323,7 +330,8 @@ def run_gate(path: str, target: str | None = None, baseline: Result | None = Non
                   key=lambda k: (k[0], k[1], k[2] or 0.0))
     seeded: dict[Key, list[RunSummary]] | None = None
     if results:
-        summaries = given_summaries(keys, [r for r in results if not isinstance(r, (CanaryResult, SweepResult))])
+        summaries = given_summaries(keys, [r for r in results
+                                           if not isinstance(r, (CanaryResult, SweepResult, LlmResult))])
     else:
         knobs = {t: knobs_of(t)[1] for _, t, _ in keys}
         sims = [VariantJob(t, knobs[t], w, s, None if dur is None else Shortening(run_s=dur))

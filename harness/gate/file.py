@@ -87,9 +87,10 @@ check fails. Canary checks have no baseline.
 Sweep checks read `max_rate_within_slo` (the knee: the highest offered rate whose
 goodput met the SLO, req/s; no rate met it: the check fails) or `first_failing_rate`
 (never failed: infinite) of the sweep result of that target among `--results`
-(`harness sweep TARGET --out SWEEP.json`); they have no baseline. A live sweep that
-ended at an invalid step (its driver fell behind) has a knee that is only a lower
-bound: a check it fails cannot be judged (exit 2), one it passes stands.
+(`harness sweep TARGET --out SWEEP.json`; an LLM URL's sweep is its URL's); they have
+no baseline. A live sweep that ended at an invalid step (its driver fell behind) has a
+knee that is only a lower bound: a check it fails cannot be judged (exit 2), one it
+passes stands.
 
 `harness gate FILE --results RUN.json` judges saved runs (live ones, say)
 instead of running sim; each gate then needs a run of its scenario and

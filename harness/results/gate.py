@@ -13,6 +13,7 @@ from pydantic import Field
 
 from harness.results.base import Figures, Result
 from harness.results.canary import CanaryResult
+from harness.results.llm import LlmResult
 from harness.results.run import RunSummary, SeedSet
 from harness.results.stats import Difference, Interval
 
@@ -46,7 +47,7 @@ class CheckOutcome(Figures):
 
     @property
     def paired(self) -> bool:
-        return "/" in self.target
+        return "/" in self.target and "://" not in self.target   # an LLM gate's target is its URL
 
     @property
     def status(self) -> Literal["pass", "FAIL", "skip"]:
@@ -62,7 +63,7 @@ class GateResult(Result):
     the saved run files judged instead of sim runs (`--results`), if any.
     """
 
-    OMIT_IF_NONE = frozenset({"seeds", "over_seeds", "canary"})
+    OMIT_IF_NONE = frozenset({"seeds", "over_seeds", "canary", "llm"})
 
     kind: Literal["gate"] = "gate"
     gate_file: str
@@ -81,6 +82,9 @@ class GateResult(Result):
     over_seeds: dict[str, dict[str, SeedSet]] | None = None
     # The canary rollouts the [[canary]] checks read (one result per target and seed count).
     canary: list[CanaryResult] | None = None
+    # The live runs the [[llm]] checks read (harness.gate.llm): one llm result per endpoint run (or
+    # the results given); a list, empty when no run was made, for an LLM gate, None for any other.
+    llm: list[LlmResult] | None = None
 
     @property
     def verdict(self) -> Literal["pass", "fail", "cannot judge"]:
@@ -101,4 +105,4 @@ class GateResult(Result):
 
     def summary_json(self) -> dict[str, Any]:
         """What `gate --json` prints: the document without the run summaries."""
-        return {k: v for k, v in self.to_json().items() if k not in ("summaries", "over_seeds", "canary")}
+        return {k: v for k, v in self.to_json().items() if k not in ("summaries", "over_seeds", "canary", "llm")}

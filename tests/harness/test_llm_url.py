@@ -108,7 +108,7 @@ def test_sweep_finds_the_highest_rate_within_the_slo(tmp_path):
     (["run", "{url}", "--scale", "0.5", "--warmup", "1"], "--scale, --warmup: not used by an LLM URL"),
     (["compare", "{url}", "{url2}", "--seeds", "3", "--jobs", "2"], "--seeds, --jobs: not used by a compare of LLM URLs"),
     (["compare", "{url}", "{url2}", "--suite", "x"], "unknown LLM suite 'x': valid are llm-bad-day"),
-    (["sweep", "{url}", "--check", "max_rate_within_slo >= 1"], "--check: not used by a sweep of an LLM URL"),
+    (["sweep", "{url}", "--check", "knee >= 1"], "a sweep has max_rate_within_slo, first_failing_rate, not 'knee'"),
     (["run", "{url}", "--set", "batch_size=3"], "not a knob of an LLM URL target"),
     (["run", "{url}", "--set", "attainment=2"], "attainment: expected a number > 0 and <= 1"),
     (["run", "http://10.0.0.1:80/v1/completions"], "outside loopback; pass --allow-remote"),
@@ -175,7 +175,8 @@ def test_url_views_fit_80_columns_and_render_again_as_html(tmp_path):
     from reports.registry import view
     from tests.reports.fit import rendered
 
-    with serve(FakeOpenAI(ttft_s=0.4)) as slow, serve(FakeOpenAI(ttft_s=0.02, queue_s=0.05)) as fast:
+    # Two APIs, so the compare's labels are whole URLs (A .../v1/completions, B .../v1/chat/completions).
+    with serve(FakeOpenAI(ttft_s=0.4)) as slow, serve(FakeOpenAI(ttft_s=0.02, queue_s=0.05), chat=True) as fast:
         for args in (["run", fast, "-w", "dominant-tenant", "--rate", "4", "--duration", "1"],
                      ["compare", slow, fast, "--rate", "4", "--duration", "1", "--set", "slo_ttft_s=0.2"],
                      ["sweep", fast, "--start-rate", "4", "--step-duration", "1", "--tolerance", "0.5",

@@ -2,9 +2,9 @@
 
 Every `Result` subclass is registered (RESULT_KINDS), says its `kind`, implements
 `summary_json`, and has a view (reports.registry). Every command that takes `--json` is
-found in the typer app and run on a tiny sim input: what it prints parses as strict JSON
-and is its result's `summary_json`; the file it writes carries the schema, loads, renders
-again with `harness report --html`, and its terminal view fits 80 columns with no cell cut
+found in the typer app and run on a tiny sim input (and the live LLM compare on the tiny
+decoder): what it prints parses as strict JSON and is its result's `summary_json`; the
+file it writes carries the schema, loads, renders again with `harness report --html`, and its terminal view fits 80 columns with no cell cut
 (tests/reports/fit.py). A new command with `--json` fails here until CASES gives it a tiny
 invocation; a new kind fails until it is registered, viewed and made by some case.
 """
@@ -32,7 +32,8 @@ from tests.reports.fit import rendered
 
 DATA = Path(__file__).resolve().parent.parent / "reports" / "data"
 
-# command -> tiny sim invocations (options after the command name; --json and --out are added).
+# command -> tiny sim invocations (options after the command name; --json and --out are added), and one
+# live LLM compare.
 # {suite}, {gate} and {rank} are a one-scenario suite, a one-check gate file and the rank case's file;
 # {alerts_suite} a short spike and the calm days `alerts` adds, cut short.
 CASES: dict[str, list[list[str]]] = {
@@ -40,7 +41,9 @@ CASES: dict[str, list[list[str]]] = {
             ["naive", "-w", "steady", "--duration", "1", "--rate", "200", "--seeds", "2", "--jobs", "1"]],
     "compare": [["naive", "hardened", "-w", "steady", "--duration", "1", "--rate", "200", "--jobs", "1"],
                 ["llm-static", "llm-continuous", "--duration", "2"],
-                ["llm-static", "llm-continuous", "--duration", "2", "--seeds", "2", "--jobs", "1"]],
+                ["llm-static", "llm-continuous", "--duration", "2", "--seeds", "2", "--jobs", "1"],
+                # live: the tiny decoder served by each policy (the only live case: about a minute)
+                ["llm-static", "llm-continuous", "--mode", "live", "--duration", "1", "--rate", "4"]],
     "rank": [["--suite", "{suite}", "--scale", "0.05", "--jobs", "1"]],
     "review": [["--rank", "{rank}", "--no-parts", "--canary-seeds", "0"]],
     "gate": [["{gate}", "--jobs", "1"]],
