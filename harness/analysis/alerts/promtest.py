@@ -79,6 +79,15 @@ def _counter(per_window: np.ndarray) -> list[float | None]:
     return [0.0, *np.cumsum(np.nan_to_num(per_window, nan=0.0)).tolist()]
 
 
+def _rest(total: np.ndarray, part: np.ndarray) -> list[float | None]:
+    """The counter of `total`'s events less `part`'s (a part of them), never decreasing: the sheds are
+    counted by the window they were sent in, the answers by the one they came in, and a shed
+    answered after its window's end (none is, unless the front end is that slow) is taken from
+    the next window instead."""
+    rest = np.cumsum(np.nan_to_num(total, nan=0.0)) - np.cumsum(np.nan_to_num(part, nan=0.0))
+    return [0.0, *np.maximum.accumulate(np.maximum(rest, 0.0)).tolist()]
+
+
 def _gauge(per_window: np.ndarray) -> list[float | None]:
     """No sample at t = 0 (the run's first is at the first window's end); stale where none was taken."""
     return [None, *[None if math.isnan(v) else float(v) for v in per_window.tolist()]]
@@ -88,7 +97,9 @@ def _input_series(day: ProvenDay, slo_bucket_s: float) -> list[dict[str, str]]:
     s = day.series
     le = floatToGoString(slo_bucket_s)
     series = {
-        f"{FRONTEND_LATENCY}_count": _counter(s.answered),  # every attempt, as the client (and the front door) saw it
+        # Every attempt as the client (and the front door) saw it: the sheds, and the rest.
+        f'{FRONTEND_LATENCY}_count{{outcome="shed"}}': _counter(s.shed),
+        f'{FRONTEND_LATENCY}_count{{outcome="other"}}': _rest(s.answered, s.shed),
         f'{FRONTEND_LATENCY}_bucket{{outcome="ok",le="{le}"}}': _counter(s.good),
         "harness_requests_total": _counter(s.answered),
         "harness_shed_total": _counter(s.shed),
