@@ -4,7 +4,8 @@ Requests do not wait for earlier ones (open loop), so a slow target faces the
 full offered load, as in production. Each tenant's requests are spread round
 robin over its keep-alive connections, which is what the layer-4 balancer
 sees. The loop is bounded: it ends when every scheduled request has its final
-answer, and each request is bounded by its client policy's timeouts.
+answer, and each request is bounded by its client policy's timeouts. Cancelling
+`run` stops the arrivals; the requests already started end on their own.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Driver:
 
         def finished() -> None:
             self.finished += 1
-            if self.finished == n:
+            if self.finished == n and not done.done():  # a cancelled run's last answers end nothing
                 done.set_result(None)
 
         start = Client(self.policy, self.transport, self.sink, self.rng, on_finished=finished).start
@@ -67,6 +68,8 @@ class Driver:
         time = loop.time
 
         def feed() -> None:
+            if done.cancelled():  # the run was cancelled (a sweep step cut short): start no more
+                return
             i = self.started
             horizon = time() + 1e-9
             while i < n and at[i] <= horizon:

@@ -19,9 +19,8 @@ from grafana_foundation_sdk.builders.dashboard import Dashboard, Row
 from grafana_foundation_sdk.builders.prometheus import Dataquery
 from grafana_foundation_sdk.builders.timeseries import Panel
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from prometheus_client.utils import floatToGoString
 
-from harness.ops.rules import Condition, FleetShape, Signal, promql, shape_of
+from harness.ops.rules import FRONTEND_LATENCY, Condition, FleetShape, Signal, promql, shape_of
 from targets.config import TargetConfig
 
 __all__ = ["UNMEASURED_ROW", "dashboard", "first_row_signals", "first_row_titles", "panel_queries"]
@@ -29,7 +28,7 @@ __all__ = ["UNMEASURED_ROW", "dashboard", "first_row_signals", "first_row_titles
 # The row written when no measurement chose one: the SLI, the queue and the GPUs.
 UNMEASURED_ROW = (Signal.ERROR_RATIO, Signal.QUEUE_DELAY, Signal.GPU_BUSY)
 
-_TITLES = {Signal.ERROR_RATIO: ("Goodput SLI: answers OK within the SLO", "percentunit"),
+_TITLES = {Signal.ERROR_RATIO: ("Goodput SLI: requests answered OK within the SLO, at the front door", "percentunit"),
            Signal.QUEUE_DELAY: ("Estimated queue delay (queued / full-batch service rate)", "s"),
            Signal.GPU_BUSY: ("GPU busy and batch fill", "percentunit"),
            Signal.SHED_RATIO: ("Sheds: share of answers refused 429/503 (API servers and balancer)", "percentunit"),
@@ -70,11 +69,9 @@ def dashboard(config: TargetConfig, hour_s: float = 60.0, objective: float = 0.9
     """The dashboard as Grafana's JSON model (import it, or provision it from a file). `first_row`:
     the signals measurement chose, in order (None: UNMEASURED_ROW); `chosen_by` says by what."""
     shape = shape_of(config)
-    le = floatToGoString(shape.slo_bucket_s)
     window_s = round(hour_s / 12)
     w = f"{window_s}s"
-    answers = f"sum(rate(harness_requests_total[{w}]))"
-    good = f'sum(rate(harness_request_latency_seconds_bucket{{le="{le}"}}[{w}]))'
+    error_ratio = promql(Condition(Signal.ERROR_RATIO, window_s, 0.0), shape)
     row = first_row_signals(first_row)
     names = ", ".join(s.value for s in row)
     head = (f"The first row, chosen by {chosen_by}: {names}" if first_row
@@ -84,7 +81,7 @@ def dashboard(config: TargetConfig, hour_s: float = 60.0, objective: float = 0.9
     for sig in row:
         board = board.with_panel(_signal_panel(sig, config, shape, window_s))
     board = board.with_panel(_panel("Error-budget burn rate", "none",
-                                    (f"(1 - {good} / {answers}) / {1 - objective:g}", "burn")))
+                                    (f"{error_ratio} / {1 - objective:g}", "burn")))
     rest = [s for s in Signal if s not in row]
     if rest:
         board = board.with_row(Row("The other signals the alert rules read"))
@@ -94,9 +91,11 @@ def dashboard(config: TargetConfig, hour_s: float = 60.0, objective: float = 0.9
         board.with_row(Row("Traffic and refusals"))
         .with_panel(_panel("Answers by code", "reqps",
                            (f"sum by (code) (rate(harness_requests_total[{w}]))", "{{code}}")))
-        .with_panel(_panel("Server latency p99", "s",
+        .with_panel(_panel("Latency p99: at the front door, at the API servers", "s",
+                           (f"histogram_quantile(0.99, sum by (le) (rate({FRONTEND_LATENCY}_bucket[{w}])))",
+                            "front door"),
                            (f"histogram_quantile(0.99, sum by (le) (rate(harness_request_latency_seconds_bucket[{w}])))",
-                            "p99")))
+                            "API servers")))
         .with_panel(_panel("Sheds by reason, retries", "reqps",
                            (f"sum by (reason) (rate(harness_shed_total[{w}]))", "shed {{reason}}"),
                            (f"sum(rate(harness_proxy_shed_total[{w}]))", "shed by the proxy"),

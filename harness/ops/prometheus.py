@@ -3,21 +3,25 @@ rules, and says which alerts fired and when.
 
 `PrometheusServer` runs Debian's `prometheus` (2.42 here) on loopback: a
 temporary folder for its configuration, the rule file and its TSDB
-(``--storage.tsdb.path``), a free port, scrapes and rule evaluations every
-`interval_s`, one scrape target. `firing(start, end)` reads the ``ALERTS``
-series (``alertstate="firing"``) over that span from its HTTP API: the raw
-samples, one per rule evaluation that found the alert firing, so each
-alert's firing intervals are exact to the evaluation.
+(``--storage.tsdb.path``; named by this process, so the next run removes it
+when this one was killed: targets.http.tempdirs), a free port, scrapes and
+rule evaluations every `interval_s`, one scrape target. `firing(start, end)`
+reads the ``ALERTS`` series (``alertstate="firing"``) over that span from its
+HTTP API: the raw samples, one per rule evaluation that found the alert
+firing, so each alert's firing intervals are exact to the evaluation.
 
 `PrometheusSidecar` is the live run's hook (harness.live.sidecar.Sidecar): it
 starts Prometheus once the host is ready, scraping the first API server
 directly (the balancer in front may queue or refuse a scrape under overload,
 and every API server serves the same registry), learns the wall-clock time of
-the run's t0, and once the drive ended waits for two more evaluations, then
-gives the firing intervals on the run's clock (seconds since t0), so they sit
-beside the project's evaluator's (harness.analysis.alerts). The child asks
-Linux to SIGTERM it if its parent dies (``setpriv --pdeathsig``), so none
-outlives its run.
+the run's t0 and has Prometheus delete every sample up to it (the TSDB admin
+API), so its windows start at the run's clock as the evaluator's do: the
+warm-up's traffic, which a cold host answers slower (the front door's latency
+shows it), fires nothing the evaluator cannot see. Once the drive ended it
+waits for two more evaluations, then gives the firing intervals on the run's
+clock (seconds since t0), so they sit beside the project's evaluator's
+(harness.analysis.alerts). The child asks Linux to SIGTERM it if its parent
+dies (``setpriv --pdeathsig``), so none outlives its run.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import json
 import shutil
 import socket
 import subprocess
-import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -35,9 +39,12 @@ from typing import Any
 
 import yaml
 
+from targets.http.tempdirs import owned_tempdir
+
 __all__ = ["PrometheusServer", "PrometheusSidecar", "firing_intervals", "prometheus_path"]
 
 START_S = 30.0
+TEMP_PREFIX = "harness-prometheus-"  # its folder: harness-prometheus-<the run's pid>-<random>
 
 
 def prometheus_path() -> str | None:
@@ -90,13 +97,13 @@ class PrometheusServer:
         """Start it and wait until it is ready; returns its port. RuntimeError with its own words."""
         if self.path is None:
             raise RuntimeError("prometheus is not installed (Debian: apt-get install prometheus)")
-        self.dir = Path(tempfile.mkdtemp(prefix="harness-prometheus-"))
+        self.dir = owned_tempdir(TEMP_PREFIX)  # and those of runs killed before they removed theirs
         (self.dir / "rules.yaml").write_text(self.rules_yaml)
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(self.config(), sort_keys=False))
         self.port = _free_port()
         cmd = [self.path, f"--config.file={self.dir / 'prometheus.yml'}", f"--storage.tsdb.path={self.dir / 'data'}",
                f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d",
-               "--log.level=warn"]
+               "--log.level=warn", "--web.enable-admin-api"]  # the admin API: `forget_before`
         setpriv = shutil.which("setpriv")
         if setpriv:
             cmd = [setpriv, "--pdeathsig", "TERM", *cmd]
@@ -133,6 +140,16 @@ class PrometheusServer:
             return str(self._get("/api/v1/status/buildinfo").get("version", ""))
         except (OSError, RuntimeError, ValueError):
             return ""
+
+    def forget_before(self, wall_s: float) -> None:
+        """Delete every sample it holds up to `wall_s` (wall clock, s), its own ALERTS included (the
+        TSDB admin API's delete_series): every window from then on starts at `wall_s`."""
+        params = urllib.parse.urlencode({"match[]": '{__name__=~".+"}', "end": f"{wall_s:.3f}"})
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/v1/admin/tsdb/delete_series?{params}",
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=5.0) as r:
+            if r.status != 204:
+                raise RuntimeError(f"prometheus delete_series: HTTP {r.status}")
 
     def firing(self, start_s: float, end_s: float) -> dict[str, list[float]]:
         """{alert name: wall-clock times (s) of the evaluations that found it firing} in [start_s, end_s]."""
@@ -178,6 +195,8 @@ class PrometheusSidecar:
         self.interval_s = interval_s
         self.server: PrometheusServer | None = None
         self.t0_wall_s: float | None = None
+        self._forget: threading.Thread | None = None
+        self.forget_error: str | None = None  # the warm-up's samples could not be deleted: said in the figures
 
     def start(self, ready: dict[str, Any]) -> None:
         target = f"127.0.0.1:{ready['api_ports'][0]}"
@@ -185,20 +204,36 @@ class PrometheusSidecar:
         self.server.start()
 
     def clock(self, t0_wall_s: float) -> None:
+        """The run's clock starts: Prometheus forgets what it scraped before (the warm-up), on a
+        thread of its own (the run's loop is about to drive)."""
         self.t0_wall_s = t0_wall_s
+        assert self.server is not None
+        self._forget = threading.Thread(target=self._forget_warmup, args=(self.server, t0_wall_s), daemon=True)
+        self._forget.start()
+
+    def _forget_warmup(self, server: PrometheusServer, t0_wall_s: float) -> None:
+        try:
+            server.forget_before(t0_wall_s)
+        except (OSError, RuntimeError) as exc:
+            self.forget_error = f"{type(exc).__name__}: {exc}"
 
     def finish(self, end_s: float) -> dict[str, Any]:
         """Two more evaluations after the end, then each alert's firing intervals on the run's clock."""
         assert self.server is not None and self.t0_wall_s is not None
+        if self._forget is not None:
+            self._forget.join(5.0)
         time.sleep(2 * self.interval_s + 0.2)
         t0 = self.t0_wall_s
         times = self.server.firing(t0, t0 + end_s + 2 * self.interval_s)
         fired = {name: [[round(a - t0, 3), round(b - t0, 3)] for a, b in firing_intervals(ts, self.interval_s)]
                  for name, ts in sorted(times.items())}
         scrapes, answered = self.server.scrapes(t0, t0 + end_s)
-        return {"version": self.server.version, "interval_s": self.interval_s, "scraped": self.server.target,
-                "scrapes": scrapes, "scrapes_ok": answered, "fired": fired,
-                "first_s": {name: iv[0][0] for name, iv in fired.items() if iv}}
+        out = {"version": self.server.version, "interval_s": self.interval_s, "scraped": self.server.target,
+               "scrapes": scrapes, "scrapes_ok": answered, "fired": fired,
+               "first_s": {name: iv[0][0] for name, iv in fired.items() if iv}}
+        if self.forget_error is not None:
+            out["warmup_kept"] = self.forget_error
+        return out
 
     def close(self) -> None:
         if self.server is not None:

@@ -8,6 +8,18 @@ window, from a run's per-window series. Every signal is a ratio of two sums over
 the same instances, so a fleet whose servers all export one shared registry
 (duplicated series) gives the same value as one server.
 
+The goodput SLI and the shed ratio are read at the front door, as a client
+sees them: the front end's latency histogram (`harness_frontend_latency_seconds`;
+targets.http.l4proxy times each request from its first byte at the proxy to
+its answer, including the requests it refused and those whose client gave up),
+the share answered `ok` within the SLO's bucket, and the share `shed`. The API
+servers' own histogram starts at their handler and misses the queueing in front
+of it and the client's timeouts (measured live: FastBurn fired 3.6 s after the
+evaluator on the spike day; on a machine at load 8-11, 11-13 s after or not at
+all); their answers miss the requests whose clients gave up. Where no front end
+serves that histogram (HAProxy as the balancer), a rule falls back to the API
+servers' answers (`or`: the first operand whenever its series exist at all).
+
 The goodput SLO alerts are the SRE workbook's multi-window multi-burn-rate
 alerts (page at 14.4x burn over 1 h and 5 min; at 6x over 6 h and 30 min),
 with the workbook's hour played by `hour_s` seconds: the harness's bad days last
@@ -24,16 +36,20 @@ from prometheus_client.utils import floatToGoString
 
 from targets.config import TargetConfig
 
-__all__ = ["AlertRule", "Condition", "FleetShape", "LATENCY_BUCKETS_S", "Signal", "build_rules", "duration",
-           "promql", "rule_expr", "shape_of", "slo_bucket_s"]
+__all__ = ["AlertRule", "Condition", "FRONTEND_LATENCY", "FleetShape", "LATENCY_BUCKETS_S", "Signal", "build_rules",
+           "duration", "promql", "rule_expr", "shape_of", "slo_bucket_s"]
 
-# The buckets of harness_request_latency_seconds (targets/http/metrics.py); the SLI needs one at the SLO.
+FRONTEND_LATENCY = "harness_frontend_latency_seconds"  # the front door's histogram, label `outcome`
+
+# The buckets of harness_frontend_latency_seconds and harness_request_latency_seconds
+# (targets/http/metrics.py); the SLI needs one at the SLO.
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0)
 
 
 class Signal(StrEnum):
-    ERROR_RATIO = "error-ratio"    # answers not OK within the SLO / answers (the goodput SLI, inverted)
-    SHED_RATIO = "shed-ratio"      # 429/503 sheds / answers
+    ERROR_RATIO = "error-ratio"    # requests not answered OK within the SLO / requests, at the front door
+                                   # (the goodput SLI, inverted)
+    SHED_RATIO = "shed-ratio"      # 429/503 sheds / requests, at the front door
     RETRY_RATIO = "retry-ratio"    # retries received / answers
     QUEUE_DELAY = "queue-delay-s"  # queued requests / the fleet's full-batch service rate (Little's law), now
     GPU_BUSY = "gpu-busy"          # busy GPU-seconds / alive GPUs
@@ -99,11 +115,17 @@ def promql(c: Condition, shape: FleetShape) -> str:
     answers = _rate("harness_requests_total", c.window_s)
     if c.signal is Signal.ERROR_RATIO:
         le = floatToGoString(shape.slo_bucket_s)
+        front_good = _rate(f"{FRONTEND_LATENCY}_bucket", c.window_s, f'{{outcome="ok",le="{le}"}}')
+        front_all = _rate(f"{FRONTEND_LATENCY}_count", c.window_s)
         good = _rate("harness_request_latency_seconds_bucket", c.window_s, f'{{le="{le}"}}')
-        return f"(1 - {good} / {answers})"
-    if c.signal is Signal.SHED_RATIO:  # the API servers' sheds and the proxy's own 503s (not in `answers`)
+        return f"(1 - ({front_good} / {front_all} or {good} / {answers}))"
+    if c.signal is Signal.SHED_RATIO:
+        front_shed = _rate(f"{FRONTEND_LATENCY}_count", c.window_s, '{outcome="shed"}')
+        front_all = _rate(f"{FRONTEND_LATENCY}_count", c.window_s)
+        # Else the API servers' sheds and the balancer's own 503s (not in `answers`).
         proxy = f"({_rate('harness_proxy_shed_total', c.window_s)} or vector(0))"  # 0 where no proxy serves
-        return f"(({_rate('harness_shed_total', c.window_s)} + {proxy}) / ({answers} + {proxy}))"
+        return (f"({front_shed} / {front_all} or "
+                f"({_rate('harness_shed_total', c.window_s)} + {proxy}) / ({answers} + {proxy}))")
     if c.signal is Signal.RETRY_RATIO:
         return f"({_rate('harness_retries_total', c.window_s)} / {answers})"
     if c.signal is Signal.QUEUE_DELAY:

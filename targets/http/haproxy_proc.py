@@ -1,7 +1,9 @@
 """HAProxy run in front of a live target's API servers: a child process on loopback, and its stats.
 
 `HaproxyBalancer(policy, backends).start()` writes the configuration
-(targets.http.haproxy) and its 503 errorfile into a temporary folder, starts
+(targets.http.haproxy) and its 503 errorfile into a temporary folder (named by
+this process: the next host removes the folder of one killed before it could,
+targets.http.tempdirs), starts
 ``haproxy -db`` (foreground, one process) listening on a free loopback port,
 and waits until it accepts connections. `stats()` reads ``show stat`` from its
 stats socket (the CSV every HAProxy tool reads) into plain figures;
@@ -19,17 +21,18 @@ import os
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from targets.http.haproxy import HaproxyPolicy, haproxy_config, refusal_503
 from targets.http.limits import check_exposure
+from targets.http.tempdirs import owned_tempdir
 
 __all__ = ["HaproxyBalancer", "haproxy_path", "haproxy_version", "parse_stat_csv", "stat_figures"]
 
 START_S = 10.0
+TEMP_PREFIX = "harness-haproxy-"  # its folder: harness-haproxy-<the host's pid>-<random>
 
 
 def haproxy_path() -> str | None:
@@ -132,7 +135,7 @@ class HaproxyBalancer:
         if self.path is None:
             raise RuntimeError("haproxy is not installed (Debian: apt-get install haproxy)")
         self.version = haproxy_version(self.path)
-        self.dir = Path(tempfile.mkdtemp(prefix="harness-haproxy-"))
+        self.dir = owned_tempdir(TEMP_PREFIX)  # and the folders of hosts killed before they removed theirs
         errorfile = self.dir / "503.http"
         errorfile.write_bytes(refusal_503(self.policy))
         last = ""

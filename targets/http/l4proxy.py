@@ -22,6 +22,14 @@ API servers behind it by the address they see the request come from, so a
 handler knows how long the request has waited in this process
 (targets.http.overload.AgeGuard).
 
+It times every request at the front door, as its client sees it: from that
+first byte to its answer's first byte back, to the proxy's own refusal, or to
+the client closing its connection before any answer (it gave up: its timeout),
+and hands each to `on_answer` with its outcome (targets.http.outcomes, read from
+the answer's status line). A connection refused at once over a cap is a request
+refused at no wait. The live /metrics serve these as the front end's latency
+histogram (targets.http.metrics), the one the goodput alerts read.
+
 With a `guard` (targets.http.overload.ProxyGuard) it refuses overload before
 aiohttp sees it: it keeps the requests relayed and not yet answered (from the
 head's last byte to the answer's first), in arrival order, less their time at
@@ -50,6 +58,7 @@ from typing import Callable, cast
 
 from targets.http.conn_table import Admit, ConnTable, Expiry, Phase
 from targets.http.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget, check_exposure
+from targets.http.outcomes import FrontOutcome, outcome_of_answer
 from targets.http.overload import FrontEndWaits, ProxyGuard, relay_key
 from targets.http.refusal import refusal, request_end
 
@@ -104,6 +113,7 @@ class _Side(asyncio.Protocol):
         self.head_s: float | None = None  # client side: when the current request's first byte arrived
         self.backend_addr: tuple | None = None  # client side: its backend connection's relay_key
         self.skip = 0                    # client side: body bytes of a refused request still to come
+        self.pending = False             # client side: a request started (at head_s) and has no answer yet
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream connection's is one
@@ -124,6 +134,7 @@ class _Side(asyncio.Protocol):
             phase = proxy.table.phase(self)
             if phase in _BETWEEN_REQUESTS:  # this chunk starts a request
                 self.head_s = now
+                self.pending = True
                 proxy.waits.end(self)  # whatever came before on this connection is over
                 if proxy.guard is not None and proxy._refused(self, data, now):
                     return
@@ -134,6 +145,8 @@ class _Side(asyncio.Protocol):
         else:
             proxy.stats.bytes_down += len(data)
             if self.peer is not None:
+                if self.peer.pending:  # its answer begins
+                    proxy._ended(self.peer, outcome_of_answer(data), now)
                 proxy.table.downstream(self.peer, now)
                 proxy.waits.end(self.peer)  # its answer began
         if peer is None or peer.transport is None:
@@ -149,6 +162,10 @@ class _Side(asyncio.Protocol):
     def eof_received(self) -> bool:
         self.eof = True
         peer = self.peer
+        if self.up and self.pending:  # HTTP/1.1 clients do not half-close: it gave up on its request
+            self.proxy._ended(self, FrontOutcome.TIMED_OUT, self.proxy.now())
+        elif not self.up and peer is not None and peer.pending:  # the backend ended without an answer
+            self.proxy._ended(peer, FrontOutcome.FAILED, self.proxy.now())
         if peer is None or peer.transport is None:
             return False
         if peer.eof:  # both directions are finished
@@ -164,6 +181,10 @@ class _Side(asyncio.Protocol):
             return
         self.closed = True
         peer = self.peer
+        if self.up and self.pending:
+            self.proxy._ended(self, FrontOutcome.TIMED_OUT, self.proxy.now())
+        elif not self.up and peer is not None and peer.pending:  # the backend went before its answer
+            self.proxy._ended(peer, FrontOutcome.FAILED, self.proxy.now())
         if peer is not None and peer.transport is not None and not peer.closed:
             peer.transport.close()  # flushes what is already written
         if self.up:
@@ -206,6 +227,8 @@ class L4Proxy:
         self._by_backend: dict[tuple, _Side] = {}  # backend connection's local address -> its client
         self.guard = guard
         self.waits = FrontEndWaits()  # clients whose request's head is in and unanswered, since its end
+        # Each request's outcome and seconds at the front door, as it ends (targets.http.metrics).
+        self.on_answer: Callable[[FrontOutcome, float], None] | None = None
         self._tasks: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -245,6 +268,12 @@ class L4Proxy:
 
         return back
 
+    def _ended(self, client: _Side, outcome: FrontOutcome, now: float) -> None:
+        """``client``'s request ended with ``outcome`` at ``now``: time it from its first byte, once."""
+        client.pending = False
+        if self.on_answer is not None and client.head_s is not None:
+            self.on_answer(outcome, max(0.0, now - client.head_s))
+
     def _refused(self, client: _Side, data: bytes, now: float) -> bool:
         """Answer the request that ``data`` starts with a 503 when the guard says so."""
         guard = self.guard
@@ -254,6 +283,7 @@ class L4Proxy:
         if retry is None:
             return False
         self.stats.refused_overload += 1
+        self._ended(client, FrontOutcome.SHED, now)
         rest = request_end(data)
         answer = refusal(retry, f"front end overloaded: its requests in flight have waited {wait * 1000:.0f} ms",
                          close=rest is None)
@@ -282,6 +312,8 @@ class L4Proxy:
             else:
                 self.stats.refused_total += 1
             client.closed = True  # never counted as active
+            if self.on_answer is not None:  # the request it was to carry, refused at once
+                self.on_answer(FrontOutcome.SHED, 0.0)
             client.transport.write(_REFUSED)
             client.transport.close()
             return
@@ -302,6 +334,8 @@ class L4Proxy:
             _, backend = await loop.create_connection(lambda: _Side(self, up=False), host, port)
         except OSError:
             self.stats.failed += 1
+            if client.pending:
+                self._ended(client, FrontOutcome.FAILED, self.now())
             if client.transport is not None:
                 client.transport.close()
             return
@@ -338,6 +372,8 @@ class L4Proxy:
             for client, why in self.table.expire(self.now()):
                 if why is Expiry.HEADER:
                     self.stats.header_timeouts += 1
+                    if client.pending:  # answered 408
+                        self._ended(client, FrontOutcome.FAILED, self.now())
                     self._close(client, _HEAD_TIMEOUT)
                 else:
                     self.stats.idle_timeouts += 1
@@ -359,6 +395,7 @@ class L4Proxy:
                 log.info("client dropped its connection: %s%s", type(exc).__name__, more)
 
     async def stop(self) -> None:
+        self.on_answer = None  # the requests cut off now were not given up on by their clients
         if self._server is not None:
             self._server.close()
         for task in list(self._tasks):

@@ -1,6 +1,11 @@
 """Prometheus metrics of a live target: requests, the target's state, its bounds, the proxy.
 
-Request-path figures are counted as requests pass; everything else (queue
+Request-path figures are counted as requests pass: the API servers' requests and
+latency (from their handler's start), and the front door's latency
+(`harness_frontend_latency_seconds`, by outcome: every request the proxy saw, from
+its first byte there to its answer, refused, failed or given up on by its client;
+targets.http.l4proxy), which is the latency a client sees and the one the goodput
+alerts read (harness.ops.rules). Everything else (queue
 depth, GPUs, batch sizes, shed counts, the size and limit of every bounded
 structure, the proxy's connections and refusals) is read at scrape time, so
 neither the target nor the proxy needs a hook for metrics.
@@ -13,6 +18,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from targets.http.outcomes import FrontOutcome
 
 _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -53,8 +60,15 @@ class ApiMetrics:
         return "other"
 
     def watch_proxy(self, proxy: Any) -> None:
-        """Report `proxy`'s (a targets.http.l4proxy.L4Proxy) connections, limits and refusals."""
+        """Report `proxy`'s (a targets.http.l4proxy.L4Proxy) connections, limits and refusals, and
+        time every request at it: the front door's latency, by outcome."""
         self.registry.register(_ProxyCollector(proxy))
+        front = Histogram("harness_frontend_latency_seconds", "Latency at the front door (the proxy): a request's "
+                          "first byte there to its answer's first byte, its refusal, or its client closing, by "
+                          "outcome (ok, shed, timed-out: the client gave up, failed)", ["outcome"],
+                          buckets=_LATENCY_BUCKETS_S, registry=self.registry)
+        children = {o: front.labels(o.value) for o in FrontOutcome}  # every outcome served from the start, at 0
+        proxy.on_answer = lambda outcome, seconds: children[outcome].observe(seconds)
 
     def watch_balancer(self, balancer: Any) -> None:
         """Report HAProxy's (a targets.http.haproxy_proc.HaproxyBalancer) connections, its own 503s and

@@ -37,7 +37,9 @@ HTTP API (JSON bodies, UTF-8)::
     GET /metrics     Prometheus text (bearer token as /predict): request latency,
                      queue depth, batch size, GPU busy, shed and retry counters
                      per tenant (answers and latency per model version too); the size, limit and TTL of every bounded
-                     structure; the proxy's connections, limits and refusals
+                     structure; the proxy's connections, limits and refusals, and the
+                     front door's latency by outcome (each request from its first byte
+                     at the proxy to its answer, refusal or its client giving up)
 
 Request IDs and dedupe (targets with ``dedupe = true``): the dedupe key is
 (tenant, request_id), and the input's digest is remembered with it. A request

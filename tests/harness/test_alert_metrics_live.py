@@ -65,7 +65,8 @@ async def _scrape() -> str:
 async def test_rules_and_dashboard_read_only_served_metrics_and_labels() -> None:
     served: dict[str, set[str]] = {}
     values: dict[tuple[str, str], set[str]] = {}
-    for family in text_string_to_metric_families(await _scrape()):
+    text = await _scrape()
+    for family in text_string_to_metric_families(text):
         for sample in family.samples:
             served.setdefault(sample.name, set()).update(sample.labels)
             for k, v in sample.labels.items():
@@ -81,5 +82,11 @@ async def test_rules_and_dashboard_read_only_served_metrics_and_labels() -> None
     for name, labels in used.items():
         assert name in served, f"{name} is not served"
         assert labels <= served[name], f"{name}: labels {labels - served[name]} are not served"
-    # The SLI's bucket must be one the histogram has.
-    assert '{le="0.3"}' in exprs[0] and "0.3" in values[("harness_request_latency_seconds_bucket", "le")]
+    # The SLI's bucket must be one the histograms have; the front door's is the one it reads first,
+    # every outcome served from the start, the requests this scrape saw counted as the client saw them.
+    assert 'outcome="ok",le="0.3"' in exprs[0] and "0.3" in values[("harness_request_latency_seconds_bucket", "le")]
+    assert "0.3" in values[("harness_frontend_latency_seconds_bucket", "le")]
+    assert values[("harness_frontend_latency_seconds_bucket", "outcome")] == {"ok", "shed", "timed-out", "failed"}
+    counts = {s.labels["outcome"]: s.value for f in text_string_to_metric_families(text) for s in f.samples
+              if s.name == "harness_frontend_latency_seconds_count"}
+    assert counts["ok"] >= 1 and counts["shed"] >= 1 and counts["ok"] + counts["shed"] == 20

@@ -113,3 +113,45 @@ def test_the_unit_tests_fail_when_a_detection_comes_later_or_a_calm_day_fires(wr
 
     res = corrupted(written, "quiet-spike", quiet_spike)
     assert res.returncode != 0 and "ALERTS" in res.stdout + res.stderr
+
+
+def _burn_day(front_bad: float | None, server_bad: float) -> dict:
+    """30 s at 100 requests/s, from 10 s on a share of them bad at the front door (None: no front
+    door serves its histogram, as behind HAProxy) and another share bad at the API servers."""
+    def counter(name: str, bad: float) -> dict:
+        good = round(100 * (1 - bad))
+        return {"series": name, "values": f"0+100x10 {1000 + good}+{good}x19"}
+
+    le = 'le="0.3"'
+    series = [{"series": "harness_requests_total", "values": "0+100x29"},
+              counter(f"harness_request_latency_seconds_bucket{{{le}}}", server_bad)]
+    if front_bad is not None:
+        series += [{"series": 'harness_frontend_latency_seconds_count{outcome="ok"}', "values": "0+100x29"},
+                   counter(f'harness_frontend_latency_seconds_bucket{{outcome="ok",{le}}}', front_bad)]
+    return {"interval": "1s", "input_series": series}
+
+
+@needs_promtool
+@pytest.mark.parametrize("front_bad, server_bad, fires", [
+    (0.5, 0.0, True),    # requests queued or given up on before the API servers: the front door sees them
+    (0.0, 0.5, False),   # the front door's view is the SLI wherever it is served
+    (None, 0.5, True),   # no front door's histogram (HAProxy in front): the API servers' answers
+])
+def test_the_burn_rate_page_reads_the_front_doors_latency(tmp_path: Path, front_bad: float | None, server_bad: float,
+                                                          fires: bool) -> None:
+    from harness.ops.prom import rules_yaml
+    from harness.ops.rules import build_rules
+    from targets.spec import resolve_target
+
+    config = resolve_target("hardened")  # SLO 0.3 s
+    rules = build_rules(config, hour_s=12.0)  # burn windows 12 s and 1 s
+    (tmp_path / "rules.yaml").write_text(rules_yaml(config, rules))
+    page = {"exp_labels": {"severity": "page", "target": "hardened"},
+            "exp_annotations": {"summary": next(r.summary for r in rules if r.name == "GoodputBudgetFastBurn")}}
+    day = _burn_day(front_bad, server_bad)
+    day["alert_rule_test"] = [{"eval_time": "20s", "alertname": "GoodputBudgetFastBurn",
+                               "exp_alerts": [page] if fires else []}]
+    test = {"rule_files": ["rules.yaml"], "evaluation_interval": "1s", "tests": [day]}
+    (tmp_path / "burn.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
+    res = promtool("test", "rules", "burn.test.yaml", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr

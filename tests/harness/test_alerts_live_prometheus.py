@@ -65,3 +65,42 @@ def test_a_live_bad_day_with_prometheus_scraping_fires_what_the_evaluator_fires(
     assert lost.evaluator_s is not None and lost.prometheus_s is not None, day
     assert abs(lost.difference_s) <= 2 * 1.0 + 1.0  # within a scrape, an evaluation and the evaluator's window
     assert (tmp_path / "hardened-alerts.yaml").is_file()  # the rules Prometheus loaded: the live fleet's
+
+
+@needs_prometheus
+@pytest.mark.live
+def test_prometheus_forgets_what_it_scraped_before_the_runs_clock(tmp_path: Path) -> None:
+    # The sidecar's start at t0: the warm-up's samples (a cold host's slow answers) are deleted, so
+    # every window starts at the run's clock, as the evaluator's do.
+    import http.server
+    import threading
+    import time
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"x_total 1\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    served = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=served.serve_forever, daemon=True).start()
+    server = PrometheusServer(f"127.0.0.1:{served.server_address[1]}", "groups: []\n", interval_s=0.2)
+    try:
+        server.start()
+        deadline = time.time() + 20
+        while server.scrapes(time.time() - 30, time.time())[1] < 3 and time.time() < deadline:
+            time.sleep(0.2)
+        t0 = time.time()
+        assert server.scrapes(t0 - 30, t0)[1] >= 3
+        server.forget_before(t0)
+        assert server.scrapes(t0 - 30, t0) == (0, 0)  # nothing before t0 is left
+        time.sleep(0.6)
+        assert server.scrapes(t0, time.time())[1] >= 1  # it scrapes on
+    finally:
+        server.stop()
+        served.shutdown()

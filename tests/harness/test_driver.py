@@ -122,3 +122,32 @@ def test_retries_of_early_requests_do_not_delay_later_starts() -> None:
 def test_an_empty_schedule_returns_at_once() -> None:
     log, returned = drive(schedule([]), lambda a: Response(Status.OK), t0=5.0)
     assert (log, returned) == ([], 0.0)
+
+
+def test_a_cancelled_run_starts_nothing_more_and_its_last_answers_end_quietly() -> None:
+    # A sweep step cancelled mid-run: the requests in flight still get their answers after run()
+    # is gone; none scheduled later starts, and the last answer must not complete the cancelled
+    # run (it raised InvalidStateError from the loop's callback, a traceback on the console).
+    log: list[tuple] = []
+    errors: list[object] = []
+
+    async def main() -> bool:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, ctx: errors.append(ctx.get("exception") or ctx.get("message")))
+
+        def logged(attempt: Attempt):
+            log.append((round(loop.time(), 6), "send", attempt.uid, attempt.tenant, attempt.conn))
+            return slow(0.6)(attempt)
+
+        driver = Driver(schedule([(0.0, 0), (0.1, 0), (0.5, 0)]), POLICY, FunctionTransport(logged), LogSink(log),
+                        random.Random(0))
+        run = asyncio.ensure_future(driver.run())
+        await asyncio.sleep(0.2)
+        run.cancel()
+        await asyncio.sleep(2.0)
+        return run.cancelled()
+
+    assert run_virtual(main())
+    assert errors == []
+    assert log == [(0.0, "send", 0, "a", 0), (0.1, "send", 1, "a", 0),
+                   (0.6, "finish", 0, "OK"), (0.7, "finish", 1, "OK")]

@@ -31,7 +31,7 @@ REVIEW_SCENARIOS = {"no-admission-control": ["spike"], "no-failure-handling": ["
 def test_the_first_row_follows_the_signals_given_and_says_by_what() -> None:
     cfg = resolve_target("hardened")
     board = dashboard(cfg, first_row=[Signal.SHED_RATIO, Signal.GPUS_LOST], chosen_by="a test")
-    assert first_row_titles(board) == ["Goodput SLI: answers OK within the SLO",
+    assert first_row_titles(board) == ["Goodput SLI: requests answered OK within the SLO, at the front door",
                                        "Sheds: share of answers refused 429/503 (API servers and balancer)",
                                        "GPUs down: share of the fleet", "Error-budget burn rate"]
     assert board["panels"][0]["title"].startswith("The first row, chosen by a test: error-ratio, shed-ratio")

@@ -8,9 +8,10 @@ first evaluation at least `for_s` later with the conditions still holding; a
 ratio whose denominator saw nothing (no answers) is no sample, and holds no
 condition (as a PromQL division by zero gives NaN, which compares false).
 
-What the series stand for (recorder.timeseries): answers by the window they
-came in (the server's request counter), answers OK within the SLO (the latency
-bucket at the SLO), sheds, retries (attempts beyond each request's first),
+What the series stand for (recorder.timeseries): attempts by the window their
+answer came in or their client gave up (the front door's latency histogram's
+count, targets.http.metrics), those answered OK within the SLO (its `ok` bucket
+at the SLO), sheds, retries (attempts beyond each request's first),
 queue depth and GPUs alive at each window's end (gauges), busy GPU fraction.
 A window without a gauge sample reads the last one taken, as Prometheus reads
 a gauge's last scrape for minutes: a live run's sampler, a host call a window,

@@ -13,10 +13,15 @@ interval of each other is the bar.
 
 They need not agree exactly: the evaluator reads the driver's view (every
 request the client sent, timeouts included, in whole windows), Prometheus the
-API servers' counters (answers they gave) through `rate()` over the scrapes in
-its window; `for:` is held from the first evaluation that found the condition
-true, on a clock a scrape apart; and Prometheus's windows reach back into the
-warm-up traffic, the evaluator's start at the run's clock.
+host's counters through `rate()` over the scrapes in its window: for the
+goodput SLI and the shed ratio the front door's latency histogram (each
+request timed at the proxy from its first byte to its answer, refusals and
+requests their client gave up on included; the time before the proxy's loop
+reads a request is the client's alone), for retries the API servers'
+counters; `for:` is held from the first evaluation that found the condition
+true, on a clock a scrape apart. Both start at the run's clock: the sidecar
+has Prometheus delete what it scraped during the warm-up
+(harness.ops.prometheus).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ rule engine (`promtool test rules FILE`) to agree:
   firing anything there fails. (Where the evaluator fires on a calm day, naive's night say,
   the tests expect those alerts: they check Prometheus agrees, and the result says the day fired.)
 
-The input series are what `/metrics` serves (targets/http/metrics.py), one sample per
+The input series are what `/metrics` serves (targets/http/metrics.py): the front door's latency
+histogram (every attempt, its `ok` answers within the SLO's bucket: the goodput SLI), the API
+servers' answers, sheds and retries, the GPUs and the queue; one sample per
 evaluation interval (the run's window, where the evaluator evaluates), written in promtool's
 expanding notation: counters are the window counts summed from 0 at t=0, gauges the window's
 last sample (the evaluator carries the last one over a window without, as Prometheus does;
@@ -32,7 +34,7 @@ import yaml
 from prometheus_client.utils import floatToGoString
 
 from harness.analysis.alerts.days import ProvenDay
-from harness.ops.rules import AlertRule, duration, shape_of
+from harness.ops.rules import FRONTEND_LATENCY, AlertRule, duration, shape_of
 from targets.config import TargetConfig
 
 __all__ = ["expand", "promtool_tests", "write_promtool_tests"]
@@ -77,6 +79,15 @@ def _counter(per_window: np.ndarray) -> list[float | None]:
     return [0.0, *np.cumsum(np.nan_to_num(per_window, nan=0.0)).tolist()]
 
 
+def _rest(total: np.ndarray, part: np.ndarray) -> list[float | None]:
+    """The counter of `total`'s events less `part`'s (a part of them), never decreasing: the sheds are
+    counted by the window they were sent in, the answers by the one they came in, and a shed
+    answered after its window's end (none is, unless the front end is that slow) is taken from
+    the next window instead."""
+    rest = np.cumsum(np.nan_to_num(total, nan=0.0)) - np.cumsum(np.nan_to_num(part, nan=0.0))
+    return [0.0, *np.maximum.accumulate(np.maximum(rest, 0.0)).tolist()]
+
+
 def _gauge(per_window: np.ndarray) -> list[float | None]:
     """No sample at t = 0 (the run's first is at the first window's end); stale where none was taken."""
     return [None, *[None if math.isnan(v) else float(v) for v in per_window.tolist()]]
@@ -84,9 +95,13 @@ def _gauge(per_window: np.ndarray) -> list[float | None]:
 
 def _input_series(day: ProvenDay, slo_bucket_s: float) -> list[dict[str, str]]:
     s = day.series
+    le = floatToGoString(slo_bucket_s)
     series = {
+        # Every attempt as the client (and the front door) saw it: the sheds, and the rest.
+        f'{FRONTEND_LATENCY}_count{{outcome="shed"}}': _counter(s.shed),
+        f'{FRONTEND_LATENCY}_count{{outcome="other"}}': _rest(s.answered, s.shed),
+        f'{FRONTEND_LATENCY}_bucket{{outcome="ok",le="{le}"}}': _counter(s.good),
         "harness_requests_total": _counter(s.answered),
-        f'harness_request_latency_seconds_bucket{{le="{floatToGoString(slo_bucket_s)}"}}': _counter(s.good),
         "harness_shed_total": _counter(s.shed),
         "harness_retries_total": _counter(s.retries),
         "harness_gpu_busy_seconds_total": _counter(s.busy_gpu_s),
