@@ -99,6 +99,28 @@ def test_a_framework_server_starts_answers_slows_and_stops_whole(framework) -> N
     assert family and not folder.exists()
 
 
+@pytest.mark.live
+@pytest.mark.parametrize("framework", [pytest.param("bentoml", marks=_needs("bentoml"))])
+def test_bentoml_answers_a_malformed_input_alone_not_with_its_batch(framework) -> None:
+    """BentoML's batcher gathers calls from many requests: a wrong-shaped input is the model
+    service's to refuse (422), item by item, while the rest of its batch is answered (200)."""
+    spec = FrameworkSpec(framework, {"max_latency_ms": 10_000}, workers=1, batch_size=8, pad_to_s=0.05)
+
+    async def session():
+        proc = FrameworkProcess(spec)
+        ready = await proc.start()
+        try:
+            good = Payloads("mlp", seed=3).body("t0", 7, 64, None, None)
+            bad = b'{"tenant": "t0", "input": [1, 2, 3]}'
+            bad_tenant = b'{"tenant": "no spaces", "input": []}'
+            return await warm_http(ready["proxy_port"], [good] * 5 + [bad, bad_tenant])
+        finally:
+            await proc.stop()
+
+    answered = asyncio.run(session())
+    assert answered["http_status"] == {"200": 5, "422": 1, "400": 1}  # 400: BentoML's own field validation
+
+
 def _running(pids: list[int]) -> list[int]:
     """Those of `pids` that still run (not zombies)."""
     alive = []
