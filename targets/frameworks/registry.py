@@ -101,9 +101,9 @@ BENTOML = Framework(
     name="bentoml",
     distribution="bentoml",
     module="targets.frameworks.bentoml_app",
-    summary="BentoML: an API service takes /predict and calls a model service (bentoml.depends) one request at a "
-            "time; each of the model service's worker processes gathers the calls into batches with BentoML's "
-            "adaptive batcher (up to max_batch_size, refusing what it predicts past max_latency_ms)",
+    summary="BentoML: an API service takes /predict and calls a model service (bentoml.depends) once per request "
+            "(one item a call); each of the model service's worker processes gathers the calls into batches with "
+            "BentoML's adaptive batcher (up to max_batch_size, refusing what it predicts past max_latency_ms)",
     knobs=BentoMLKnobs,
     flaws=(
         DeclaredFlaw("no-admission-control",
