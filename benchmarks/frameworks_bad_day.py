@@ -1,7 +1,8 @@
-"""Real serving frameworks on the bad days: LitServe and Ray Serve, default and tuned, against hardened.
+"""Real serving frameworks on the bad days: LitServe, Ray Serve and BentoML, default and tuned, against
+hardened.
 
-Usage (from the repository root, with `pip install -e '.[frameworks]'`; about 25 minutes on 2 cores
-at the defaults: 4 scenarios x 5 targets, each a shortened live run after its warm-up)::
+Usage (from the repository root, with `pip install -e '.[frameworks]'`; about 35 minutes on 2 cores
+at the defaults: 4 scenarios x 7 targets, each a shortened live run after its warm-up)::
 
     python benchmarks/frameworks_bad_day.py                          # scale 1/32: 312 req/s steady
     python benchmarks/frameworks_bad_day.py --scale 0.1              # the issue's scale: 938 req/s steady

@@ -103,13 +103,13 @@ def review(
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
-    scale: Optional[float] = typer.Option(None, "--scale", help="A framework target (litserve, ray-serve), reviewed "
-                                          "live: shrink rates and fleet together, 0 < S <= 1.",
+    scale: Optional[float] = typer.Option(None, "--scale", help="A framework target (litserve, ray-serve, bentoml), "
+                                          "reviewed live: shrink rates and fleet together, 0 < S <= 1.",
                                           callback=bounded("--scale", gt=0, le=1)),
 ) -> None:
     """The design-review demo: each doc item's flaw, experiment, cost, fix and gain, then the ranking.
-    A framework target (litserve, ray-serve) is reviewed live: each flaw it declares, on the bad days
-    that expose it, as given and with the knob that fixes it."""
+    A framework target (litserve, ray-serve, bentoml) is reviewed live: each flaw it declares, on the bad
+    days that expose it, as given and with the knob that fixes it."""
     from targets.frameworks import framework_name
 
     if design and framework_name(design):

@@ -29,7 +29,8 @@ def page() -> str:
            " ".join(inspect.cleandoc(knobs_module.__doc__ or "").split("\n\n")[0].split()) + "\n",
            block(inspect.cleandoc(spec_module.__doc__ or "")),
            "Live only: `harness run litserve --mode live`, `harness compare hardened litserve --mode live -w spike "
-           "--scale 0.1`, `harness compare litserve ray-serve --mode live`. The server starts on 127.0.0.1 in a "
+           "--scale 0.1`, `harness compare litserve ray-serve --mode live`, `harness review bentoml`. The server "
+           "starts on 127.0.0.1 in a "
            "process session of its own, is ready once a /predict answers 200, and is stopped whole at the end; the "
            "result's `live.framework` holds its name, installed version, knobs, workers and declared flaws, and its "
            "`flaws` the declared flaws its knobs leave. A live compare with a framework runs no sim beside it "

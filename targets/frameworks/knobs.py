@@ -2,7 +2,7 @@
 
 A framework target is a real serving framework serving the project's model:
 its own HTTP server, queue and batcher, configured by its own documented knobs
-(`LitServeKnobs`, `RayServeKnobs`; the field names are the framework's own).
+(`LitServeKnobs`, `RayServeKnobs`, `BentoMLKnobs`; the field names are the framework's own).
 Defaults are the framework's own, except the batch size, which is the design's
 B (32) as a user sizing the batcher for the model would set it, and Ray Serve's
 `max_ongoing_requests`, raised to the batch size as Ray's own batching warning
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from targets.flaws import FLAWS
 
-__all__ = ["DeclaredFlaw", "FrameworkKnobs", "LitServeKnobs", "RayServeKnobs", "framework_config"]
+__all__ = ["BentoMLKnobs", "DeclaredFlaw", "FrameworkKnobs", "LitServeKnobs", "RayServeKnobs", "framework_config"]
 
 
 class FrameworkKnobs(BaseModel):
@@ -76,6 +76,28 @@ class RayServeKnobs(FrameworkKnobs):
                                      "at the run's scale)")
     request_timeout_s: float | None = Field(None, gt=0, description="http_options: the proxy answers a request not "
                                             "done after this long (None: never, Ray's default)")
+
+
+class BentoMLKnobs(FrameworkKnobs):
+    """BentoML 1.4 (`@bentoml.api(batchable=True, ...)`, `@bentoml.service(workers, traffic={...})`)."""
+
+    max_batch_size: int | None = Field(None, ge=1, le=4096, description="@bentoml.api: largest batch (None: the "
+                                       "design's B; BentoML's own default is 100)")
+    max_latency_ms: int = Field(60_000, ge=1, le=3_600_000, description="@bentoml.api: the adaptive batcher refuses "
+                                "(503) the oldest queued request once it predicts an answer later than this after "
+                                "it arrived (BentoML's default 60 s)")
+    workers: int | None = Field(None, ge=1, le=64, description="model service: worker processes, a batcher each "
+                                "(None: the design's GPUs at the run's scale)")
+    api_workers: int = Field(1, ge=1, le=64, description="API service: worker processes taking /predict "
+                             "(BentoML's default 1)")
+    max_concurrency: int | None = Field(None, ge=1, le=1_000_000, description="API service, traffic: requests in "
+                                        "flight past which it answers 429 at once, split over api_workers "
+                                        "(None: unbounded, BentoML's default)")
+    timeout: float = Field(60.0, gt=0, le=86_400, description="API service, traffic: seconds after which it "
+                           "answers 504 (BentoML's default 60 s)")
+    runner_max_requests: int = Field(100, ge=1, le=2**31 - 1, description="model service, runner_connection."
+                                     "max_requests: calls after which the API service's client to it is closed "
+                                     "and opened again, calls in flight on it included (BentoML's default 100)")
 
 
 @dataclass(frozen=True)

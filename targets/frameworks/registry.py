@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from targets.frameworks.knobs import DeclaredFlaw, FrameworkKnobs, LitServeKnobs, RayServeKnobs
+from targets.frameworks.knobs import BentoMLKnobs, DeclaredFlaw, FrameworkKnobs, LitServeKnobs, RayServeKnobs
 
 __all__ = ["FRAMEWORKS", "Framework", "get_framework", "installed_version"]
 
@@ -97,7 +97,43 @@ RAY_SERVE = Framework(
     tuned={"max_queued_requests": 100, "batch_wait_timeout_s": 0.1},
 )
 
-FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (LITSERVE, RAY_SERVE)}
+BENTOML = Framework(
+    name="bentoml",
+    distribution="bentoml",
+    module="targets.frameworks.bentoml_app",
+    summary="BentoML: an API service takes /predict and calls a model service (bentoml.depends) once per request "
+            "(one item a call); each of the model service's worker processes gathers the calls into batches with "
+            "BentoML's adaptive batcher (up to max_batch_size, refusing what it predicts past max_latency_ms)",
+    knobs=BentoMLKnobs,
+    flaws=(
+        DeclaredFlaw("no-admission-control",
+                     "no queue bound: max_concurrency is unset, and the batcher refuses a request only once it "
+                     "predicts an answer later than max_latency_ms (60 s), long past its client's timeout",
+                     fix={"max_latency_ms": 250},
+                     fix_note="max_latency_ms=MS: the batcher refuses (503) the oldest queued request once its "
+                              "wait plus the predicted batch time passes MS (a bound by predicted wait, checked at "
+                              "the head of the queue); max_concurrency=N instead answers 429 past N requests in "
+                              "flight (a bound by count)"),
+        DeclaredFlaw("per-server-queues",
+                     "each model worker process runs a batcher over a queue of its own; the API service's "
+                     "keep-alive connections reach them as the kernel hands them out, so with several workers "
+                     "requests are not shared among them by load",
+                     fix_note="no knob shares one queue among workers; workers=1 does, with one worker's capacity"),
+        DeclaredFlaw("pool-refresh-fails-calls",
+                     "not in the doc's catalogue: the API service's client to the model service closes its "
+                     "connection pool every runner_connection.max_requests (100) calls and opens a new one, failing "
+                     "(500) every call still in flight on the old pool; under load, some requests every second",
+                     fix={"runner_max_requests": 1_000_000_000},
+                     fix_note="runner_max_requests=N: the pool is renewed every N calls (a billion: not in a run)",
+                     exposed_by=("steady", "spike")),
+        DeclaredFlaw("blind-retries", "no request IDs or dedupe: a retry is computed again"),
+        DeclaredFlaw("no-tenant-limits", "no per-tenant limit or fair share"),
+        DeclaredFlaw("fixed-batch-time", "a batch is padded to its longest input (transformer model only)"),
+    ),
+    tuned={"max_latency_ms": 250, "runner_max_requests": 1_000_000_000},
+)
+
+FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (LITSERVE, RAY_SERVE, BENTOML)}
 
 
 def get_framework(name: str) -> Framework:

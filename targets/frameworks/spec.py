@@ -29,9 +29,11 @@ class FrameworkTarget:
     config: TargetConfig
 
     def workers(self, cfg: TargetConfig | None = None) -> int:
-        """Model workers (LitServe's inference processes, Ray's replicas) for `cfg`'s fleet."""
+        """Model workers (LitServe's inference processes, Ray's replicas, BentoML's model workers) for
+        `cfg`'s fleet."""
         cfg = cfg or self.config
-        own = getattr(self.knobs, "workers_per_device", None) or getattr(self.knobs, "num_replicas", None)
+        own = next((getattr(self.knobs, k) for k in ("workers_per_device", "num_replicas", "workers")
+                    if getattr(self.knobs, k, None)), None)
         return own or cfg.fleet_gpus
 
     def batch_size(self) -> int:

@@ -36,6 +36,15 @@ def test_a_framework_plan_serves_hardeneds_fleet_at_the_same_scale() -> None:
     assert "5 worker(s), batches up to 32" in theirs.spec.describe()
 
 
+def test_a_bentoml_plan_passes_its_knobs_to_its_server() -> None:
+    plan = plan_live("bentoml:max_latency_ms=250", "spike", scale=0.1, overrides={"max_concurrency": 64})
+    assert isinstance(plan.spec, FrameworkSpec) and plan.spec.framework == "bentoml"
+    assert plan.spec.workers == plan_live("hardened", "spike", scale=0.1).config.fleet_gpus == 5
+    assert plan.spec.knobs["max_latency_ms"] == 250 and plan.spec.knobs["max_concurrency"] == 64
+    assert plan.spec.changed == {"max_latency_ms": 250, "max_concurrency": 64}
+    assert "no-admission-control" not in plan.spec.flaws and "pool-refresh-fails-calls" in plan.spec.flaws
+
+
 def test_the_live_run_starts_the_framework_or_the_harness_host() -> None:
     assert isinstance(host_process(plan_live("ray-serve", "steady", scale=0.05).spec), FrameworkProcess)
     assert isinstance(host_process(plan_live("hardened", "steady", scale=0.05).spec), HostProcess)
@@ -78,6 +87,10 @@ def test_a_framework_cannot_run_in_sim() -> None:
     (["compare", "hardened", "ray-serve", "-w", "spike"], "B 'ray-serve' is a real serving framework"),
     (["run", "litserve:nope=1", "--mode", "live"], "key 'nope': not a litserve knob"),
     (["run", "hardened", "--set", "max_queued_requests=5"], "is a framework's knob, not this target's"),
+    (["run", "bentoml", "-w", "steady"], "'bentoml' is a real serving framework: it runs live only"),
+    (["run", "bentoml", "--mode", "live", "--set", "max_concurrency=0"], "key 'max_concurrency'"),
+    (["compare", "hardened", "bentoml:max_latency_ms=-5", "--mode", "live"], "key 'max_latency_ms'"),
+    (["run", "hardened", "--set", "max_latency_ms=250"], "is a framework's knob, not this target's"),
 ])
 def test_the_cli_refuses_what_a_framework_cannot_do(argv, error) -> None:
     res = runner.invoke(app, argv)
@@ -98,7 +111,8 @@ def test_targets_lists_the_frameworks_flaws_and_knobs() -> None:
     render_frameworks(wide, knobs=True)
     text = wide.file.getvalue()
     for needle in ("litserve", "ray-serve", "no-admission-control", "clock-cut-batches", "max_queued_requests",
-                   "workers_per_device", "tuned: litserve:timeout=0.2,batch_timeout=0.01,num_api_servers=1"):
+                   "workers_per_device", "tuned: litserve:timeout=0.2,batch_timeout=0.01,num_api_servers=1",
+                   "bentoml", "max_latency_ms", "pool-refresh-fails-calls", "per-server-queues"):
         assert needle in text, needle
 
 
@@ -114,6 +128,19 @@ def test_a_framework_review_plans_each_declared_flaw_it_still_has() -> None:
     assert "no-admission-control" not in tuned  # its knob already fixes it
     assert tuned["no-failure-handling"].fixed == "litserve:timeout=0.2,restart_workers=true"
     assert tuned["no-failure-handling"].skipped.startswith("no bad day a framework target can run")
+
+
+def test_a_bentoml_review_measures_the_flaws_its_knobs_fix() -> None:
+    from harness.analysis.review.frameworks import plan_trials
+
+    trials = {t.flaw.id: t for t in plan_trials("bentoml")}
+    assert trials["no-admission-control"].fixed == "bentoml:max_latency_ms=250"
+    assert trials["no-admission-control"].scenarios == ("spike", "slowdown")  # gpu-outage: no GPU-down fault
+    assert trials["pool-refresh-fails-calls"].fixed == "bentoml:runner_max_requests=1000000000"
+    assert trials["pool-refresh-fails-calls"].scenarios == ("steady", "spike")
+    assert trials["per-server-queues"].skipped == "no knob of the framework fixes it"
+    tuned = plan_trials("bentoml:max_latency_ms=250,runner_max_requests=1000000000")
+    assert {t.flaw.id for t in tuned} == {"per-server-queues", "blind-retries", "no-tenant-limits", "fixed-batch-time"}
 
 
 def test_review_scale_is_for_framework_targets_only() -> None:

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.live.framework_host import FrameworkProcess, FrameworkSpec
+from harness.live.framework_host import FrameworkProcess, FrameworkSpec, descendants
 from harness.live.host_warmup import warm_http
 from harness.live.payloads import Payloads
 from targets.frameworks import FRAMEWORKS, installed_version
@@ -28,7 +28,7 @@ runner = CliRunner()
 
 
 def _needs(framework: str):
-    module = {"litserve": "litserve", "ray-serve": "ray"}[framework]
+    module = {"litserve": "litserve", "ray-serve": "ray", "bentoml": "bentoml"}[framework]
     missing = importlib.util.find_spec(module) is None
     return pytest.mark.skipif(missing, reason=f"{framework} is not installed: pip install -e '.[frameworks]'")
 
@@ -79,10 +79,11 @@ def test_a_framework_server_starts_answers_slows_and_stops_whole(framework) -> N
             sample = await proc.request("sample")
         finally:
             pid, folder = proc.proc.pid, proc.folder
+            family = descendants(pid)  # BentoML's and Ray's workers run in sessions of their own
             await proc.stop()
-        return ready, answered, before, slowed, after, sample, pid, folder
+        return ready, answered, before, slowed, after, sample, pid, folder, family
 
-    ready, answered, before, slowed, after, sample, pid, folder = asyncio.run(session())
+    ready, answered, before, slowed, after, sample, pid, folder, family = asyncio.run(session())
     assert ready["framework"]["version"] == installed_version(FRAMEWORKS[framework])
     assert answered["http_status"] == {"200": 4} and slowed["http_status"] == {"200": 1}
     b, a = before["snapshot"]["pool"], after["snapshot"]["pool"]
@@ -92,10 +93,45 @@ def test_a_framework_server_starts_answers_slows_and_stops_whole(framework) -> N
     # Nothing of its session is left running (zombies aside). A killed process ends once it is
     # scheduled: on a busy machine, at idle priority, that took seconds here.
     deadline = time.monotonic() + 30.0
-    while _alive_in_group(pid) and time.monotonic() < deadline:
+    while (_alive_in_group(pid) or _running(family)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _alive_in_group(pid) == []
-    assert not folder.exists()
+    assert _alive_in_group(pid) == [] and _running(family) == []
+    assert family and not folder.exists()
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("framework", [pytest.param("bentoml", marks=_needs("bentoml"))])
+def test_bentoml_answers_a_malformed_input_alone_not_with_its_batch(framework) -> None:
+    """BentoML's batcher gathers calls from many requests: a wrong-shaped input is the model
+    service's to refuse (422), item by item, while the rest of its batch is answered (200)."""
+    spec = FrameworkSpec(framework, {"max_latency_ms": 10_000}, workers=1, batch_size=8, pad_to_s=0.05)
+
+    async def session():
+        proc = FrameworkProcess(spec)
+        ready = await proc.start()
+        try:
+            good = Payloads("mlp", seed=3).body("t0", 7, 64, None, None)
+            bad = b'{"tenant": "t0", "input": [1, 2, 3]}'
+            bad_tenant = b'{"tenant": "no spaces", "input": []}'
+            return await warm_http(ready["proxy_port"], [good] * 5 + [bad, bad_tenant])
+        finally:
+            await proc.stop()
+
+    answered = asyncio.run(session())
+    assert answered["http_status"] == {"200": 5, "422": 1, "400": 1}  # 400: BentoML's own field validation
+
+
+def _running(pids: list[int]) -> list[int]:
+    """Those of `pids` that still run (not zombies)."""
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(pid)
+        except (OSError, IndexError):
+            continue
+    return alive
 
 
 def _alive_in_group(pgid: int) -> list[int]:

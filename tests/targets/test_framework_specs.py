@@ -19,7 +19,7 @@ from workloads.config_files import ConfigError
 
 
 def test_a_spec_names_a_framework_only_by_its_head() -> None:
-    assert framework_name("litserve") == "litserve"
+    assert framework_name("litserve") == "litserve" and framework_name("bentoml:max_latency_ms=250") == "bentoml"
     assert framework_name("ray-serve:max_queued_requests=100") == "ray-serve"
     assert framework_name("hardened") is None and framework_name("http://127.0.0.1:8000/predict") is None
 
@@ -62,6 +62,13 @@ def test_pad_is_the_designs_batch_time_unless_set() -> None:
     ("litserve:max_batch_size=0", "key 'max_batch_size'"),
     ("ray-serve:timeout=1", "key 'timeout': not a ray-serve knob"),   # LitServe's knob, not Ray's
     ("litserve:max_batch_size", "'max_batch_size' is not KEY=VALUE"),
+    ("bentoml:max_latency_ms=0", "key 'max_latency_ms': Input should be greater than or equal to 1"),
+    ("bentoml:max_concurrency=0", "key 'max_concurrency': Input should be greater than or equal to 1"),
+    ("bentoml:timeout=-1", "key 'timeout': Input should be greater than 0"),
+    ("bentoml:workers=0", "key 'workers'"),
+    ("bentoml:api_workers=two", "key 'api_workers': Input should be a valid integer"),
+    ("bentoml:runner_max_requests=0", "key 'runner_max_requests'"),
+    ("bentoml:batch_wait_timeout_s=0.1", "key 'batch_wait_timeout_s': not a bentoml knob"),  # Ray's, not BentoML's
 ])
 def test_bad_specs_say_what_is_wrong(spec: str, error: str) -> None:
     with pytest.raises(ConfigError, match=error.replace("+", r"\+")):
@@ -96,6 +103,30 @@ def test_a_flaw_is_fixed_once_its_fix_knobs_move_off_the_default() -> None:
 
 def test_tuned_spec_text() -> None:
     assert FRAMEWORKS["litserve"].tuned_spec() == "litserve:timeout=0.2,batch_timeout=0.01,num_api_servers=1"
+    assert FRAMEWORKS["bentoml"].tuned_spec() == "bentoml:max_latency_ms=250,runner_max_requests=1000000000"
+
+
+def test_bentoml_knobs_are_bentomls_own_with_the_designs_batch_and_fleet() -> None:
+    t = framework_target("bentoml")
+    # BentoML's defaults: a 60 s max latency, no concurrency limit, a 60 s timeout, one API worker
+    assert (t.knobs.max_latency_ms, t.knobs.max_concurrency, t.knobs.timeout, t.knobs.api_workers) == \
+           (60_000, None, 60.0, 1)
+    assert t.knobs.runner_max_requests == 100 and t.batch_size() == 32 and t.pad_s() == 0.1
+    small = TargetConfig.model_validate({**t.config.model_dump(), "peak_qps": 937.5})
+    assert t.workers(small) == 5                                   # the design's GPUs at the scale
+    set_ = framework_target("bentoml:workers=2,api_workers=2,max_concurrency=64,timeout=5", {"max_batch_size": 8})
+    assert set_.workers(small) == 2 and set_.batch_size() == 8
+    assert (set_.knobs.api_workers, set_.knobs.max_concurrency, set_.knobs.timeout) == (2, 64, 5.0)
+
+
+def test_bentomls_flaws_and_the_knobs_that_fix_them() -> None:
+    default = framework_target("bentoml").flaws()
+    assert {"no-admission-control", "per-server-queues", "pool-refresh-fails-calls", "blind-retries",
+            "no-tenant-limits"} <= set(default)
+    assert "no-admission-control" not in framework_target("bentoml:max_latency_ms=250").flaws()
+    assert "pool-refresh-fails-calls" not in framework_target("bentoml:runner_max_requests=1000000000").flaws()
+    tuned = framework_target(FRAMEWORKS["bentoml"].tuned_spec()).flaws()
+    assert tuned == ["per-server-queues", "blind-retries", "no-tenant-limits", "fixed-batch-time"]
 
 
 # -- books ---------------------------------------------------------------------------------------
