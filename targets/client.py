@@ -148,6 +148,15 @@ class Throttle:
         self.accepts[j] += 1
         self.total_accepts += 1
 
+    def ended(self, now_s: float, accepted: bool) -> None:
+        """An attempt ended at ``now_s``: ``request`` and, when ``accepted``, ``accept``, in one roll."""
+        j = self._roll(now_s)
+        self.requests[j] += 1
+        self.total_requests += 1
+        if accepted:
+            self.accepts[j] += 1
+            self.total_accepts += 1
+
 
 class Transport(Protocol):
     """The one seam between clients and targets.
@@ -263,9 +272,8 @@ class _Request(Attempt):
         c._record_attempt(status, sent, now - sent)
         throttle = self.throttle
         if throttle is not None:  # counted as it ends, so a request in flight is not taken for a refusal
-            throttle.request(now)
-            if status is OK or status is BAD_REQUEST:
-                throttle.accept(now)  # an answer, not a refusal or silence: the server accepted it
+            # an answer, not a refusal or silence: the server accepted it
+            throttle.ended(now, status is OK or status is BAD_REQUEST)
         if (
             status is OK
             or tries > p.retries

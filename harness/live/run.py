@@ -55,6 +55,7 @@ from harness.live.driver_loop import RealtimeGuard, driver_priority, new_loop, q
 from harness.live.driver_procs_pool import DriverPool
 from harness.live.http_transport import HttpTransport
 from harness.live.payloads import Payloads
+from harness.live.faults import inject_fault
 from harness.live.fd_limit import raise_fd_limit
 from harness.live.baseline import stats_since
 from harness.live.framework_host import FrameworkProcess, FrameworkSpec, host_process
@@ -72,7 +73,7 @@ from targets.client import ClientPolicy
 from targets.config import TargetConfig
 from targets.snapshot import TargetSnapshot
 from workloads.arrivals import Schedule, build_schedule
-from workloads.model import FaultKind, WorkloadConfig
+from workloads.model import WorkloadConfig
 
 Progress = Callable[[dict[str, Any]], None]
 LAG_WARN_S = LIMITS.send_lag_p99_s  # a p99 send lag above this means the driver fell behind
@@ -195,7 +196,7 @@ class LiveRun:
                 self.recorder.t0 = t0
                 if self.host is not None:
                     helpers.append(loop.create_task(self._sampler(t0)))
-                    helpers += [loop.create_task(self._fault(f, t0)) for f in self.workload.faults]
+                    helpers += [loop.create_task(inject_fault(self.host, f, t0, self.events)) for f in self.workload.faults]
                 elif self.workload.faults:
                     self.events.append({"t_s": 0.0, "event": "faults-skipped", "reason": "external target"})
                 await self._drive("run", self.schedule, self.recorder, t0, "", self.client_seed)
@@ -315,31 +316,6 @@ class LiveRun:
                                "finished": rec.finished, "attempts": rec.attempts,
                                "queue_depth": s["queue_depth"], "unique": len(self.schedule)})
             k += 1
-
-    async def _fault(self, f, t0: float) -> None:
-        try:
-            await self._inject(f, t0)
-        except (RuntimeError, OSError, asyncio.TimeoutError, ValueError) as exc:
-            self.events.append({"t_s": asyncio.get_running_loop().time() - t0, "event": "fault-failed",
-                                "reason": str(exc)})
-
-    async def _inject(self, f, t0: float) -> None:
-        loop = asyncio.get_running_loop()
-        host = self.host
-        assert host is not None  # faults only on a host this run started (no url)
-        await asyncio.sleep(max(0.0, t0 + f.at_s - loop.time()))
-        if f.kind is FaultKind.GPU_DOWN:
-            down = (await host.request("kill", fraction=f.fraction))["gpus"]
-            self.events.append({"t_s": loop.time() - t0, "event": "gpu-down", "gpus": len(down)})
-            await asyncio.sleep(f.duration_s)
-            await host.request("revive", gpus=down)
-            self.events.append({"t_s": loop.time() - t0, "event": "gpu-up", "gpus": len(down)})
-        else:
-            await host.request("slowdown", factor=f.factor)
-            self.events.append({"t_s": loop.time() - t0, "event": "slowdown", "factor": f.factor})
-            await asyncio.sleep(f.duration_s)
-            await host.request("slowdown", factor=1.0)
-            self.events.append({"t_s": loop.time() - t0, "event": "slowdown-end"})
 
     # -- the result ------------------------------------------------------------------------------
     def live_block(self) -> dict[str, Any]:

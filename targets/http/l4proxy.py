@@ -54,13 +54,14 @@ import json
 import logging
 import resource
 from dataclasses import dataclass, field
-from typing import Callable, cast
+from typing import Callable
 
-from targets.http.conn_table import Admit, ConnTable, Expiry, Phase
+from targets.http.conn_table import Admit, ConnTable, Expiry
 from targets.http.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget, check_exposure
-from targets.http.outcomes import FrontOutcome, outcome_of_answer
+from targets.http.outcomes import FrontOutcome
 from targets.http.overload import FrontEndWaits, ProxyGuard, relay_key
 from targets.http.refusal import refusal, request_end
+from targets.http.relay_side import RelaySide
 
 log = logging.getLogger(__name__)
 
@@ -94,112 +95,6 @@ _REFUSED = _canned("503 Service Unavailable", "too-many-connections",
 _HEAD_TIMEOUT = _canned("408 Request Timeout", "header-timeout", "the request head did not arrive in time")
 
 
-_BETWEEN_REQUESTS = (Phase.FRESH, Phase.IDLE)
-
-
-class _Side(asyncio.Protocol):
-    """One end of a relayed connection; `peer` is the other end's transport."""
-
-    def __init__(self, proxy: "L4Proxy", up: bool, index: int = 0) -> None:
-        self.proxy = proxy
-        self.up = up                     # True: client side (bytes flow up to the backend)
-        self.index = index               # the backend this client was given
-        self.transport: asyncio.Transport | None = None
-        self.peer: "_Side | None" = None
-        self.buffer: list[bytes] = []    # client bytes that arrive before the backend is connected
-        self.connecting = False
-        self.closed = False
-        self.eof = False                 # this side has sent us its FIN
-        self.head_s: float | None = None  # client side: when the current request's first byte arrived
-        self.backend_addr: tuple | None = None  # client side: its backend connection's relay_key
-        self.skip = 0                    # client side: body bytes of a refused request still to come
-        self.pending = False             # client side: a request started (at head_s) and has no answer yet
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # a stream connection's is one
-        if self.up:
-            self.proxy._admit(self)
-
-    def data_received(self, data: bytes) -> None:
-        proxy, peer = self.proxy, self.peer
-        now = proxy.now()
-        if self.up:
-            proxy.stats.bytes_up += len(data)
-            if self.skip:  # the rest of a refused request's body
-                n = min(self.skip, len(data))
-                self.skip -= n
-                data = data[n:]
-                if not data:
-                    return
-            phase = proxy.table.phase(self)
-            if phase in _BETWEEN_REQUESTS:  # this chunk starts a request
-                self.head_s = now
-                self.pending = True
-                proxy.waits.end(self)  # whatever came before on this connection is over
-                if proxy.guard is not None and proxy._refused(self, data, now):
-                    return
-            proxy.table.upstream(self, data, now)
-            if proxy.guard is not None and phase is not Phase.WAITING \
-                    and proxy.table.phase(self) is Phase.WAITING:  # its head is complete: it waits for an answer
-                proxy.waits.begin(self, now)
-        else:
-            proxy.stats.bytes_down += len(data)
-            if self.peer is not None:
-                if self.peer.pending:  # its answer begins
-                    proxy._ended(self.peer, outcome_of_answer(data), now)
-                proxy.table.downstream(self.peer, now)
-                proxy.waits.end(self.peer)  # its answer began
-        if peer is None or peer.transport is None:
-            self.buffer.append(data)
-            if self.up and not self.connecting and not self.closed:
-                self.connecting = True
-                assert self.transport is not None  # data comes after connection_made
-                self.transport.pause_reading()  # one chunk buffered until the backend is connected
-                proxy._spawn(proxy._connect(self))
-            return
-        peer.transport.write(data)
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        peer = self.peer
-        if self.up and self.pending:  # HTTP/1.1 clients do not half-close: it gave up on its request
-            self.proxy._ended(self, FrontOutcome.TIMED_OUT, self.proxy.now())
-        elif not self.up and peer is not None and peer.pending:  # the backend ended without an answer
-            self.proxy._ended(peer, FrontOutcome.FAILED, self.proxy.now())
-        if peer is None or peer.transport is None:
-            return False
-        if peer.eof:  # both directions are finished
-            peer.transport.close()
-            return False
-        if peer.transport.can_write_eof():
-            peer.transport.write_eof()  # half-close: the other side may still answer
-            return True
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        peer = self.peer
-        if self.up and self.pending:
-            self.proxy._ended(self, FrontOutcome.TIMED_OUT, self.proxy.now())
-        elif not self.up and peer is not None and peer.pending:  # the backend went before its answer
-            self.proxy._ended(peer, FrontOutcome.FAILED, self.proxy.now())
-        if peer is not None and peer.transport is not None and not peer.closed:
-            peer.transport.close()  # flushes what is already written
-        if self.up:
-            self.proxy._gone(self, exc)
-
-    # Flow control: our transport's write buffer is full, so stop reading the peer.
-    def pause_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.pause_reading()
-
-    def resume_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.resume_reading()
-
-
 class L4Proxy:
     """Listens on (host, port); connection k goes to backends[k mod n].
 
@@ -218,13 +113,13 @@ class L4Proxy:
         self.host = host
         self.port = port
         self.limits = limits or EdgeLimits()
-        self.table: ConnTable[_Side] = ConnTable(self.limits)
+        self.table: ConnTable[RelaySide] = ConnTable(self.limits)
         self.stats = ProxyStats(per_backend=[0] * len(backends))
         self._drops = LogBudget(per_window=5, window_s=10.0)
         self._next = 0
         self._server: asyncio.AbstractServer | None = None
-        self._clients: set[_Side] = set()
-        self._by_backend: dict[tuple, _Side] = {}  # backend connection's local address -> its client
+        self._clients: set[RelaySide] = set()
+        self._by_backend: dict[tuple, RelaySide] = {}  # backend connection's local address -> its client
         self.guard = guard
         self.waits = FrontEndWaits()  # clients whose request's head is in and unanswered, since its end
         # Each request's outcome and seconds at the front door, as it ends (targets.http.metrics).
@@ -240,7 +135,7 @@ class L4Proxy:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         self.limits = self.limits.for_fd_limit(soft)
         self.table = ConnTable(self.limits)
-        self._server = await loop.create_server(lambda: _Side(self, up=True), self.host, self.port,
+        self._server = await loop.create_server(lambda: RelaySide(self, up=True), self.host, self.port,
                                                 backlog=LISTEN_BACKLOG)
         self.port = self._server.sockets[0].getsockname()[1]
         self._spawn(self._sweep())
@@ -268,13 +163,13 @@ class L4Proxy:
 
         return back
 
-    def _ended(self, client: _Side, outcome: FrontOutcome, now: float) -> None:
+    def _ended(self, client: RelaySide, outcome: FrontOutcome, now: float) -> None:
         """``client``'s request ended with ``outcome`` at ``now``: time it from its first byte, once."""
         client.pending = False
         if self.on_answer is not None and client.head_s is not None:
             self.on_answer(outcome, max(0.0, now - client.head_s))
 
-    def _refused(self, client: _Side, data: bytes, now: float) -> bool:
+    def _refused(self, client: RelaySide, data: bytes, now: float) -> bool:
         """Answer the request that ``data`` starts with a 503 when the guard says so."""
         guard = self.guard
         assert guard is not None  # its caller asks only when there is one
@@ -301,7 +196,7 @@ class L4Proxy:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _admit(self, client: _Side) -> None:
+    def _admit(self, client: RelaySide) -> None:
         assert client.transport is not None  # called from its connection_made
         peer = client.transport.get_extra_info("peername")
         address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
@@ -327,11 +222,11 @@ class L4Proxy:
         self.stats.per_backend[client.index] += 1
         self._clients.add(client)
 
-    async def _connect(self, client: _Side) -> None:
+    async def _connect(self, client: RelaySide) -> None:
         host, port = self.backends[client.index]
         loop = asyncio.get_running_loop()
         try:
-            _, backend = await loop.create_connection(lambda: _Side(self, up=False), host, port)
+            _, backend = await loop.create_connection(lambda: RelaySide(self, up=False), host, port)
         except OSError:
             self.stats.failed += 1
             if client.pending:
@@ -353,7 +248,7 @@ class L4Proxy:
         client.buffer.clear()
         client.transport.resume_reading()
 
-    def _close(self, client: _Side, first: bytes = b"") -> None:
+    def _close(self, client: RelaySide, first: bytes = b"") -> None:
         """Close a client connection (and its backend), after `first` bytes to the client."""
         self.table.remove(client)
         for side in (client, client.peer):
@@ -379,7 +274,7 @@ class L4Proxy:
                     self.stats.idle_timeouts += 1
                     self._close(client)
 
-    def _gone(self, client: _Side, exc: Exception | None) -> None:
+    def _gone(self, client: RelaySide, exc: Exception | None) -> None:
         self.table.remove(client)
         self.waits.end(client)
         if client.backend_addr is not None and self._by_backend.get(client.backend_addr) is client:
