@@ -10,13 +10,10 @@ gave up, a backend that went). The proxy owns every decision; a side only report
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, cast
+from typing import Any, cast
 
 from targets.http.conn_table import Phase
 from targets.http.outcomes import FrontOutcome, outcome_of_answer
-
-if TYPE_CHECKING:
-    from targets.http.l4proxy import L4Proxy
 
 __all__ = ["BETWEEN_REQUESTS", "RelaySide"]
 
@@ -26,7 +23,8 @@ BETWEEN_REQUESTS = (Phase.FRESH, Phase.IDLE)
 class RelaySide(asyncio.Protocol):
     """One end of a relayed connection; `peer` is the other end's transport."""
 
-    def __init__(self, proxy: "L4Proxy", up: bool, index: int = 0) -> None:
+    def __init__(self, proxy: Any, up: bool, index: int = 0) -> None:
+        # proxy: the targets.http.l4proxy.L4Proxy that owns this side (not imported: it imports this module)
         self.proxy = proxy
         self.up = up                     # True: client side (bytes flow up to the backend)
         self.index = index               # the backend this client was given
