@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=None, help="live scale (default: the machine's default)")
     ap.add_argument("--frontend", action="store_true", help="profile the front end and give the sim its knobs")
     ap.add_argument("--duration", type=float, default=None, help="seconds per sweep step (default: the sweep's)")
+    ap.add_argument("--profiles", type=int, default=3, help="with --frontend: hosts profiled, their median used")
     args = ap.parse_args()
     started = time.perf_counter()
     plan = plan_live(args.target, "steady", 1, {}, scale=args.scale)
@@ -55,10 +56,13 @@ def main() -> None:
     if args.frontend:
         from harness.live.frontend_profile import profile_frontend
 
-        cost = profile_frontend(args.target, duration_s=5.0, pad_to_s=None, scale=args.scale)  # the swept host
+        cost = profile_frontend(args.target, duration_s=5.0, pad_to_s=None, scale=args.scale,  # the swept host
+                                profiles=args.profiles)
         front = {k: v for k, v in cost.sim_knobs(cfg).items() if k.startswith("frontend_")}
         knobs.update(front)
-        print(f"  front-end knobs (harness profile frontend): {front}", flush=True)
+        each = ", ".join(f"{x * 1e6:,.0f}" for x in cost.profiles_s)
+        print(f"  front-end knobs (harness profile frontend, median of {args.profiles}: {each} us): {front}",
+              flush=True)
     sim = run_sweep(args.target, "sim", overrides=knobs, duration_s=args.duration)
     print(f"  sim knee:  {sim.max_rate_within_slo or 0:7,.0f} req/s ({sim.wall_s:.0f} s)", flush=True)
     live = run_sweep(args.target, "live", scale=args.scale, duration_s=args.duration,

@@ -57,6 +57,7 @@ def main() -> None:
     ap.add_argument("--knobs", default=None, help="front-end knobs as JSON (default: profile them here)")
     ap.add_argument("--profile-scale", type=float, default=None,
                     help="the scale of the host profiled (default: the first run's); padded as the runs are")
+    ap.add_argument("--profiles", type=int, default=3, help="hosts profiled for the knobs, their median used")
     args = ap.parse_args()
     started = time.perf_counter()
     if args.knobs:
@@ -69,7 +70,8 @@ def main() -> None:
 
         # The host the runs use: padded batches, a fleet of the runs' size (the first run's scale).
         scale = float(args.runs.split(",")[0].split(":")[1]) if args.profile_scale is None else args.profile_scale
-        cost = profile_frontend(args.target, duration_s=5.0, pad_to_s=None, scale=scale)
+        cost = profile_frontend(args.target, duration_s=5.0, pad_to_s=None, scale=scale, profiles=args.profiles)
+        print("profiles, the loop's us per request: " + ", ".join(f"{x * 1e6:,.0f}" for x in cost.profiles_s))
         live_cfg, _ = shrink(resolve_target(args.target, {}), scale)
         knobs = {k: v for k, v in cost.sim_knobs(live_cfg).items() if k.startswith("frontend_")}
     print(f"front-end knobs: {knobs}", flush=True)

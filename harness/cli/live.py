@@ -289,12 +289,19 @@ def profile(
                                    callback=bounded("--max-rounds", ge=1)),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's).",
                                           callback=bounded("--threads", ge=1)),
+    profiles: int = typer.Option(3, "--profiles", help="frontend: fresh hosts profiled one after another; their "
+                                 "median is printed (profiles minutes apart differ by +-20% here).",
+                                 callback=bounded("--profiles", ge=1, le=20)),
+    scale: Optional[float] = typer.Option(None, "--scale", help="frontend: profile the live host of this scale, "
+                                          "batches padded as a live run pads them, and print the sim knobs for "
+                                          "its fleet (default: the default fleet, unpadded).",
+                                          callback=bounded("--scale", gt=0, le=1)),
 ) -> None:
     """Measure batch time against batch size on this machine; write a cost table for sim."""
     if model == "frontend":  # the live front end's CPU per request (harness.cli.frontend)
         from harness.cli.frontend import profile_frontend_cmd
 
-        return profile_frontend_cmd()
+        return profile_frontend_cmd(profiles=profiles, scale=scale)
     if model == "llm":  # the tiny decoder: step cost, not batch time (harness.cli.llm)
         from harness.cli.llm import profile_llm_cmd
 

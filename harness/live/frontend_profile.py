@@ -50,15 +50,16 @@ from __future__ import annotations
 import glob
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["FrontendCost", "FrontendStep", "ThreadTimes", "main_thread_cpu_s", "profile_frontend", "serve_process",
-           "thread_times"]
+__all__ = ["FrontendCost", "FrontendStep", "ThreadTimes", "main_thread_cpu_s", "median_cost", "profile_frontend",
+           "serve_process", "thread_times"]
 
 _READY = re.compile(r"serving \S+ at http://[^:]+:(\d+)/predict")
 _SHED_SHARE = 1e-4  # an age limit of 30 us of a 300 ms SLO: nearly every request is refused
@@ -113,6 +114,7 @@ class FrontendCost:
     shed_step: FrontendStep | None = None
     proxy_shed_cost_s: float | None = None
     proxy_shed_step: FrontendStep | None = None
+    profiles_s: tuple[float, ...] = ()  # each profile's cost_s, when this is their median (median_cost)
 
     @property
     def saturation_rps(self) -> float:
@@ -255,7 +257,7 @@ def profile_frontend(target: str = "hardened", rate_rps: float = 150.0, duration
                      model: str = "mlp", overrides: list[str] | None = None, max_steps: int = 6,
                      busy_aim: float = 0.85, busy_stop: float = 0.75, busy_max: float = 0.95,
                      warmup_s: float = 2.0, shed: bool = True, pad_to_s: float | None = 0.0,
-                     scale: float | None = None) -> FrontendCost:
+                     scale: float | None = None, profiles: int = 1) -> FrontendCost:
     """Profile `harness serve TARGET --pad-to-s 0` in up to ``max_steps`` steps from ``rate_rps``, each
     next rate aimed at the loop ``busy_aim`` busy (at most 3x the last), until one is ``busy_stop``
     busy; the figure is the busiest step's at most ``busy_max`` busy. The loop has a fixed cost
@@ -271,7 +273,18 @@ def profile_frontend(target: str = "hardened", rate_rps: float = 150.0, duration
     live run, profile the host it runs (e.g. ``pad_to_s=None``, the design's padded batches,
     and its scale): the loop's time per request depends on what shares its cores (measured:
     0.66 ms unpadded on the default fleet, where tiny batches keep the GPU threads busy, and
-    0.41 ms padded on 15 GPUs, where a sim with the latter predicted the live knee within 14%)."""
+    0.41 ms padded on 15 GPUs, where a sim with the latter predicted the live knee within 14%).
+
+    ``profiles`` > 1 profiles that many fresh hosts one after another and returns their median
+    (``median_cost``): profiles taken minutes apart on a quiet 2-core machine differed by +-20%,
+    and a sim fed one of them predicted a past-the-knee run within 10 points with some and 11-16
+    points out with others."""
+    if profiles < 1:
+        raise ValueError(f"profiles must be >= 1, got {profiles}")
+    if profiles > 1:
+        return median_cost([profile_frontend(target, rate_rps, duration_s, model, overrides, max_steps, busy_aim,
+                                             busy_stop, busy_max, warmup_s, shed, pad_to_s, scale)
+                            for _ in range(profiles)])
     overrides = list(overrides or [])
     steps: list[FrontendStep] = []
     proc, port = serve_process(target, model, overrides, pad_to_s, scale)
@@ -298,6 +311,26 @@ def profile_frontend(target: str = "hardened", rate_rps: float = 150.0, duration
     return FrontendCost(cost_s=chosen.cost_s, cpu_s=chosen.loop_cpu_s, shed_cost_s=_refusal_cost(shed_step),
                         batch_s=(busy1 - busy0) / batches if batches > 0 else None, steps=steps,
                         shed_step=shed_step, proxy_shed_cost_s=_refusal_cost(proxy_step), proxy_shed_step=proxy_step)
+
+
+def median_cost(costs: list[FrontendCost]) -> FrontendCost:
+    """Several profiles as one: the median of each figure (of those measured, for the refusal costs),
+    the steps of the profile whose own cost is the median (the lower middle of an even count), and
+    every profile's cost in ``profiles_s`` so the spread can be shown."""
+    if not costs:
+        raise ValueError("no profiles to take the median of")
+    ranked = sorted(costs, key=lambda c: c.cost_s)
+    middle = ranked[(len(ranked) - 1) // 2]
+
+    def med(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return statistics.median(known) if known else None
+
+    return replace(middle, cost_s=statistics.median(c.cost_s for c in costs),
+                   cpu_s=statistics.median(c.cpu_s for c in costs),
+                   shed_cost_s=med([c.shed_cost_s for c in costs]), batch_s=med([c.batch_s for c in costs]),
+                   proxy_shed_cost_s=med([c.proxy_shed_cost_s for c in costs]),
+                   profiles_s=tuple(c.cost_s for c in costs))
 
 
 def _refusing(target: str, model: str, overrides: list[str], rate_rps: float, duration_s: float,

@@ -118,3 +118,72 @@ def test_the_profile_climbs_until_the_loop_is_busy(monkeypatch) -> None:
     assert cost.steps[-1].busy >= 0.75 and len(rates) > 2  # not stopped at the second, 45%-busy step
     assert cost.cost_s == pytest.approx(cost.steps[-1].busy / rates[-1])
     assert cost.cost_s < 1.2 * 0.0005  # near the marginal 500 us, not the low steps' 1,167 us
+
+
+def _cost(cost_us: float, shed_us: float | None, tag: int) -> FrontendCost:
+    step = _step(cost_us, 0.0)
+    return FrontendCost(cost_s=cost_us / 1e6, cpu_s=cost_us / 1e6, shed_cost_s=None if shed_us is None else shed_us / 1e6,
+                        batch_s=0.1 + tag / 1000, steps=[step] * tag)
+
+
+def test_the_median_of_profiles_takes_each_figure_apart_and_keeps_the_spread() -> None:
+    from harness.live.frontend_profile import median_cost
+
+    costs = [_cost(620, 90, 1), _cost(412, None, 2), _cost(494, 70, 3)]
+    m = median_cost(costs)
+    assert m.cost_s == pytest.approx(494e-6) and m.cpu_s == pytest.approx(494e-6)
+    assert m.shed_cost_s == pytest.approx(80e-6)          # the median of those measured: 90 and 70
+    assert m.batch_s == pytest.approx(0.102)
+    assert len(m.steps) == 3                              # the steps of the profile whose cost is the median
+    assert m.profiles_s == pytest.approx((620e-6, 412e-6, 494e-6))
+    even = median_cost(costs + [_cost(700, None, 4)])
+    assert even.cost_s == pytest.approx((494e-6 + 620e-6) / 2) and len(even.steps) == 3  # lower middle's steps
+    assert median_cost([costs[0]]).cost_s == costs[0].cost_s
+    with pytest.raises(ValueError, match="no profiles"):
+        median_cost([])
+
+
+def test_profiles_are_fresh_hosts_one_after_another(monkeypatch) -> None:
+    from harness.live import frontend_profile as fp
+
+    hosts: list[int] = []
+    real = fp.profile_frontend
+
+    def one(*args, **kw):
+        if kw.get("profiles", 1) != 1:
+            return real(*args, **kw)
+        hosts.append(len(hosts))
+        return _cost([600, 400, 500][len(hosts) - 1], 50, 1)
+
+    monkeypatch.setattr(fp, "profile_frontend", one)
+    m = real("hardened", profiles=3)
+    assert hosts == [0, 1, 2] and m.cost_s == pytest.approx(500e-6) and m.profiles_s == pytest.approx((6e-4, 4e-4, 5e-4))
+    with pytest.raises(ValueError, match="profiles must be >= 1"):
+        real("hardened", profiles=0)
+
+
+def test_the_cli_prints_every_profile_and_knobs_for_the_asked_fleet(monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+    from harness.live import frontend_profile as fp
+    from harness.live.scaling import shrink
+    from targets.spec import resolve_target
+
+    asked: dict = {}
+
+    def fake(target, **kw):
+        asked.update(kw)
+        m = fp.median_cost([_cost(600, 80, 1), _cost(400, 60, 1), _cost(500, 70, 1)])
+        return m
+
+    monkeypatch.setattr(fp, "profile_frontend", fake)
+    got = CliRunner().invoke(app, ["profile", "frontend", "--profiles", "3", "--scale", "0.35"])
+    assert got.exit_code == 0, got.output
+    assert asked == {"profiles": 3, "pad_to_s": None, "scale": 0.35}   # the padded host of that scale
+    assert "3 profiles, the loop's us per request: 600, 400, 500" in got.output
+    assert "500 us of the loop per request at the busiest step (median)" in got.output
+    fleet, _ = shrink(resolve_target("hardened", {}), 0.35)
+    assert f"--set gpus={fleet.fleet_gpus}" in got.output and "--set frontend_cost_s=0.0005" in got.output
+    bad = CliRunner().invoke(app, ["profile", "frontend", "--profiles", "0"])
+    assert bad.exit_code != 0 and "--profiles must be >= 1" in bad.output
