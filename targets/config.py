@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -260,6 +260,10 @@ class AdmissionKnobs(KnobGroup):
                                              "predicted latency is over its budget")
     admission_target: Annotated[float, BOTH] = Field(0.9, gt=0, le=1, description="admit if predicted latency "
                                                      "<= this x budget")
+    admission_fill: Annotated[Literal["max-wait", "rate"], BOTH] = Field(
+        "rate", description="the batch-forming wait admission predicts for a request that finds no full "
+        "batch queued: max-wait (the batcher's whole max_wait_s) or rate (rate batching: until the queue, "
+        "filling at the offered rate, reaches the size the batcher lets go; at most max_wait_s)")
 
 
 class TenantKnobs(KnobGroup):

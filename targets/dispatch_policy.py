@@ -21,6 +21,7 @@ Everything here is pure: times come in as arguments, no clock is read.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from typing import Callable
 
 
@@ -73,3 +74,21 @@ def worth_dispatching(queued: int, rate_rps: float, gpus: float, utilization: fl
     at `utilization`: then a partial batch of `queued` costs no throughput
     that the rate needs, and should go now. `queued` must be within the table."""
     return gpus * utilization * per_gpu[queued] >= rate_rps
+
+
+def fill_wait_s(queued: int, rate_rps: float, gpus: float, utilization: float, per_gpu: tuple[float, ...],
+                cap_s: float) -> float:
+    """How long a queue of `queued` (the newcomer counted) waits to become a
+    batch `worth_dispatching` lets go, filling at `rate_rps`: (q* - queued) /
+    rate for the smallest such q* >= queued (B when none is), at most `cap_s`
+    (the batcher's max wait). 0 at no measured rate (the batch goes at once).
+    `per_gpu` must rise with q, as q / t(q) does for any batch time that grows
+    slower than the batch."""
+    if rate_rps <= 0.0:
+        return 0.0
+    if gpus <= 0.0:
+        return cap_s
+    b = len(per_gpu) - 1
+    q = min(bisect_left(per_gpu, rate_rps / (gpus * utilization), queued, b + 1), b)
+    wait = (q - queued) / rate_rps if q > queued else 0.0
+    return wait if wait < cap_s else cap_s

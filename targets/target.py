@@ -27,7 +27,7 @@ from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
 from targets.dedupe import DEADLINE_PASSED, ORPHANED, Deduper
 from targets.delayline import Alarm, DelayLine
-from targets.dispatch_policy import per_gpu_rps
+from targets.dispatch_policy import ArrivalRate, fill_wait_s, per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
 from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
@@ -109,6 +109,12 @@ class ServingTarget:
             for _ in range(queues)
         ]
         self._per_server = queues > 1
+        # admission_fill = rate: each queue's offered arrivals (before admission: what admits
+        # fills the queue at this rate, where the batcher's own rate counts only the admitted).
+        self._offered: list[ArrivalRate] | None = (
+            [ArrivalRate(self.batch_s) for _ in range(queues)]
+            if rate and config.admission and config.admission_fill == "rate" else None)
+        self._policy = policy
         self.cache: ResponseCache | None = None
         if config.cache is not CacheMode.OFF:
             break_even = max(0.01, config.cache_hop_s / self.batch_s)
@@ -266,9 +272,13 @@ class ServingTarget:
                 self.stats.shed_tenant += 1
                 self._reply(a, Response(Status.TOO_MANY, retry_after_s=max(0.05, bucket.wait_s(now)), reason="tenant over its limit"))
                 return
-        batcher = self.batchers[server if self._per_server else 0]
+        index = server if self._per_server else 0
+        batcher = self.batchers[index]
         if self._admission:
-            predicted = self._predicted_s(batcher, a, now)
+            offered = self._offered
+            if offered is not None:
+                offered[index].observe(now)
+            predicted = self._predicted_s(batcher, a, now, index)
             slo, deadline = self._slo_s, a.deadline_s
             budget = slo if deadline is None else min(slo, deadline - now)
             retry_after_s = shed_retry_after_s(predicted, budget * self._admission_target)
@@ -281,7 +291,7 @@ class ServingTarget:
             batcher = self.canary.batcher
         batcher.enqueue(a, now)
 
-    def _predicted_s(self, batcher: Batcher, a: Attempt, now: float) -> float:
+    def _predicted_s(self, batcher: Batcher, a: Attempt, now: float, index: int = 0) -> float:
         q, pool, queues, size = batcher.queue, self.pool, len(self.batchers), self._batch_size
         ahead: float = float(len(q))
         if self._tenant_limits:
@@ -296,7 +306,14 @@ class ServingTarget:
         slow = s.value if now == s.asked_s else s.at(now)
         batch_s = self.batch_s * slow
         capacity = gpus * size / batch_s
-        fill = 0.0 if ahead + 1 >= size or self._greedy else self._max_wait_s
+        if ahead + 1 >= size or self._greedy:
+            fill = 0.0
+        elif self._offered is not None:  # until the rate batcher would let this queue go
+            policy = self._policy
+            fill = fill_wait_s(len(q) + 1, self._offered[index].rps(now), gpus / slow, policy.utilization,
+                               policy.per_gpu_rps, self._max_wait_s)
+        else:
+            fill = self._max_wait_s
         own = self._own_batch_s.get(a.size)
         if own is None:
             own = self.cost(size, a.size)

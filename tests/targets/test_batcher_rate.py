@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from harness.engine.clock import run_virtual
 from targets.batcher import Batcher, BatchPolicy
 from targets.config import Batching
-from targets.dispatch_policy import ArrivalRate, per_gpu_rps, worth_dispatching
+from targets.dispatch_policy import ArrivalRate, fill_wait_s, per_gpu_rps, worth_dispatching
 from targets.executors import ModeledExecutor
 from targets.gpu_pool import GpuPool
 from targets.protocol import Attempt
@@ -168,3 +168,34 @@ def test_a_measured_slowdown_makes_partial_batches_dearer():
     arrivals = [k * 0.02 for k in range(60)]
     assert {len(b) for t, b in _run(rate_policy(8), arrivals, gpus=8) if t > 0.2} == {1}
     assert {len(b) for t, b in _run(rate_policy(8), arrivals, gpus=8, slowness=2.0) if t > 0.2} == {2}
+
+
+# -- the fill wait admission predicts (admission_fill = rate) ----------------------
+
+def test_fill_wait_is_the_time_to_the_size_the_policy_lets_go():
+    # Constant 100 ms batches, 3 GPUs at u = 0.7, 250 req/s: a batch goes from q* = ceil(250 x 0.1 /
+    # (3 x 0.7)) = 12; a newcomer to an empty queue waits for 11 more arrivals, 44 ms.
+    table = per_gpu_rps(lambda q: BATCH_S, 32)
+    assert fill_wait_s(1, 250.0, 3.0, 0.7, table, 0.1) == pytest.approx(11 / 250)
+    assert fill_wait_s(12, 250.0, 3.0, 0.7, table, 0.1) == 0.0            # already worth a batch
+    assert fill_wait_s(1, 0.0, 3.0, 0.7, table, 0.1) == 0.0               # no measured rate: at once
+    assert fill_wait_s(1, 250.0, 0.0, 0.7, table, 0.1) == 0.1             # no GPU: the whole max wait
+    # Half the fleet (a 2x slowdown): q* = 24; capped by the max wait at a low enough rate.
+    assert fill_wait_s(1, 250.0, 1.5, 0.7, table, 0.1) == pytest.approx(23 / 250)
+    assert fill_wait_s(1, 250.0, 1.5, 0.7, table, 0.05) == 0.05
+    # A tight fleet: no partial batch is worth it, so the queue waits for B (or the max wait).
+    assert fill_wait_s(1, 1000.0, 1.0, 0.7, table, 1.0) == pytest.approx(31 / 1000)
+
+
+@given(st.integers(1, 32), st.floats(0, 50_000), st.floats(0, 64), st.floats(0.3, 1), st.floats(0.001, 1))
+def test_fill_wait_is_bounded_and_shrinks_as_the_queue_grows(queued, rate, gpus, u, cap):
+    table = per_gpu_rps(lambda q: BATCH_S + 0.001 * q, 32)
+    w = fill_wait_s(queued, rate, gpus, u, table, cap)
+    assert 0.0 <= w <= cap
+    if queued < 32:
+        assert fill_wait_s(queued + 1, rate, gpus, u, table, cap) <= w + 1e-12
+    if rate > 0 and gpus > 0 and w < cap and w > 0:
+        # it is exactly the arrivals to the first size the policy's own test passes
+        q = queued + round(w * rate)
+        assert q == 32 or worth_dispatching(q, rate, gpus, u, table)
+        assert q - 1 < queued or not worth_dispatching(q - 1, rate, gpus, u, table)
