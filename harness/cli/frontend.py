@@ -18,7 +18,10 @@ def profile_frontend_cmd(target: str = "hardened", profiles: int = 1, scale: flo
     from targets.spec import resolve_target
 
     try:
-        c = profile_frontend(target, profiles=profiles, **({} if scale is None else {"pad_to_s": None, "scale": scale}))
+        if scale is None:  # the default fleet, unpadded: the front end is the bottleneck
+            c = profile_frontend(target, profiles=profiles)
+        else:  # the host a live run at `scale` starts, padded as it pads
+            c = profile_frontend(target, profiles=profiles, pad_to_s=None, scale=scale)
         design = resolve_target(target, {})
         live_cfg, _ = shrink(design, scale)
     except (ValueError, RuntimeError, OSError) as exc:
