@@ -26,7 +26,7 @@ LIVE_CODE = ("targets/http", "targets/gpu", "harness/live")
 # cost function is not here: live admission predicts with it too).
 SIM_CODE = ("harness/engine", "targets/frontend_cpu.py")
 OLD_RESULT = ROOT / "tests/reports/data/compare-night-df40d0b.json"  # written before the knobs were grouped
-KNOBS_ADDED_SINCE_OLD_RESULT = ("client_throttle_k", "client_throttle_window_s")
+KNOBS_ADDED_SINCE_OLD_RESULT = ("client_throttle_k", "client_throttle_window_s", "admission_fill")
 
 # Every knob turned off its naive default (and valid together): a round trip must keep each.
 EVERY_KNOB_SET: dict[str, Any] = {
@@ -42,7 +42,7 @@ EVERY_KNOB_SET: dict[str, Any] = {
     "client_timeout_s": 0.5, "client_retries": 2, "client_backoff": "exponential", "backoff_base_s": 0.01,
     "backoff_cap_s": 0.5, "request_ids": True, "dedupe": True, "retry_budget": 0.2, "honour_retry_after": True,
     "propagate_deadline": True, "client_throttle_k": 3.0, "client_throttle_window_s": 5.0,
-    "admission": True, "admission_target": 0.8,
+    "admission": True, "admission_target": 0.8, "admission_fill": "max-wait",
     "tenant_limits": True, "tenant_limit_share": 0.5, "tenant_burst_s": 0.1,
     "frontend_lag_limit_s": 0.05, "frontend_age_share": 0.5, "frontend_proxy_share": 0.1,
     "frontend_cost_s": 0.0003, "frontend_shed_cost_s": 0.0001, "frontend_proxy_shed_cost_s": 0.00005,
