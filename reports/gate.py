@@ -93,7 +93,8 @@ def render(result: GateResult, console: Console) -> None:
     singles = {c.target for c in result.checks if not c.paired}
     main = next(iter(singles)) if len(singles) == 1 else None
     t = Table(title=f"gate {result.gate_file}" + (f" on {main}" if main else ""),
-              box=box.SIMPLE_HEAD, header_style="bold")  # pad_edge=False crops a full last column (rich 15)
+              box=box.SIMPLE_HEAD, header_style="bold",  # pad_edge=False crops a full last column (rich 15)
+              collapse_padding=True)  # at 80 columns the uncollapsed columns' minimums overran: rich cropped notes
     t.add_column("")
     t.add_column("scenario", no_wrap=True)
     t.add_column("check", overflow="fold", min_width=22)

@@ -261,3 +261,34 @@ def test_a_gate_judges_saved_live_runs_and_will_not_judge_an_invalid_one(passing
     # A gate that needs a run the given results lack is a bad invocation.
     missing = runner.invoke(app, ["gate", str(gate), "--target", "naive", "--results", str(good)])
     assert missing.exit_code == 2 and "needs a run of night on naive" in " ".join(missing.output.split())
+
+
+def test_the_terminal_view_keeps_every_note_whole_at_80_columns():
+    # ci.toml's widest rows: a wildcard check's note and a canary row's interval. Before, at
+    # 80 columns the columns' minimums overran the width and rich cut the note ("all 10
+    # pass; wor" / "t8"; "95% CI 0.2924..1" / "of 3 seeds").
+    from io import StringIO
+
+    from rich.console import Console
+
+    from harness.results.gate import CheckOutcome
+    from reports.gate import render
+
+    def outcome(scenario: str, check: str, measured: float, note: str) -> CheckOutcome:
+        key, op, threshold = check.split(" ")
+        return CheckOutcome(scenario=scenario, target="hardened", key=key, op=op, check=check,
+                            threshold=float(threshold), measured=measured, passed=True, note=note, skipped=False)
+
+    notes = ["all 10 pass; worst t8", "95% CI 0.2924..1 3 of 3 seeds"]
+    result = GateResult(gate_file="ci.toml", seed=1, checks=[
+        outcome("steady", "tenants.*.p99_s <= 0.3", 0.104, notes[0]),
+        outcome("canary fast/slow", "median_blast_radius <= 500", 252, notes[1])],
+        passed=True, summaries={}, durations={}, wall_s=1.0)
+    buf = StringIO()
+    render(result, Console(file=buf, width=80, force_terminal=False))
+    text = buf.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    words = " ".join(text.split())
+    for note in notes:
+        for word in note.split():
+            assert f" {word} " in f" {words} ", (word, text)
