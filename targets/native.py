@@ -36,8 +36,8 @@ COMPILED = (
     "harness.engine.recorder", "harness.engine.transports",
     "targets.accounting", "targets.admission", "targets.balancer", "targets.batcher", "targets.bounded",
     "targets.cache", "targets.canary_fleet", "targets.client", "targets.dedupe", "targets.delayline",
-    "targets.dispatch_policy", "targets.gpu_pool", "targets.http.limits", "targets.protocol", "targets.queues",
-    "targets.slowness", "targets.target", "targets.versions",
+    "targets.dispatch_policy", "targets.gpu_pool", "targets.http.limits", "targets.latency_forecast", "targets.protocol",
+    "targets.queues", "targets.slowness", "targets.target", "targets.versions",
 )
 PURE_ENV = "HARNESS_PURE_PYTHON"
 _ROOT = Path(__file__).resolve().parent.parent

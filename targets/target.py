@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import Callable, Final, Protocol, Sequence
 
 from targets.accounting import TargetStats
-from targets.admission import TenantBuckets, predicted_latency_s, shed_retry_after_s
+from targets.admission import TenantBuckets
 from targets.balancer import create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
 from targets.bounded import Bound, RecentSet, SeenSet
@@ -27,10 +27,11 @@ from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
 from targets.dedupe import DEADLINE_PASSED, ORPHANED, Deduper
 from targets.delayline import Alarm, DelayLine
-from targets.dispatch_policy import ArrivalRate, fill_wait_s, per_gpu_rps
+from targets.dispatch_policy import per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
 from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
+from targets.latency_forecast import AdmissionForecast
 from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
 from targets.slowness import Slowness
@@ -40,8 +41,6 @@ from targets.versions import CanaryRouting, CanarySplit, ModelVersion
 
 _size: Final = attrgetter("size")
 
-
-_OWN_COSTS_KEPT: Final = 65_536  # distinct input lengths whose batch cost admission remembers
 
 
 def _always(_: Attempt) -> bool:
@@ -76,8 +75,6 @@ class ServingTarget:
         self.stats = TargetStats()
         self.gpus = config.fleet_gpus
         self.batch_s = self.cost(config.batch_size, config.reference_length)
-        self._max_wait_s = config.effective_max_wait_s  # a derived property: read once, not per request
-        self._greedy = config.batching is Batching.GREEDY
         modeled = ModeledExecutor(self.cost)
         self.modeled = modeled if executor_for is None else None
         self.pool = GpuPool(
@@ -109,12 +106,6 @@ class ServingTarget:
             for _ in range(queues)
         ]
         self._per_server = queues > 1
-        # admission_fill = rate: each queue's offered arrivals (before admission: what admits
-        # fills the queue at this rate, where the batcher's own rate counts only the admitted).
-        self._offered: list[ArrivalRate] | None = (
-            [ArrivalRate(self.batch_s) for _ in range(queues)]
-            if rate and config.admission and config.admission_fill == "rate" else None)
-        self._policy = policy
         self.cache: ResponseCache | None = None
         if config.cache is not CacheMode.OFF:
             break_even = max(0.01, config.cache_hop_s / self.batch_s)
@@ -125,12 +116,11 @@ class ServingTarget:
         tenant_rate = config.tenant_limit_share * config.peak_qps
         self._buckets = TenantBuckets(tenant_rate, max(1.0, tenant_rate * config.tenant_burst_s))
         self._slowness = Slowness(tau_s=max(1.0, 10 * self.batch_s))
+        self._admission = (AdmissionForecast(config, self.cost, self.batch_s, self.pool, self.batchers, policy,
+                                             self._slowness) if config.admission else None)
         # Read on every request: plain attributes rather than the pydantic config's.
         self._time = self.loop.time
-        self._tenant_limits, self._admission = config.tenant_limits, config.admission
-        self._slo_s, self._admission_target = config.slo_s, config.admission_target
-        self._batch_size = config.batch_size
-        self._own_batch_s: dict[int, float] = {}  # cost(batch_size, length) by length, as admission asks
+        self._tenant_limits = config.tenant_limits
         # uids computed so far (duplicate-work accounting). A sim run is finite, so by
         # default it remembers every uid and the duplicate/abandoned split is exact; a
         # server that runs for days passes `computed_bound` (see live_computed_bound).
@@ -274,14 +264,9 @@ class ServingTarget:
                 return
         index = server if self._per_server else 0
         batcher = self.batchers[index]
-        if self._admission:
-            offered = self._offered
-            if offered is not None:
-                offered[index].observe(now)
-            predicted = self._predicted_s(batcher, a, now, index)
-            slo, deadline = self._slo_s, a.deadline_s
-            budget = slo if deadline is None else min(slo, deadline - now)
-            retry_after_s = shed_retry_after_s(predicted, budget * self._admission_target)
+        admission = self._admission
+        if admission is not None:
+            retry_after_s = admission.retry_after_s(batcher, a, now, index)
             if retry_after_s is not None:
                 self.stats.shed_overload += 1
                 self._reply(a, Response(UNAVAILABLE, retry_after_s=retry_after_s, reason="overloaded"))
@@ -290,36 +275,6 @@ class ServingTarget:
         if self.canary is not None and self.canary.takes(a):
             batcher = self.canary.batcher
         batcher.enqueue(a, now)
-
-    def _predicted_s(self, batcher: Batcher, a: Attempt, now: float, index: int = 0) -> float:
-        q, pool, queues, size = batcher.queue, self.pool, len(self.batchers), self._batch_size
-        ahead: float = float(len(q))
-        if self._tenant_limits:
-            # Fair queueing serves this tenant once per round: its wait is its
-            # own backlog times the number of tenants sharing the rounds.
-            fair = (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants())  # type: ignore[attr-defined]  # a FairQueue's
-            if fair < ahead:
-                ahead = fair
-        gpus = pool.alive / queues
-        ahead += pool.backlog_count / queues
-        s = self._slowness  # s.at(now), its answer of this instant read without a call
-        slow = s.value if now == s.asked_s else s.at(now)
-        batch_s = self.batch_s * slow
-        capacity = gpus * size / batch_s
-        if ahead + 1 >= size or self._greedy:
-            fill = 0.0
-        elif self._offered is not None:  # until the rate batcher would let this queue go
-            policy = self._policy
-            fill = fill_wait_s(len(q) + 1, self._offered[index].rps(now), gpus / slow, policy.utilization,
-                               policy.per_gpu_rps, self._max_wait_s)
-        else:
-            fill = self._max_wait_s
-        own = self._own_batch_s.get(a.size)
-        if own is None:
-            own = self.cost(size, a.size)
-            if len(self._own_batch_s) < _OWN_COSTS_KEPT:
-                self._own_batch_s[a.size] = own
-        return predicted_latency_s(int(ahead), capacity, own * slow, fill)
 
     def current_slowness(self, now: float | None = None) -> float:
         """Measured / expected batch time now (targets.slowness); `now`: the loop's

@@ -108,7 +108,7 @@ import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 from pydantic import BaseModel
 
@@ -366,14 +366,15 @@ def _canary_gates(items: Any, p: str, tol: float, target: Callable[[Any, str], s
 
 
 def _threshold_checks(checks: Any, tol: float, p: str, key: str, kind: str,
-                      keys: tuple[str, ...]) -> tuple[Check, ...]:
-    """A [[sweep]] or [[canary]] table's checks: a non-empty list, each naming one of `keys`
-    and comparing with its threshold (these results have no baseline)."""
+                      keys: Collection[str], baseline: bool = False) -> tuple[Check, ...]:
+    """A [[sweep]], [[canary]] or [[llm]] table's checks: a non-empty list, each naming one of
+    `keys`; each compares with its threshold unless `baseline` (an LLM gate's may compare with
+    a baseline too)."""
     if not isinstance(checks, list) or not checks:
         raise _err(p, f"{key}.checks", "must be a non-empty list of checks")
     parsed = tuple(parse_check(c, tol, p, f"{key}.checks[{j}]") for j, c in enumerate(checks))
     for j, c in enumerate(parsed):
-        if c.relative is not None:
+        if c.relative is not None and not baseline:
             raise _err(p, f"{key}.checks[{j}]", f"a {kind} check compares with its threshold, not a baseline")
         if c.key not in keys:
             raise _err(p, f"{key}.checks[{j}]", f"unknown {kind} key '{c.key}': one of {', '.join(keys)}")

@@ -54,7 +54,7 @@ from typing import Any, Callable
 
 from harness.analysis.llm.compare import LlmSweep
 from harness.gate.check import Summary, evaluate
-from harness.gate.file import Check, Gate, _err, _number, _table, _tables, parse_check
+from harness.gate.file import Check, Gate, _err, _number, _table, _tables, _threshold_checks
 from harness.live.openai import DEFAULT_API_KEY_ENV, UrlTarget
 from harness.results.base import Result
 from harness.results.gate import CheckOutcome, GateResult
@@ -155,13 +155,8 @@ def _gate(item: dict[str, Any], d: dict[str, Any], p: str, key: str, seed: int, 
                          duration_s=numbers["duration_s"] or DEFAULT_DURATION_S, seed=seed, **slo)
     except (ValueError, OSError) as exc:
         raise _err(p, f"{key}.mix" if "mix" in item else "defaults.mix", str(exc)) from None
-    checks = item["checks"]
-    if not isinstance(checks, list) or not checks:
-        raise _err(p, f"{key}.checks", "must be a non-empty list of checks")
-    parsed = tuple(parse_check(c, tol, p, f"{key}.checks[{j}]") for j, c in enumerate(checks))
+    parsed = _threshold_checks(item["checks"], tol, p, key, "LLM", LLM_KEYS, baseline=True)
     for j, c in enumerate(parsed):
-        if c.key not in LLM_KEYS:
-            raise _err(p, f"{key}.checks[{j}]", f"unknown LLM key '{c.key}': one of {', '.join(LLM_KEYS)}")
         if c.bound.value != "mean":
             raise _err(p, f"{key}.checks[{j}].bound", "an LLM gate is one live run: there is no interval to bound")
     return LlmGate(endpoint, sweep, parsed, key)
