@@ -1,6 +1,6 @@
 """Whether two result files hold the same figures: every value of one equals the other's,
 except what says how or where a run was made (wall time, package versions, the file format's
-schema version).
+schema version, the runs the run cache gave back).
 
 Usage: python benchmarks/same_figures.py A.json B.json [--ignore KEY ...]
 
@@ -17,10 +17,10 @@ import json
 import sys
 from typing import Any
 
-# How a file was made, not what it measured: wall time, package versions, and the format's
+# How a file was made, not what it measured: wall time, package versions, the format's
 # version (`schema`, harness.results.io.SCHEMA), so a file of an older schema compares by its
-# figures alone.
-HOW_MADE = {"wall_s", "versions", "schema"}
+# figures alone, and which runs the run cache gave back (`cached_runs`, harness.engine.run_cache).
+HOW_MADE = {"wall_s", "versions", "schema", "cached_runs"}
 
 
 def differences(a: Any, b: Any, ignore: set[str], path: str = "") -> tuple[int, list[tuple[str, Any, Any]]]:

@@ -51,3 +51,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.name in _GROUPED:
             item.add_marker(pytest.mark.xdist_group(name=item.path.name))
+
+
+# -- the run cache (harness.engine.run_cache) ---------------------------------------------
+# A command run by a test reuses only what that same test (or, in a module-scoped fixture,
+# that module's fixtures) stored: never a user's cache, nor another test's.
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_run_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HARNESS_CACHE_DIR", str(tmp_path_factory.mktemp("module-run-cache")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_run_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path_factory.mktemp("run-cache")))

@@ -20,6 +20,7 @@ from harness.results.run import RunResult, RunSummary
 from targets.config import TargetConfig
 from targets.spec import resolve_target
 from workloads.loader import load_workload
+from workloads.model import WorkloadConfig
 
 __all__ = ["OnDone", "OnPlanned", "VariantJob", "knobs_of", "run_summaries", "variant"]
 
@@ -43,8 +44,12 @@ class VariantJob:
     overrides: dict[str, Any] = field(default_factory=dict)
 
     def run(self) -> RunResult:
+        return run_sim(*self.sim_inputs())
+
+    def sim_inputs(self) -> tuple[TargetConfig, WorkloadConfig, int]:
+        """What decides the run (`run_sim`'s arguments): the run cache's key."""
         config = TargetConfig.model_validate({**self.knobs, "name": self.target})
-        return run_sim(config, shorten(load_workload(self.workload), self.shortening), seed=self.seed)
+        return config, shorten(load_workload(self.workload), self.shortening), self.seed
 
 
 def knobs_of(spec: str) -> tuple[str, dict[str, Any]]:

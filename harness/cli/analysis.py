@@ -16,9 +16,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.analysis.stats import seeds_from
 from harness.analysis.variants import OnDone, OnPlanned
-from harness.cli.common import (ALLOW_REMOTE, EXECUTOR, HTML, JOBS, JSON, OUT, QUIET, SEED, SEEDS, bounded, err,
-                                existing_file, fail, publish, writable_file)
-from harness.engine.jobs import Executor, Jobs
+from harness.cli.common import (ALLOW_REMOTE, EXECUTOR, HTML, JOBS, JSON, NO_CACHE, OUT, QUIET, SEED, SEEDS, bounded,
+                                cache_noted, err, existing_file, fail, publish, sim_jobs, writable_file)
 from harness.results import io as results
 from harness.results import load_result
 from harness.results.canary import CanaryResult
@@ -65,9 +64,10 @@ def rank(
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
     html: Optional[Path] = HTML,
+    no_cache: bool = NO_CACHE,
 ) -> None:
     """Rank the design doc's flaws: each put back into hardened, each fixed alone in naive."""
-    jobs = Jobs(Executor(executor), n_jobs)
+    jobs = sim_jobs(executor, n_jobs, no_cache)
     from harness.analysis.llm import llm_rank
     from harness.analysis.rank import REQUEST_BUDGET
     from harness.analysis.rank import rank as run_rank
@@ -80,6 +80,7 @@ def rank(
         on_planned, on_done = callbacks()
         result = run_rank(suite, seed, jobs, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
                           on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds), llm=llm_rank)
+    result = cache_noted(result, jobs)
     publish(result, out_path or results.default_path("rank", suite), html, as_json)
 
 
@@ -106,6 +107,7 @@ def review(
     scale: Optional[float] = typer.Option(None, "--scale", help="A framework target (litserve, ray-serve, bentoml), "
                                           "reviewed live: shrink rates and fleet together, 0 < S <= 1.",
                                           callback=bounded("--scale", gt=0, le=1)),
+    no_cache: bool = NO_CACHE,
 ) -> None:
     """The design-review demo: each doc item's flaw, experiment, cost, fix and gain, then the ranking.
     A framework target (litserve, ray-serve, bentoml) is reviewed live: each flaw it declares, on the bad
@@ -118,7 +120,7 @@ def review(
         return review_framework_cmd(design, seed, scale, None, as_json, out_path, quiet)
     if scale is not None:
         fail("--scale applies to a framework target only (a design's review runs in sim)")
-    jobs = Jobs(Executor(executor), n_jobs)
+    jobs = sim_jobs(executor, n_jobs, no_cache)
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review
 
@@ -148,6 +150,7 @@ def review(
         result = run_review(design, quick, seed, jobs, parts, saved, on_done=on_done, on_planned=on_planned,
                             seeds=seeds_from(seed, seeds), alerts=saved is None or not no_parts,
                             canary_seeds=n_canary, canary=saved_canary)
+    result = cache_noted(result, jobs)
     publish(result, out_path or results.default_path("review", design or "naive"), html, as_json)
 
 
@@ -172,11 +175,12 @@ def gate(
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
     html: Optional[Path] = HTML,
+    no_cache: bool = NO_CACHE,
 ) -> None:
     """CI performance gate: run the gate file's scenarios (sim, seeded) or judge saved runs (--results);
     a file of llm gates drives an OpenAI-compatible endpoint live (--target URL replaces it).
     Exit 0 pass, 1 violation, 2 bad file or cannot judge (an invalid live run, an endpoint not reached)."""
-    jobs = Jobs(Executor(executor), n_jobs)
+    jobs = sim_jobs(executor, n_jobs, no_cache)
     from harness.gate.check import run_gate
     from harness.gate.llm import has_llm_gates
 
@@ -200,6 +204,7 @@ def gate(
     for report, text in ((junit, gate_view.junit_xml), (markdown, gate_view.markdown)):
         if report is not None:
             results.write_text_atomic(report, text(result), mode=0o644)
+    result = cache_noted(result, jobs)
     publish(result, out_path or results.default_path("gate", gate_file.stem), html, as_json)
     if result.cannot_judge and as_json:  # the view says it otherwise; --json keeps stdout for the document
         err.print("[bold red]CANNOT JUDGE[/] (exit 2): neither pass nor fail, a run the gate reads is invalid\n"

@@ -17,7 +17,7 @@ import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -222,6 +222,8 @@ JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one p
 EXECUTOR = typer.Option("process", "--executor", help="Where sim jobs run: process (this machine's cores) or ray "
                         "(the cluster at RAY_ADDRESS, else a local Ray instance; needs the optional ray extra).",
                         callback=executor_check)
+NO_CACHE = typer.Option(False, "--no-cache", help="Run every sim run again instead of reusing finished ones from the "
+                        "run cache ($HARNESS_CACHE_DIR, else ~/.cache/harness/runs).")
 MODE = typer.Option("sim", "--mode", help="sim (virtual time) or live (real servers).",
                     callback=one_of("--mode", MODES))
 LIVE_SCALE = typer.Option(None, "--scale", help="live: shrink rates and fleet together, 0 < S <= 1.",
@@ -245,6 +247,30 @@ def torch_model(model: str | None) -> str:
     chosen = model or "mlp"
     one_of("--model", MODELS)(chosen)
     return chosen
+
+
+if TYPE_CHECKING:
+    from harness.engine.jobs import Jobs
+    from harness.results.base import Result
+
+    ResultT = TypeVar("ResultT", bound=Result)
+
+
+def sim_jobs(executor: str, n_jobs: int | None, no_cache: bool) -> Jobs:
+    """A sim command's `Jobs`: where its runs go, and the run cache unless --no-cache."""
+    from harness.engine.jobs import Executor, Jobs
+    from harness.engine.run_cache import RunCache
+
+    return Jobs(Executor(executor), n_jobs, cache=None if no_cache else RunCache())
+
+
+def cache_noted(result: ResultT, jobs: Jobs) -> ResultT:
+    """`result` with `cached_runs` (the runs `jobs`' cache gave back), the cache's line on stderr."""
+    cache = jobs.cache
+    if cache is None or not (cache.hits or cache.misses):
+        return result
+    err.print(cache.note(), style="dim", highlight=False, soft_wrap=True)
+    return result.model_copy(update={"cached_runs": list(cache.hits)}) if cache.hits else result
 
 
 def publish(result: Any, path: Path, html: Path | None, as_json: bool, hint: str | None = None) -> None:

@@ -11,9 +11,9 @@ from harness.analysis.compare import compare as run_compare
 from harness.analysis.seeds import run_seeds
 from harness.analysis.stats import seeds_from
 from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, JSON,
-                                LIVE_SCALE, MODE, OUT, QUIET, RATE, SEED, SEEDS, SET, URL_MODEL, URL_TEMPLATE, bounded,
-                                check_target_mode, err, existing_file, fail, interruptible, one_of, publish,
-                                torch_model)
+                                LIVE_SCALE, MODE, NO_CACHE, OUT, QUIET, RATE, SEED, SEEDS, SET, URL_MODEL, URL_TEMPLATE, bounded,
+                                cache_noted, check_target_mode, err, existing_file, fail, interruptible, one_of,
+                                publish, sim_jobs, torch_model)
 from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
 from harness.engine.jobs import Executor, Jobs, SimJob
 from harness.results import CompareResult
@@ -53,6 +53,7 @@ def run(
                                 callback=bounded("--workers", ge=1, le=64)),
     driver_procs: int = DRIVER_PROCS,
     balancer: str = BALANCER,
+    no_cache: bool = NO_CACHE,
 ) -> None:
     """Run one target under one workload and write its result file.
 
@@ -106,13 +107,16 @@ def run(
     elif seeds > 1:
         from harness.cli.progress import job_progress
 
+        jobs = sim_jobs(executor, n_jobs, no_cache)
         with job_progress(seeds, enabled=not (quiet or as_json) and err.is_terminal, console=err) as tick:
-            result = run_seeds(job, seeds_from(seed, seeds), Jobs(Executor(executor), n_jobs), on_done=tick)
+            result = cache_noted(run_seeds(job, seeds_from(seed, seeds), jobs, on_done=tick), jobs)
     else:
         from harness.cli.progress import sim_progress
 
+        jobs = sim_jobs(executor, n_jobs, no_cache)
         with sim_progress(enabled=not (quiet or as_json) and err.is_terminal, console=err) as progress:
-            result = job.run(progress)
+            result = (job.run(progress) if jobs.cache is None else
+                      cache_noted(jobs.cache.one(job, lambda: job.run(progress)), jobs))
     publish(result, out_path or results.default_path("run", f"{target}-{workload}"), None, as_json)
     if mode == "live":
         from harness.cli.live import nothing_succeeded
@@ -147,6 +151,7 @@ def compare(
                                             "every request.", callback=existing_file("--template")),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="LLM URLs: allow servers outside loopback."),
     balancer: str = BALANCER,
+    no_cache: bool = NO_CACHE,
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep;
     two LLM URLs: both driven live on the same arrivals at each rate (default 2, 4 and 8 req/s, 10 s each),
@@ -210,10 +215,11 @@ def compare(
         else:
             from harness.cli.progress import job_progress
 
+            jobs = sim_jobs(executor, n_jobs, no_cache)
             with job_progress(2 * len(names) * seeds, enabled=not (quiet or as_json) and err.is_terminal,
                               console=err) as tick:
-                result = run_compare(a, b, names, seed, overrides, duration, rate, Jobs(Executor(executor), n_jobs),
-                                     on_done=tick, durations=durations, seeds=seeds_from(seed, seeds))
+                result = cache_noted(run_compare(a, b, names, seed, overrides, duration, rate, jobs, on_done=tick,
+                                                 durations=durations, seeds=seeds_from(seed, seeds)), jobs)
     publish(result, out_path or results.default_path("compare", f"{a}-vs-{b}"), None, as_json)
     _interrupted(result)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar, cast
 
+from harness.engine.run_cache import RunCache
 from harness.engine.sim import Progress, run_sim
 from harness.results.run import RunResult
 from targets.config import TargetConfig
@@ -97,11 +98,14 @@ class Jobs:
     processes (None: one per core, at most 8; 1 runs inline), or the CPUs of a local
     Ray instance (None: all cores). `ray_address`: the Ray cluster to join (None:
     RAY_ADDRESS where set, else a local instance). Whether the executor's package is
-    installed is checked when jobs run (or first, with `require`)."""
+    installed is checked when jobs run (or first, with `require`). `cache`: a
+    `harness.engine.run_cache.RunCache` that answers the sim jobs it has seen finish
+    (only `run`; None, the default: every job runs)."""
 
     executor: Executor = Executor.PROCESS
     workers: int | None = None
     ray_address: str | None = field(default=None, repr=False)
+    cache: RunCache | None = field(default=None, repr=False, compare=False)  # None: every job runs
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "executor", Executor(self.executor))
@@ -122,6 +126,12 @@ class Jobs:
         and inline; on Ray it propagates as raised)."""
         if not work:
             return []
+        if self.cache is not None:
+            return self.cache.run(work, on_done, self._run_all)
+        return self._run_all(work, on_done)
+
+    def _run_all(self, work: Sequence[Job[R]], on_done: OnDone[R] | None) -> list[R]:
+        """`run` without the cache: every job runs."""
         if self.executor is Executor.RAY:
             try:  # Ray is an optional extra: imported only here
                 from harness.engine.ray_jobs import run_on_ray
@@ -166,6 +176,10 @@ class SimJob:
     def run(self, progress: Progress | None = None) -> RunResult:
         """One seeded sim run of the job; `progress` gets SimRun's once-a-window samples."""
         return run_sim(self.target_config(), self.workload_config(), self.seed, progress)
+
+    def sim_inputs(self) -> tuple[TargetConfig, WorkloadConfig, int]:
+        """What decides the run (`run_sim`'s arguments): the run cache's key."""
+        return self.target_config(), self.workload_config(), self.seed
 
     def workload_config(self) -> WorkloadConfig:
         """The job's workload at its rate and duration."""

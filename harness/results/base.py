@@ -21,6 +21,7 @@ refused (`harness.results.io.upgrade`), nested results included.
 
 from __future__ import annotations
 
+import functools
 from abc import abstractmethod
 from typing import Any, ClassVar, Self
 
@@ -39,10 +40,16 @@ class Figures(BaseModel):
     # Keys written only when they hold a value (optional blocks older files lack).
     OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset()
 
+    @classmethod
+    @functools.cache
+    def _omitted(cls) -> frozenset[str]:
+        """OMIT_IF_NONE of this class and every base: a subclass adds keys, never drops one."""
+        return frozenset().union(*(vars(c).get("OMIT_IF_NONE", ()) for c in cls.__mro__))
+
     @model_serializer(mode="wrap")
     def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
-        for key in self.OMIT_IF_NONE:
+        for key in self._omitted():
             if data.get(key, 0) is None:
                 del data[key]
         return data
@@ -52,9 +59,14 @@ class Result(Figures):
     """One result document. Subclasses declare `kind: Literal["<kind>"] = "<kind>"`, their
     fields, and `summary_json`."""
 
+    OMIT_IF_NONE = frozenset({"cached_runs"})
+
     schema_: str = Field(SCHEMA, alias="schema")
     kind: str
     versions: dict[str, str] = Field(default_factory=versions)
+    # How it was made, like `versions`: the sim runs the run cache gave back instead of running
+    # them (harness.engine.run_cache; 'target on workload, seed N'); absent when none did.
+    cached_runs: list[str] | None = None
 
     @model_validator(mode="before")
     @classmethod
