@@ -59,6 +59,10 @@ def alerts(
     tests built from the same days' series (each day's alerts fire when the sim evaluator says,
     the calm days fire none). The dashboard's first row is the goodput SLI and the leading signals
     that caught these bad days first (the ranking `harness review` prints), or a saved review's."""
+    from harness.cli.applies import Kind, Mode, Where, check
+
+    check("alerts", Where(Kind.DESIGN, Mode(mode)), alerts, dict(locals()))  # --workload, --scale, ...: live only
+
     from harness.analysis.alerts import leading_from_days, leading_row, prove_days, rule_figures, write_promtool_tests
     from harness.engine.jobs import Jobs
     from harness.ops.files import write_ops_files
@@ -70,11 +74,6 @@ def alerts(
     if mode == "live":
         return _alerts_live(target, out_dir, hour_s, objective, list(workload or ["spike"]), prometheus, interval,
                             scale, duration, device, balancer, warmup, seed, as_json, quiet, html)
-    for option, given in (("--workload", bool(workload)), ("--prometheus", prometheus), ("--scale", scale is not None),
-                          ("--duration", duration is not None), ("--balancer", balancer != "python"),
-                          ("--warmup", warmup is not None)):
-        if given:
-            fail(f"{option} applies to --mode live only (sim proves the rules on --suite)")
     try:
         config = resolve_target(target)
         rules = build_rules(config, hour_s, objective)

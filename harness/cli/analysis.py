@@ -112,14 +112,16 @@ def review(
     """The design-review demo: each doc item's flaw, experiment, cost, fix and gain, then the ranking.
     A framework target (litserve, ray-serve, bentoml) is reviewed live: each flaw it declares, on the bad
     days that expose it, as given and with the knob that fixes it."""
+    from harness.cli.applies import Kind, Mode, Where, check
     from targets.frameworks import framework_name
 
+    framework = bool(design and framework_name(design))
+    check("review", Where(Kind.FRAMEWORK, Mode.LIVE) if framework else Where(Kind.DESIGN, Mode.SIM), review,
+          dict(locals()))  # --scale: a framework's review only
     if design and framework_name(design):
         from harness.cli.frameworks import review_framework_cmd
 
         return review_framework_cmd(design, seed, scale, None, as_json, out_path, quiet)
-    if scale is not None:
-        fail("--scale applies to a framework target only (a design's review runs in sim)")
     jobs = sim_jobs(executor, n_jobs, no_cache)
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review
@@ -188,10 +190,11 @@ def gate(
         base = load_result(baseline) if baseline is not None else None
         given = [load_result(f) for f in results_ or []]
         if has_llm_gates(gate_file):
-            from harness.cli.llm_url import gate_llm_url, refuse
+            from harness.cli.applies import Kind, Mode, Where, check
+            from harness.cli.llm_url import gate_llm_url
 
-            refuse([("--seeds", seeds is not None), ("--jobs", n_jobs is not None),
-                    ("--executor", executor != "process")], "an LLM endpoint's gate")
+            check("gate", Where(Kind.LLM_URL, Mode.LIVE), gate,  # --seeds, --jobs, --executor: sim only
+                  {"seeds": seeds, "n_jobs": n_jobs, "executor": executor})
             result = gate_llm_url(str(gate_file), target, base, given, [str(f) for f in results_ or []],
                                   allow_remote, as_json)
         else:

@@ -42,6 +42,9 @@ def canary(
     device: str = DEVICE,
 ) -> None:
     """Canary rollout plans on the canary bad days: P(rollback), time to decision, blast radius."""
+    from harness.cli.applies import Kind, Mode, Where, check
+
+    check("canary", Where(Kind.DESIGN, Mode(mode)), canary, dict(locals()))  # --rate: live; --suite: sim
     from harness.analysis.canary import CANARY_DAYS, run_canary, run_rollouts
     from harness.engine.jobs import Jobs
     from workloads.loader import ConfigError, load_suite_config
@@ -65,8 +68,6 @@ def canary(
         def tick(done: int, total: int) -> None:
             err.print(f"  {done}/{total} rollouts", style="dim", highlight=False)
     if mode == "live":
-        if suite:
-            fail("--suite runs in sim only; give PLANS with --mode live")
         from harness.analysis.canary.live import DEFAULT_RATE_RPS, run_canary_live
 
         try:
@@ -76,8 +77,6 @@ def canary(
             fail(str(exc))
         publish(result, out_path or results.default_path("canary", "live-" + "-".join(result.plans)), html, as_json)
         return
-    if rate is not None:
-        fail("--rate applies to --mode live only (a sim rollout runs at its plan's rate_rps)")
     seeds = seeds or 20
     jobs = Jobs(workers=n_jobs)  # this machine's worker processes
     try:

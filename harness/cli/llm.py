@@ -9,7 +9,7 @@ under each seed with intervals, `--jobs`/`--executor` where its points run, `--s
 engine knobs and cost coefficients (`targets.llm.knobs`), cost=FILE (from
 `harness profile llm`), and slo_ttft_s, slo_tpot_s and attainment. An option it
 cannot honour (`--scale`, `--warmup`, `--driver-procs`; live: `--seeds`, `--jobs`,
-`--executor`) ends it with exit 2 naming it.
+`--executor`) ends it with exit 2 naming it (harness.cli.applies' table, before it gets here).
 Builds an ``LlmSweep``, calls ``harness.analysis.llm.seeds.run_sweep_seeds`` and
 publishes the ``llm`` result; `--mode live` serves the tiny decoder with each policy
 instead (``harness.analysis.llm.live``: each mix, default short, at `--rate`, default
@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.analysis.llm import LlmSweep
 from harness.cli.common import err, fail, publish
-from harness.engine.jobs import Jobs
+from harness.engine.jobs import Executor, Jobs
 from harness.results import io as results
 from targets.llm import LlmEngineSpec, LlmPolicy, create_scheduler, policy_names
 from targets.llm.knobs import engine_with
@@ -68,21 +68,16 @@ def _split_set(pairs: list[str]) -> tuple[dict[str, str], dict[str, float]]:
 
 
 def compare_llm(a: str, b: str, workload: list[str] | None, suite: str, seed: int, seeds: int, duration: float | None,
-                rate: float | None, set_: list[str] | None, jobs: Jobs, jobs_given: bool, unused: list[str],
-                as_json: bool, out_path: Path | None, quiet: bool, mode: str) -> None:
-    """`unused`: the compare options given that an LLM compare cannot honour (an exit 2 naming them);
-    `jobs_given`: --jobs or --executor was given (refused live, where runs share the wall clock)."""
+                rate: float | None, set_: list[str] | None, n_jobs: int | None, executor: str, as_json: bool,
+                out_path: Path | None, quiet: bool, mode: str) -> None:
+    """`compare llm-A llm-B` (the options it cannot honour were refused before: harness.cli.applies).
+    `--jobs` or `--executor` given: the sweep's points run there (sim)."""
     for side, spec in (("A", a), ("B", b)):
         if spec not in policy_names():
             fail(f"{side} '{spec}': LLM policies are {', '.join(policy_names())}")
     if a == b:
         fail(f"A and B are both '{a}': compare two different LLM policies")
-    if mode != "sim":
-        unused = unused + [flag for flag, given in (("--seeds", seeds > 1), ("--jobs/--executor", jobs_given)) if given]
-    if unused:
-        fail(f"{', '.join(unused)}: not used by an LLM compare" + (" in --mode live (each policy is served and "
-                                                                    "driven once, on the wall clock)"
-                                                                    if mode != "sim" else ""))
+    jobs, jobs_given = Jobs(Executor(executor), n_jobs), n_jobs is not None or executor != "process"
     if workload and suite != DEFAULT_SUITE:
         fail("--workload and --suite both name the mixes: give one of them")
     engine_knobs, sweep_knobs = _split_set(set_ or [])

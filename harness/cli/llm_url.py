@@ -4,8 +4,8 @@ OpenAI-compatible server (`/v1/completions` or `/v1/chat/completions`, streaming
 Parses options into a `harness.live.openai.UrlTarget` and an `LlmSweep` (mixes, rates,
 duration, seed, SLO) and calls ``harness.analysis.llm.url``; no arithmetic lives here.
 `--set` takes the SLO keys (slo_ttft_s, slo_tpot_s, attainment) and the URL knobs
-(`harness.live.openai.URL_KNOBS`). An option given that an LLM URL cannot honour ends the
-command with exit 2 naming it (`refuse`). A server that cannot be reached or refuses the
+(`harness.live.openai.URL_KNOBS`). An option given that an LLM URL cannot honour was refused
+before (exit 2 naming it: `harness.cli.applies`). A server that cannot be reached or refuses the
 probe request ends it with exit 1.
 """
 
@@ -20,7 +20,7 @@ from harness.cli.common import err, fail, out, publish
 from harness.results import io as results
 
 __all__ = ["DEFAULT_MIX", "DEFAULT_RATE_RPS", "DEFAULT_RUN_S", "DEFAULT_STEP_S", "URL_RATES", "compare_llm_urls",
-           "gate_llm_url", "refuse", "run_llm_url", "sweep_llm_url"]
+           "gate_llm_url", "run_llm_url", "sweep_llm_url"]
 
 DEFAULT_MIX = "short"              # fits a small model's context (the tiny decoder's 512 tokens)
 DEFAULT_RATE_RPS = 2.0             # `run URL` without --rate
@@ -30,13 +30,6 @@ DEFAULT_COMPARE_S = 10.0           # ... for this many seconds of arrivals each
 DEFAULT_STEP_S = 10.0              # `sweep URL`: seconds of arrivals per step
 DEFAULT_START_RPS = 1.0
 _SLO_KEYS = ("slo_ttft_s", "slo_tpot_s", "attainment")
-
-
-def refuse(given: list[tuple[str, bool]], what: str) -> None:
-    """Exit 2 naming every option given that `what` cannot honour."""
-    names = [name for name, on in given if on]
-    if names:
-        fail(f"{', '.join(names)}: not used by {what} (it is driven live, one run at a time, by this process)")
 
 
 def _target(url: str, allow_remote: bool, model: str | None, api_key_env: str, template: Path | None,
@@ -92,20 +85,20 @@ def _drive(what: str, quiet: bool, work: Callable[[Callable[[str], None] | None]
         fail(str(exc))
 
 
-def run_llm_url(url: str, workload: str | None, seed: int, duration: float | None, rate: float | None,
+def run_llm_url(target: str, workload: str | None, seed: int, duration: float | None, rate: float | None,
                 set_: list[str] | None, model: str | None, api_key_env: str, template: Path | None,
                 allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool) -> None:
     """`harness run URL -w MIX`: one run at `rate` (default DEFAULT_RATE_RPS) for `duration` s."""
     from harness.analysis.llm.url import url_run
 
-    target, slo = _target(url, allow_remote, model, api_key_env, template, set_)
-    sweep = _plan((target.label,), [workload] if workload else None, (rate or DEFAULT_RATE_RPS,),
+    url, slo = _target(target, allow_remote, model, api_key_env, template, set_)
+    sweep = _plan((url.label,), [workload] if workload else None, (rate or DEFAULT_RATE_RPS,),
                   duration or DEFAULT_RUN_S, seed, slo)
-    result = _drive(f"llm: driving {target.label}", quiet or as_json, lambda on: url_run(target, sweep, on))
-    publish(result, out_path or results.default_path("llm", f"run-{_file_label(target.label)}"), None, as_json)
+    result = _drive(f"llm: driving {url.label}", quiet or as_json, lambda on: url_run(url, sweep, on))
+    publish(result, out_path or results.default_path("llm", f"run-{_file_label(url.label)}"), None, as_json)
 
 
-def compare_llm_urls(a: str, b: str, workloads: list[str] | None, suite: str, seed: int, duration: float | None,
+def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, seed: int, duration: float | None,
                      rate: float | None, set_: list[str] | None, model: str | None, api_key_env: str,
                      template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None,
                      quiet: bool) -> None:
@@ -116,6 +109,7 @@ def compare_llm_urls(a: str, b: str, workloads: list[str] | None, suite: str, se
     from harness.cli.llm import DEFAULT_SUITE
     from workloads.llm import llm_suite
 
+    workloads = workload
     if suite != DEFAULT_SUITE:
         if workloads:
             fail("--workload and --suite both name the mixes: give one of them")

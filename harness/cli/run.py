@@ -59,28 +59,21 @@ def run(
 
     An LLM URL (any OpenAI-compatible server, streaming) gets an `llm` result: TTFT, ITL, TPOT, E2E and
     goodput under a TTFT + TPOT SLO (--set slo_ttft_s=, slo_tpot_s=, attainment=), per tenant."""
-    from harness.live.openai import is_llm_url
+    from harness.cli.dispatch import dispatch
 
-    if is_llm_url(target):
-        from harness.cli.llm_url import refuse, run_llm_url
+    dispatch("run", run, dict(locals()))  # the job for the target's kind (harness.cli.dispatch.JOBS)
 
-        refuse([("--seeds", seeds > 1), ("--jobs", n_jobs is not None), ("--executor", executor != "process"),
-                ("--scale", scale is not None), ("--device", device != "auto"), ("--warmup", warmup is not None),
-                ("--driver", driver != "builtin"), ("--workers", workers != 2), ("--driver-procs", driver_procs != 1)],
-               "an LLM URL")
-        return run_llm_url(target, workload, seed, duration, rate, set_, model, api_key_env, template, allow_remote,
-                           as_json, out_path, quiet)
+
+def run_target(target: str, workload: Optional[str], mode: str, seed: int, seeds: int, n_jobs: Optional[int],
+               executor: str, duration: Optional[float], rate: Optional[float], set_: Optional[List[str]],
+               as_json: bool, out_path: Optional[Path], quiet: bool, scale: Optional[float], model: Optional[str],
+               device: str, template: Optional[Path], allow_remote: bool, warmup: Optional[float], driver: str,
+               workers: int, driver_procs: int, balancer: str) -> None:
+    """`run` of a target the harness drives (a design, a framework, a /predict URL): sim, live or
+    by Locust. The options that do not apply were refused before (harness.cli.applies)."""
     workload = workload or "steady"
     model = torch_model(model)
     check_target_mode(target, mode)
-    if mode == "sim":
-        for option, given in (("--scale", scale is not None), ("--template", template is not None),
-                              ("--allow-remote", allow_remote), ("--warmup", warmup is not None),
-                              ("--driver-procs", driver_procs != 1), ("--balancer", balancer != "python")):
-            if given:
-                fail(f"{option} applies to --mode live only (this run is sim)")
-    elif seeds > 1:
-        fail("--seeds applies to --mode sim only (a live run is one run of the wall clock)")
     try:
         job = SimJob(target, workload, seed, parse_overrides(set_ or []), duration, rate)
         if "://" not in target:  # a URL target has no knobs to resolve
@@ -88,12 +81,6 @@ def run(
         load_workload(workload)
     except ConfigError as exc:
         fail(str(exc))
-    if mode == "sim" and driver != "builtin":
-        fail("--driver applies to --mode live only (this run is sim)")
-    if driver == "locust" and balancer != "python":
-        fail("--balancer applies to --driver builtin (the Locust bridge starts the project's proxy)")
-    if driver == "locust" and driver_procs != 1:
-        fail("--driver-procs applies to --driver builtin (Locust's processes are --workers)")
     if driver == "locust":
         from harness.cli.locust import run_with_locust  # Locust runs in subprocesses only
 
@@ -162,27 +149,18 @@ def compare(
     llm-bad-day; --seeds N gives intervals. With --mode live each is served and driven in turn (the short
     mix at 4 req/s for 20 s unless given): each policy and mix ends within --duration + 120 s (a request
     unanswered ten SLO budgets after its arrival counts as unfinished) plus the server's start."""
-    from harness.live.openai import is_llm_url
+    from harness.cli.dispatch import dispatch
 
-    if is_llm_url(a) and is_llm_url(b):
-        from harness.cli.llm_url import compare_llm_urls, refuse
+    dispatch("compare", compare, dict(locals()))  # the job for the pair's kind (harness.cli.dispatch.JOBS)
 
-        refuse([("--seeds", seeds > 1), ("--jobs", n_jobs is not None),
-                ("--executor", executor != "process"), ("--scale", scale is not None),
-                ("--warmup", warmup is not None), ("--driver-procs", driver_procs != 1)], "a compare of LLM URLs")
-        return compare_llm_urls(a, b, workload, suite, seed, duration, rate, set_, model, api_key_env, template,
-                                allow_remote, as_json, out_path, quiet)
-    for flag, given in (("--model", model is not None), ("--template", template is not None),
-                        ("--allow-remote", allow_remote), ("--api-key-env", api_key_env != "OPENAI_API_KEY")):
-        if given:
-            fail(f"{flag} applies to a compare of two LLM URLs only")
-    if a.startswith("llm-") or b.startswith("llm-"):
-        from harness.cli.llm import compare_llm  # LLM policies: their own sweep and result kind
 
-        unused = [flag for flag, given in (("--scale", scale is not None), ("--warmup", warmup is not None),
-                                           ("--driver-procs", driver_procs != 1)) if given]
-        return compare_llm(a, b, workload, suite, seed, seeds, duration, rate, set_, Jobs(Executor(executor), n_jobs),
-                           n_jobs is not None or executor != "process", unused, as_json, out_path, quiet, mode)
+def compare_targets(a: str, b: str, workload: Optional[List[str]], suite: str, seed: int, seeds: int,
+                    duration: Optional[float], rate: Optional[float], set_: Optional[List[str]],
+                    n_jobs: Optional[int], executor: str, as_json: bool, out_path: Optional[Path], quiet: bool,
+                    mode: str, scale: Optional[float], warmup: Optional[float], driver_procs: int,
+                    balancer: str) -> None:
+    """`compare` of two targets the harness builds (designs, frameworks: live), sim or live, over a
+    suite. The options that do not apply were refused before (harness.cli.applies)."""
     for side, spec in (("A", a), ("B", b)):
         check_target_mode(spec, mode, side)
         if "://" in spec:
@@ -198,14 +176,6 @@ def compare(
             load_workload(w)
     except ConfigError as exc:
         fail(str(exc))
-    if mode != "sim" and seeds > 1:
-        fail("--seeds applies to --mode sim only")
-    if mode == "sim" and warmup is not None:
-        fail("--warmup applies to --mode live only (this compare is sim)")
-    if mode == "sim" and driver_procs != 1:
-        fail("--driver-procs applies to --mode live only (this compare is sim)")
-    if mode == "sim" and balancer != "python":
-        fail("--balancer applies to --mode live only (this compare is sim)")
     with interruptible():  # SIGTERM stops it as Ctrl-C does: the finished scenarios are kept
         if mode != "sim":
             from harness.cli.live import compare_live

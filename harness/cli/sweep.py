@@ -62,22 +62,31 @@ def sweep(
     An LLM URL: the highest rate at which --min-goodput of the requests meet the TTFT + TPOT SLO
     (--set slo_ttft_s=, slo_tpot_s=), from --start-rate (default 1 req/s), --step-duration s of
     arrivals per step (default 10), at most 10 steps."""
-    from harness.live.openai import is_llm_url
+    from harness.cli.dispatch import dispatch
 
-    if is_llm_url(target):
-        from harness.analysis.sweep.search import RateSearch
-        from harness.cli.llm_url import refuse, sweep_llm_url
+    dispatch("sweep", sweep, dict(locals()))  # the job for the target's kind (harness.cli.dispatch.JOBS)
 
-        refuse([("--check-capacity", check_capacity), ("--send-lag-limit", send_lag != 0.005),
-                ("--scale", scale is not None), ("--device", device != "auto"), ("--pad-to-s", pad_to_s is not None),
-                ("--warmup", warmup is not None), ("--driver-procs", driver_procs != 1)], "a sweep of an LLM URL")
-        return sweep_llm_url(target, workload, seed, start, duration, rel_tol, min_ratio, set_, model, api_key_env,
-                             template, allow_remote, as_json, out_path, quiet, html,
-                             lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol), list(check or []))
-    for flag, given in (("--workload", workload is not None), ("--template", template is not None),
-                        ("--api-key-env", api_key_env != "OPENAI_API_KEY")):
-        if given:
-            fail(f"{flag} applies to a sweep of an LLM URL only")
+
+def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[float], duration: Optional[float],
+              rel_tol: float, min_ratio: float, set_: Optional[List[str]], model: Optional[str], api_key_env: str,
+              template: Optional[Path], allow_remote: bool, as_json: bool, out_path: Optional[Path], quiet: bool,
+              html: Optional[Path], check: Optional[List[str]]) -> None:
+    """`sweep` of an OpenAI-compatible LLM URL: its TTFT + TPOT SLO, its own rate search."""
+    from harness.analysis.sweep.search import RateSearch
+    from harness.cli.llm_url import sweep_llm_url
+
+    sweep_llm_url(target, workload, seed, start, duration, rel_tol, min_ratio, set_, model, api_key_env, template,
+                  allow_remote, as_json, out_path, quiet, html,
+                  lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol), list(check or []))
+
+
+def sweep_target(target: str, mode: str, start: Optional[float], duration: Optional[float], rel_tol: float,
+                 min_ratio: float, check: Optional[List[str]], check_capacity: bool, send_lag: float,
+                 set_: Optional[List[str]], seed: int, scale: Optional[float], model: Optional[str], device: str,
+                 pad_to_s: Optional[float], allow_remote: bool, warmup: Optional[float], driver_procs: int,
+                 balancer: str, as_json: bool, out_path: Optional[Path], quiet: bool, html: Optional[Path]) -> None:
+    """`sweep` of a target the harness drives (a design, a framework, a /predict URL), sim or live.
+    The options that do not apply were refused before (harness.cli.applies)."""
     model = torch_model(model)
     from harness.analysis.capacity import capacity_agreement
     from harness.analysis.sweep import run_sweep

@@ -65,23 +65,45 @@ def _usage(full: str, cmd: Any) -> str:
     return " ".join(parts)
 
 
+def _groups(items: list[tuple[str, Any]], panel_of: Any, default: str) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """`items` grouped by their `--help` panel (`rich_help_panel`), panels in order of first appearance."""
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for name, item in items:
+        groups.setdefault(panel_of(item) or default, []).append((name, item))
+    return list(groups.items())
+
+
+def _summary(cmd: Any) -> str:
+    """The one line `harness --help` lists: the command's short help, else its help's first line."""
+    return getattr(cmd, "short_help", None) or inspect.cleandoc(cmd.help or "").split("\n")[0]
+
+
 def page(app: Any) -> str:
     out = [banner(["harness/cli/ (the command table in harness/cli/__init__.py)"]),
            "# Commands\n",
            " ".join(inspect.cleandoc(app.help or "").split()) + " Every number, name and path is checked "
            "before any work starts: a bad one ends the command with one line naming the option, and exit "
-           "code 2.\n",
-           table(("command", "what it does"),
-                 [(f"[{code(full)}](#{anchor(full)})", inspect.cleandoc(c.help or "").split("\n")[0])
-                  for full, c in commands(app)])]
+           "code 2. An option given where it does not apply (a live-only option in sim, ...) is refused the same "
+           "way. Commands and options are grouped by job, as `--help` shows them.\n"]
+    for panel, group in _groups(list(commands(app)), lambda c: getattr(c, "rich_help_panel", None), "Commands"):
+        out.append(f"**{panel}**\n")
+        out.append(table(("command", "what it does"),
+                         [(f"[{code(full)}](#{anchor(full)})", _summary(c)) for full, c in group]))
     for full, cmd in commands(app):
         out.append(f"## {full}\n")
         out.append(inspect.cleandoc(cmd.help or "") + "\n")
         out.append(f"Usage: {code(_usage(full, cmd))}\n")
-        rows = []
-        for p in params(cmd):
-            env = f" (env {code(p.envvar)})" if getattr(p, "envvar", None) else ""
-            rows.append((_names(p), _type(p), _default(p), (getattr(p, "help", "") or "") + env))
-        if rows:
-            out.append(table(("option", "type", "default", "meaning"), rows))
+        named = [(p.name, p) for p in params(cmd)]
+        shown = [("", p) for _, p in named if p.param_type_name == "argument"]
+        for title, group in [("Arguments", shown)] + _groups(
+                [(n, p) for n, p in named if p.param_type_name != "argument"],
+                lambda p: getattr(p, "rich_help_panel", None), "Options"):
+            rows = []
+            for _, p in group:
+                env = f" (env {code(p.envvar)})" if getattr(p, "envvar", None) else ""
+                rows.append((_names(p), _type(p), _default(p), (getattr(p, "help", "") or "") + env))
+            if rows:
+                out.append(f"{title}:\n")
+                out.append(table(("option" if title != "Arguments" else "argument", "type", "default", "meaning"),
+                                 rows))
     return "\n".join(out)

@@ -83,7 +83,7 @@ def test_the_llm_suite_names_the_llm_bad_days(tmp_path):
     (["--scale", "0.5"], "--scale: not used by an LLM compare"),
     (["--warmup", "1", "--driver-procs", "2"], "--warmup, --driver-procs: not used by an LLM compare"),
     (["--mode", "live", "--seeds", "2"], "--seeds: not used by an LLM compare in --mode live"),
-    (["--mode", "live", "--jobs", "2"], "--jobs/--executor: not used by an LLM compare in --mode live"),
+    (["--mode", "live", "--jobs", "2"], "--jobs: not used by an LLM compare in --mode live"),
     (["--suite", "bad-dy"], "unknown LLM suite 'bad-dy': valid are llm-bad-day"),
     (["--suite", "llm-bad-day", "-w", "fixed"], "--workload and --suite both name the mixes"),
 ])
