@@ -1,4 +1,4 @@
-"""The serving designs under test (see DESIGN.md). Importing the package decides whether the
+"""The serving designs under test (see docs/design.md). Importing the package decides whether the
 compiled core runs (`targets.native`)."""
 
 from targets.native import install

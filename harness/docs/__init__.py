@@ -15,10 +15,29 @@ from typing import Any, Callable
 
 from harness.docs.markdown import REGENERATE, banner, table
 
-__all__ = ["PAGES", "REGENERATE", "generate", "page", "page_names", "stale", "write"]
+__all__ = ["HANDWRITTEN", "PAGES", "REGENERATE", "generate", "page", "page_names", "stale", "write"]
 
 # file -> (what it holds, builder). Builders take the CLI's click command tree.
 PAGES: dict[str, tuple[str, Callable[[Any], str]]] = {}
+
+# The pages of docs/ written by hand (paths relative to docs/), listed in the index and left alone by
+# `write` and `stale`. tests/test_guides.py checks each exists, that docs/guide/ holds no page missing
+# here, that every repository path they name exists, and runs every command the guides show.
+HANDWRITTEN: dict[str, str] = {
+    "guide/design-review.md": "the design-review walkthrough: Parts 1-3 and the follow-ups, command by command, "
+                              "and what to look at in each answer",
+    "guide/ci-gate.md": "a CI performance gate: the gate file, exit codes, baselines, seeds, JUnit and Markdown",
+    "guide/your-own-server.md": "your own server as a target: request-level /predict URLs and OpenAI-compatible "
+                                "LLM endpoints",
+    "guide/live-mode.md": "live mode: scaling, validity (who is at fault), the balancer, the front end, "
+                          "framework targets",
+    "guide/reading-reports.md": "how to read a result: the outcome shares, the latencies, the verdicts, "
+                                "the HTML report, the result files",
+    "design.md": "the architecture: two clocks, the data path, the layers and their import contracts, "
+                 "where each feature lives, how to add a target, a workload, a flaw, a result kind",
+    "measurements.md": "measured figures, each table with its machine and date: frameworks on the bad days, "
+                       "closed forms, simulator speed, LLM timing",
+}
 
 
 def _register() -> None:
@@ -54,6 +73,10 @@ def _index() -> str:
         f"After changing a model, a knob, a flaw, an error or an option, run `{REGENERATE}`.\n",
         table(("page", "holds"), [(f"[{name}]({name})", what) for name, (what, _) in PAGES.items()
                                   if name != "README.md"]),
+        "## Guides and design (hand-written)\n",
+        "Written by hand, not generated: the commands the guides show are run by `tests/test_guides.py`, "
+        "and every repository path these pages name must exist.\n",
+        table(("page", "holds"), [(f"[{name}]({name})", what) for name, what in HANDWRITTEN.items()]),
     ])
 
 
@@ -93,7 +116,7 @@ def stale(out: Path, pages: dict[str, str]) -> list[str]:
             problems.append(f"{path}: differs from a fresh generation")
     if out.is_dir():
         for path in sorted(out.iterdir()):
-            if path.is_file() and path.name not in pages:
+            if path.is_file() and path.name not in pages and path.name not in HANDWRITTEN:
                 problems.append(f"{path}: not generated any more (delete it)")
     return problems
 

@@ -1,7 +1,7 @@
 """Turn a finished recorder and the target's snapshot into the result document.
 
 Shared by sim and live mode, so both write the same keys. The summary's keys
-are a contract that scripts and CI gates rely on (see README, "Summary keys").
+are a contract that scripts and CI gates rely on (docs/results.md lists them).
 """
 
 from __future__ import annotations

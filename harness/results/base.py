@@ -2,7 +2,7 @@
 
 A result is what a command that runs work returns and writes: one JSON file,
 `to_json()` out and `from_json()` back in, the same figures both ways. Field
-names are the JSON keys scripts and CI read (the README lists them), so a
+names are the JSON keys scripts and CI read (docs/results.md lists them), so a
 result's Python attributes and its file say the same thing.
 
 The contract of a result kind, all of it checked by tests/harness/test_result_contract.py:

@@ -21,7 +21,7 @@ __all__ = ["ANSWERED", "Latency", "Outcome", "OutcomeFigures", "Outcomes", "Requ
 
 
 class Outcome(StrEnum):
-    """How one unique request ended: exactly one of these (DESIGN.md, "Metrics")."""
+    """How one unique request ended: exactly one of these (docs/design.md, "Metrics")."""
 
     WITHIN_SLO = "within_slo"   # answered OK within the SLO
     LATE = "late"               # answered OK after the SLO

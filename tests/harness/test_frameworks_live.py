@@ -2,7 +2,9 @@
 both sides and gives figures for both; a framework server starts on loopback, is sampled, slowed
 down and stopped whole.
 
-Each framework's tests skip, saying why, where it is not installed (`pip install -e '.[frameworks]'`).
+Each framework's tests skip only where the framework truly cannot import (its server's own imports,
+tried in a fresh interpreter: Ray Serve needs `ray.serve` and starlette, not just `ray`), and the
+skip says which import failed and how to install it (`pip install -e '.[frameworks]'`).
 Short: each run cut to a few seconds after a one-second warm-up; the figures are not judged here
 (on 2 shared cores a framework at this scale is overloaded, which is what it shows).
 """
@@ -10,9 +12,12 @@ Short: each run cut to a few seconds after a one-second warm-up; the figures are
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -27,19 +32,79 @@ from targets.frameworks import FRAMEWORKS, installed_version
 runner = CliRunner()
 
 
-def _needs(framework: str):
-    module = {"litserve": "litserve", "ray-serve": "ray", "bentoml": "bentoml"}[framework]
-    missing = importlib.util.find_spec(module) is None
-    return pytest.mark.skipif(missing, reason=f"{framework} is not installed: pip install -e '.[frameworks]'")
+# What each framework's server module (targets/frameworks/*_app.py) imports from outside the project.
+# `import ray` alone is not Ray Serve: `.[ray]` installs ray without serve's starlette and fastapi.
+SERVER_IMPORTS = {
+    "litserve": ("litserve", "fastapi"),
+    "ray-serve": ("ray", "ray.serve", "starlette.requests", "starlette.responses"),
+    "bentoml": ("bentoml", "starlette.responses"),
+}
 
 
-FRAMEWORK_PARAMS = [pytest.param(name, marks=_needs(name)) for name in FRAMEWORKS]
+def import_failure(modules: tuple[str, ...]) -> str | None:
+    """Why `modules` cannot all be imported here (the failing import's last error line), or None.
+
+    Tried in a fresh interpreter, not this one: a half-installed framework can fail part way through
+    an import (Ray without serve's extras fails inside `ray.serve`), and importing Ray or BentoML here
+    would load them into every later test of this worker."""
+    absent = [m for m in modules if importlib.util.find_spec(m.split(".")[0]) is None]
+    if absent:
+        return f"no module named {absent[0].split('.')[0]!r}"
+    code = "import " + ", ".join(modules)
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return f"`{code}` took over 120 s"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    return f"`{code}` failed: {lines[-1] if lines else f'exit {done.returncode}'}"
+
+
+@functools.cache
+def framework_failure(framework: str) -> str | None:
+    return import_failure(SERVER_IMPORTS[framework])
+
+
+def _needs(framework: str) -> None:
+    """Skip the calling test, saying why, unless `framework` truly imports."""
+    why = framework_failure(framework)
+    if why is not None:
+        pytest.skip(f"{framework} cannot import ({why}): pip install -e '.[frameworks]'")
+
+
+FRAMEWORK_PARAMS = list(FRAMEWORKS)
+
+
+def test_every_framework_names_its_server_imports() -> None:
+    assert set(SERVER_IMPORTS) == set(FRAMEWORKS)
+    for name, framework in FRAMEWORKS.items():
+        source = importlib.util.find_spec(framework.module)
+        assert source is not None and source.origin is not None, framework.module
+        text = open(source.origin, encoding="utf-8").read()
+        for module in SERVER_IMPORTS[name]:
+            top = module.split(".")[0]
+            assert f"import {top}" in text or f"from {top}" in text, f"{framework.module} imports no {module}"
+
+
+def test_the_import_check_names_what_fails_and_passes_what_imports(tmp_path, monkeypatch) -> None:
+    assert import_failure(("json", "email.mime.text")) is None
+    assert import_failure(("json", "no_such_module_xyz")) == "no module named 'no_such_module_xyz'"
+    # A package that is there but breaks part way in, as `ray` without serve's starlette does.
+    (tmp_path / "halfpkg").mkdir()
+    (tmp_path / "halfpkg" / "__init__.py").write_text("")
+    (tmp_path / "halfpkg" / "serve.py").write_text("import no_such_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    why = import_failure(("halfpkg", "halfpkg.serve"))
+    assert why is not None and "halfpkg.serve" in why and "no_such_dependency_xyz" in why, why
 
 
 @pytest.mark.live
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORK_PARAMS)
 def test_compare_hardened_with_a_framework_live_on_the_spike(framework, tmp_path) -> None:
+    _needs(framework)
     out = tmp_path / "c.json"
     res = runner.invoke(app, ["compare", "hardened", framework, "--mode", "live", "-w", "spike", "--scale", "0.1",
                               "--duration", "4", "--warmup", "1", "--json", "--out", str(out)])
@@ -63,6 +128,7 @@ def test_compare_hardened_with_a_framework_live_on_the_spike(framework, tmp_path
 @pytest.mark.live
 @pytest.mark.parametrize("framework", FRAMEWORK_PARAMS)
 def test_a_framework_server_starts_answers_slows_and_stops_whole(framework) -> None:
+    _needs(framework)
     spec = FrameworkSpec(framework, {"num_api_servers": 1} if framework == "litserve" else {}, workers=1,
                          batch_size=4, pad_to_s=0.05)
 
@@ -100,10 +166,11 @@ def test_a_framework_server_starts_answers_slows_and_stops_whole(framework) -> N
 
 
 @pytest.mark.live
-@pytest.mark.parametrize("framework", [pytest.param("bentoml", marks=_needs("bentoml"))])
+@pytest.mark.parametrize("framework", ["bentoml"])
 def test_bentoml_answers_a_malformed_input_alone_not_with_its_batch(framework) -> None:
     """BentoML's batcher gathers calls from many requests: a wrong-shaped input is the model
     service's to refuse (422), item by item, while the rest of its batch is answered (200)."""
+    _needs(framework)
     spec = FrameworkSpec(framework, {"max_latency_ms": 10_000}, workers=1, batch_size=8, pad_to_s=0.05)
 
     async def session():
