@@ -63,11 +63,11 @@ def _recovery(s: RunSummary) -> str:
     return "never" if r.recovered_after_s is None else f"{r.recovered_after_s:.1f} s"
 
 
-def _outcomeshort_share(s: RunSummary, key: str) -> float:
+def _outcome_share(s: RunSummary, key: str) -> float:
     return getattr(s.outcomes, key).share
 
 
-def _ceilingshort_share(result: CompareResult, name: str) -> tuple[str, str]:
+def _ceiling_share(result: CompareResult, name: str) -> tuple[str, str]:
     a, b = ("-" if c is None or c.share is None else f"{100 * c.share:.0f}%" for c in result.ceiling_pair(name))
     return a, b
 
@@ -194,7 +194,7 @@ def _shown_outcomes(result: CompareResult) -> list[tuple[str, str]]:
     """Outcome columns that hold a request in some scenario (an all-zero column says nothing)."""
     pairs = [result.pair(w) for w in result.scenarios]
     return [(k, h) for k, h in OUTCOME_COLUMNS
-            if any(_outcomeshort_share(s, k) > 0 for pair in pairs for s in pair)]
+            if any(_outcome_share(s, k) > 0 for pair in pairs for s in pair)]
 
 
 def overview(result: CompareResult) -> Table:
@@ -215,7 +215,7 @@ def overview(result: CompareResult) -> Table:
     winners = result.winners()
     for name in result.scenarios:
         pair = result.pair(name)
-        ceil = _ceilingshort_share(result, name)
+        ceil = _ceiling_share(result, name)
         won = winners[name]
         for i, (side, s) in enumerate(zip(("A", "B"), pair)):
             mark = "=" if won is Winner.TIE else ("[green]✓[/]" if won == (Winner.A, Winner.B)[i] else "")
@@ -223,7 +223,7 @@ def overview(result: CompareResult) -> Table:
             flag = "" if s.valid else "[red]![/]"
             t.add_row(f"{first} {side}{flag}", _goodput_cell(result, name, s, i), ceil[i],
                       _p99_ok_cell(result, name, s, i),
-                      *[short_share(_outcomeshort_share(s, k)) for k, _ in outcomes],
+                      *[short_share(_outcome_share(s, k)) for k, _ in outcomes],
                       _amp(s), mark,
                       end_section=i == 1)
     return t
@@ -307,10 +307,10 @@ def overview_table(result: CompareResult) -> str:
     for w in result.scenarios:
         sa, sb = result.pair(w)
         both = (sa, sb)
-        cells = [_goodput_cell(result, w, s, i) for i, s in enumerate(both)] + list(_ceilingshort_share(result, w))
+        cells = [_goodput_cell(result, w, s, i) for i, s in enumerate(both)] + list(_ceiling_share(result, w))
         cells += [_p99_ok_cell(result, w, s, i) for i, s in enumerate(both)]
         for key in ("shed", "timed_out", "lost"):
-            cells += [fmt_pct(_outcomeshort_share(s, key)) for s in both]
+            cells += [fmt_pct(_outcome_share(s, key)) for s in both]
         cells += [_amp(s) for s in both] + [_recovery(s) for s in both]
         cells += [f"{s.gpu.wasted_gpu_s:,.1f}" for s in both]
         rows.append(f"<tr><td class='l'>{_html.escape(w)}</td>"
