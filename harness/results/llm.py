@@ -146,6 +146,7 @@ class EngineSettings(Figures):
     over_limit: str = "shed"
     max_delay_s: float = 10.0
     tenant_priority: dict[str, int] = Field(default_factory=dict)
+    prefix_caching: bool = False
     cost: dict[str, float]
 
 

@@ -59,6 +59,8 @@ class LlmEngineSpec:
     request is shed, or with `over_limit="delay"` held until its tenant's bucket
     refills (shed if that would take over `max_delay_s`). `tenant_priority`:
     (tenant name, class) pairs, lower first, unnamed tenants 0 (continuous only).
+    `prefix_caching` (continuous only): the KV budget is a prefix cache
+    (`targets.llm.prefix_cache`), so a prompt's cached leading blocks are not prefilled again.
     """
 
     policy: LlmPolicy = LlmPolicy.CONTINUOUS
@@ -77,6 +79,7 @@ class LlmEngineSpec:
     over_limit: str = OverLimit.SHED.value
     max_delay_s: float = 10.0
     tenant_priority: tuple[tuple[str, int], ...] = ()
+    prefix_caching: bool = False
     cost: StepCost = DEFAULT
 
     def limits(self) -> TenantLimits:
@@ -102,5 +105,6 @@ def create_scheduler(spec: LlmEngineSpec, tenants: tuple[str, ...] = ()) -> LlmS
         classes = dict(spec.tenant_priority)
         inner = Continuous(spec.kv_blocks, spec.block_size, spec.max_seqs, spec.max_batched_tokens,
                            spec.chunked_prefill, spec.chunk_tokens,
-                           {i: classes[name] for i, name in enumerate(tenants) if name in classes})
+                           {i: classes[name] for i, name in enumerate(tenants) if name in classes},
+                           spec.prefix_caching)
     return TenantAdmission(inner, limits) if limits.active else inner

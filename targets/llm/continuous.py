@@ -25,6 +25,11 @@ that share steps with decodes (Sarathi-Serve, vLLM v1). Without it a prompt is
 prefilled whole, in a prefill-only step that pauses every decode (vLLM v0):
 the head-of-line blocking of decodes that long prompts cause.
 
+With `prefix_caching` the budget is a prefix cache (`PrefixCache`): a sequence
+admitted takes the longest cached prefix of its named blocks and prefills only
+the rest; its blocks are shared as they fill, and kept after it ends until the
+cache needs their room (LRU).
+
 A request that can never fit (its prompt + output need more blocks than the
 cache has, or, unchunked, a prompt over `max_batched_tokens`) is rejected at
 `add`. A step machine: `add`, `schedule(now) -> Step | None`,
@@ -36,6 +41,7 @@ from __future__ import annotations
 import bisect
 
 from targets.llm.kv_cache import BlockBudget, blocks_for
+from targets.llm.prefix_cache import PrefixCache
 from targets.llm.sequence import Sequence, Step, StepOutcome
 from targets.llm.waiting import Waiting
 
@@ -49,13 +55,15 @@ def _priority(seq: Sequence) -> int:
 class Continuous:
     def __init__(self, kv_blocks: int, block_size: int = 16, max_seqs: int = 256, max_batched_tokens: int = 8192,
                  chunked_prefill: bool = True, chunk_tokens: int = 512,
-                 priority_of: dict[int, int] | None = None) -> None:
+                 priority_of: dict[int, int] | None = None, prefix_caching: bool = False) -> None:
         if max_seqs < 1 or max_batched_tokens < 1 or chunk_tokens < 1:
             raise ValueError("max_seqs, max_batched_tokens and chunk_tokens must be >= 1")
         if max_batched_tokens < max_seqs:
             raise ValueError(f"max_batched_tokens ({max_batched_tokens}) must be >= max_seqs ({max_seqs}):"
                              " every running sequence needs a token of the step to decode")
-        self.kv = BlockBudget(kv_blocks, block_size)
+        self.kv: BlockBudget | PrefixCache = (PrefixCache(kv_blocks, block_size) if prefix_caching
+                                              else BlockBudget(kv_blocks, block_size))
+        self.prefix = self.kv if isinstance(self.kv, PrefixCache) else None
         self.max_seqs = max_seqs
         self.max_batched_tokens = max_batched_tokens
         self.chunked_prefill = chunked_prefill
@@ -124,6 +132,14 @@ class Continuous:
                 seq.finish_s = now
                 finished.append(seq)
         out.tokens += len(step.decodes)
+        prefix = self.prefix
+        if prefix is not None:
+            bs = prefix.block_size
+            for seq, _n in step.prefills:
+                prefix.commit(seq)
+            for seq in step.decodes:
+                if seq.computed % bs == 0 and seq.shared < len(seq.block_hashes):
+                    prefix.commit(seq)
         for seq in finished:
             self.kv.release(seq)
             self.run_list.remove(seq)
@@ -175,14 +191,22 @@ class Continuous:
     def _admit(self, step: Step, budget: int, now: float) -> int:
         while self.waiting and budget > 0 and len(self.run_list) < self.max_seqs:
             seq = self.waiting.head()
+            if self.prefix is not None:
+                self.prefix.match(seq)
             n = min(seq.prefill_left, budget)
             if self.chunked_prefill:
                 n = min(n, self.chunk_tokens)
             elif n < seq.prefill_left:
+                if self.prefix is not None:
+                    self._unmatch(seq)
                 break  # unchunked: the whole prompt or nothing
             if not self.kv.grow(seq, n):
+                if self.prefix is not None:
+                    self._unmatch(seq)
                 break
             self.waiting.popleft()
+            if self.prefix is not None:
+                self.prefix.record(seq)
             if self.priority_of:
                 bisect.insort_right(self.run_list, seq, key=_priority)  # after its class: FIFO within it
             else:
@@ -208,6 +232,12 @@ class Continuous:
         step.prefills.append((seq, n))
         step.prefill_tokens += n
         step.context_tokens += seq.computed
+
+    def _unmatch(self, seq: Sequence) -> None:
+        """Give back the cached prefix a sequence took but could not be admitted with."""
+        self.kv.release(seq)
+        seq.prefill_left += seq.computed
+        seq.computed = 0
 
     def _preempt(self, seq: Sequence) -> None:
         """Recompute preemption: drop its cache; it re-prefills prompt + tokens so far, first in line."""

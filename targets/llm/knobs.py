@@ -3,7 +3,7 @@
 Keys are `LlmEngineSpec`'s fields (batch_size, max_wait_s, kv_blocks, block_size,
 max_seqs, max_batched_tokens, chunked_prefill, chunk_tokens; the tenant limits
 tenant_rps, tenant_burst_requests, tenant_tok_s, tenant_burst_tokens,
-over_limit (shed or delay), max_delay_s; tenant_priority as `name:class,...`
+over_limit (shed or delay), max_delay_s; prefix_caching (true/false); tenant_priority as `name:class,...`
 text, e.g. `bulk:1`, or (name, class) pairs) and `StepCost`'s
 (base_s, per_prefill_token_s, per_decode_seq_s, per_context_token_s, and the front
 end's frontend_in_s, frontend_out_s). A wrong key or a value of the wrong type is

@@ -44,6 +44,11 @@ class Sequence:
     preemptions: int = 0
     rejected: bool = False   # refused at admission: it can never fit this engine
     shed: bool = False       # refused at admission: its tenant was over its rate limit
+    block_hashes: tuple[int, ...] = ()  # chained names of its context's full blocks (targets.llm.prefix_cache)
+    shared: int = 0          # its first `shared` blocks are shared cached blocks (prefix caching only)
+    cached_tokens: int = 0   # prompt tokens its first admission found cached
+    looked_up: bool = False  # its first admission's lookup is counted
+    replica: int = -1        # the fleet replica a router sent it to (-1: a single engine)
 
     @property
     def done(self) -> bool:

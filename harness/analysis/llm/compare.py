@@ -137,7 +137,7 @@ def engine_settings(e: LlmEngineSpec) -> EngineSettings:
                           tenant_rps=e.tenant_rps, tenant_burst_requests=e.tenant_burst_requests,
                           tenant_tok_s=e.tenant_tok_s, tenant_burst_tokens=e.tenant_burst_tokens,
                           over_limit=e.limits().over_limit.value, max_delay_s=e.max_delay_s,
-                          tenant_priority=dict(e.tenant_priority),
+                          tenant_priority=dict(e.tenant_priority), prefix_caching=e.prefix_caching,
                           cost={k: float(v) for k, v in vars(e.cost).items()})
 
 

@@ -1,0 +1,170 @@
+"""The router policies: `route(request, view) -> replica`, each a pure function of its own state and the view.
+
+- `RoundRobin`: the design doc's layer-4 balancer. It sees connections, not prompts:
+  each request is a new connection (a chat turn comes after tens of seconds of
+  thinking, past any keep-alive timeout), so turns go round robin over the alive
+  replicas and a conversation lands wherever the next connection does.
+- `LeastTokens`: the alive replica with the fewest outstanding tokens (ties: the next
+  one after the last chosen, so an idle fleet is still spread).
+- `PrefixAffinity`: each request goes where its prompt's longest known prefix was sent
+  (a table of block name -> replica, SGLang's cache-aware router's approximate tree in
+  flat form), else where consistent hashing of its leading `affinity_blocks` blocks
+  puts it; with `load_factor` c > 0 no replica takes a request that would leave it
+  over ceil(c x mean outstanding requests) (Mirrokni, Thorup and Zadimoghaddam 2018,
+  "Consistent Hashing with Bounded Loads"): it walks the ring from the key to the first
+  replica under the bound, so a hot prefix spills to the same few next replicas.
+- `KvAware`: the alive replica of least cost = overlap_weight x blocks it would
+  prefill (prompt blocks not in its cache) + its outstanding blocks (queue depth in
+  blocks), as Dynamo's KV router scores workers and llm-d's scorers weigh the prefix
+  cache against the queue (ties as LeastTokens).
+
+None reads a clock; `route` always returns an alive replica (ValueError when none is).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+from targets.llm.routing.view import FleetView, Routed
+
+__all__ = ["KvAware", "LeastTokens", "PrefixAffinity", "RoundRobin", "bound_of"]
+
+
+def _alive_or_fail(view: FleetView) -> list[bool]:
+    alive = view.alive
+    if not any(alive):
+        raise ValueError("no replica is alive to route to")
+    return alive
+
+
+def _argmin_from(costs: list[float], alive: list[bool], start: int) -> int:
+    """The alive index of least cost, ties broken by the first at or after `start` (cyclically)."""
+    n = len(costs)
+    best, best_cost = -1, math.inf
+    for k in range(n):
+        r = (start + k) % n
+        if alive[r] and costs[r] < best_cost:
+            best, best_cost = r, costs[r]
+    return best
+
+
+def bound_of(load_factor: float, outstanding: list[int], alive: list[bool]) -> int:
+    """The most outstanding requests a replica may have after taking one more: ceil(c x mean after)."""
+    n = sum(alive)
+    total = sum(o for o, a in zip(outstanding, alive) if a) + 1
+    return math.ceil(load_factor * total / n - 1e-9)
+
+
+class RoundRobin:
+    def __init__(self, replicas: int) -> None:
+        self.replicas = replicas
+        self._next = 0
+
+    def route(self, req: Routed, view: FleetView) -> int:
+        alive = _alive_or_fail(view)
+        while not alive[self._next % self.replicas]:
+            self._next += 1
+        r = self._next % self.replicas
+        self._next += 1
+        return r
+
+
+class LeastTokens:
+    def __init__(self, replicas: int) -> None:
+        self.replicas = replicas
+        self._start = 0
+
+    def route(self, req: Routed, view: FleetView) -> int:
+        alive = _alive_or_fail(view)
+        r = _argmin_from([float(t) for t in view.outstanding_tokens], alive, self._start)
+        self._start = (r + 1) % self.replicas
+        return r
+
+
+class PrefixAffinity:
+    def __init__(self, replicas: int, load_factor: float = 1.25, affinity_blocks: int = 8, vnodes: int = 64,
+                 table_entries: int = 2_000_000) -> None:
+        if not (load_factor == 0 or load_factor >= 1):
+            raise ValueError(f"load_factor must be 0 (no bound) or >= 1, got {load_factor}")
+        if affinity_blocks < 1 or vnodes < 1 or table_entries < 1:
+            raise ValueError("affinity_blocks, vnodes and table_entries must be >= 1")
+        self.replicas = replicas
+        self.load_factor = load_factor
+        self.affinity_blocks = affinity_blocks
+        points = sorted((hash((0x5BD1E995, r, v)), r) for r in range(replicas) for v in range(vnodes))
+        self._ring_keys = [p for p, _ in points]
+        self._ring_owner = [r for _, r in points]
+        self.table: dict[int, int] = {}    # block name -> replica it was last sent to (insertion order: LRU)
+        self.table_entries = table_entries
+        self.spills = 0                    # requests the bound sent away from their preferred replica
+
+    def _ring_from(self, key: int) -> list[int]:
+        """Every replica once, in ring order clockwise from `key`."""
+        i = bisect.bisect_left(self._ring_keys, key)
+        seen: list[int] = []
+        owners, m = self._ring_owner, len(self._ring_owner)
+        for k in range(m):
+            r = owners[(i + k) % m]
+            if r not in seen:
+                seen.append(r)
+                if len(seen) == self.replicas:
+                    break
+        return seen
+
+    def preferred(self, req: Routed, alive: list[bool]) -> int | None:
+        """The alive replica the deepest known block of the prompt was sent to (None: none known)."""
+        table = self.table
+        for name in reversed(req.block_hashes):
+            r = table.get(name)
+            if r is not None and alive[r]:
+                return r
+        return None
+
+    def route(self, req: Routed, view: FleetView) -> int:
+        alive = _alive_or_fail(view)
+        names = req.block_hashes
+        key = names[min(len(names), self.affinity_blocks) - 1] if names else hash((0x27D4EB2F, req.conversation))
+        ring = [r for r in self._ring_from(key) if alive[r]]
+        want = self.preferred(req, alive)
+        order = ring if want is None else [want] + [r for r in ring if r != want]
+        chosen = order[0]
+        if self.load_factor:
+            outstanding = view.outstanding_requests
+            bound = bound_of(self.load_factor, outstanding, alive)
+            chosen = next(r for r in order if outstanding[r] + 1 <= bound)
+            self.spills += chosen != order[0]
+        self._remember(names, chosen)
+        return chosen
+
+    def _remember(self, names: tuple[int, ...], replica: int) -> None:
+        table = self.table
+        for name in names:
+            table.pop(name, None)
+            table[name] = replica
+        while len(table) > self.table_entries:
+            del table[next(iter(table))]
+
+    def forget(self, replica: int) -> None:
+        """A replica is gone: its table entries point nowhere (the next turns re-hash)."""
+        self.table = {k: r for k, r in self.table.items() if r != replica}
+
+
+class KvAware:
+    def __init__(self, replicas: int, block_size: int, overlap_weight: float = 1.0) -> None:
+        if block_size < 1 or not overlap_weight >= 0:
+            raise ValueError("block_size must be >= 1 and overlap_weight >= 0")
+        self.replicas = replicas
+        self.block_size = block_size
+        self.overlap_weight = overlap_weight
+        self._start = 0
+
+    def route(self, req: Routed, view: FleetView) -> int:
+        alive = _alive_or_fail(view)
+        names, w, bs = req.block_hashes, self.overlap_weight, self.block_size
+        need = len(names)
+        costs = [w * (need - view.cached_blocks(r, names)) + t / bs if alive[r] else math.inf
+                 for r, t in enumerate(view.outstanding_tokens)]
+        r = _argmin_from(costs, alive, self._start)
+        self._start = (r + 1) % self.replicas
+        return r
