@@ -68,7 +68,7 @@ def run_target(target: str, workload: Optional[str], mode: str, seed: int, seeds
                executor: str, duration: Optional[float], rate: Optional[float], set_: Optional[List[str]],
                as_json: bool, out_path: Optional[Path], quiet: bool, scale: Optional[float], model: Optional[str],
                device: str, template: Optional[Path], allow_remote: bool, warmup: Optional[float], driver: str,
-               workers: int, driver_procs: int, balancer: str) -> None:
+               workers: int, driver_procs: int, balancer: str, no_cache: bool = False) -> None:
     """`run` of a target the harness drives (a design, a framework, a /predict URL): sim, live or
     by Locust. The options that do not apply were refused before (harness.cli.applies)."""
     workload = workload or "steady"
@@ -158,7 +158,7 @@ def compare_targets(a: str, b: str, workload: Optional[List[str]], suite: str, s
                     duration: Optional[float], rate: Optional[float], set_: Optional[List[str]],
                     n_jobs: Optional[int], executor: str, as_json: bool, out_path: Optional[Path], quiet: bool,
                     mode: str, scale: Optional[float], warmup: Optional[float], driver_procs: int,
-                    balancer: str) -> None:
+                    balancer: str, no_cache: bool = False) -> None:
     """`compare` of two targets the harness builds (designs, frameworks: live), sim or live, over a
     suite. The options that do not apply were refused before (harness.cli.applies)."""
     for side, spec in (("A", a), ("B", b)):
