@@ -26,6 +26,7 @@ from harness.results.compare import CompareResult, FigureVerdict, Winner
 from harness.results.run import RunSummary
 from harness.results.stats import Interval
 from reports.charts import SIDE_COLORS
+from reports.compare_overview import TABLE_ANCHOR, overview_sections, scenario_anchor
 from reports.compare_scope import live_sim_section, partial_lines, partial_section, render_live
 from reports.fmt import clip, fmt_pct, fmt_s, short_share
 from reports.page import Section
@@ -361,10 +362,12 @@ def verdicts_html(result: CompareResult) -> str:
 
 
 def sections(result: CompareResult) -> list[Section]:
-    """The overview and the verdicts (after what an interrupted compare covers), then per
+    """The lead (the verdict, the goodput chart, a link to each scenario), what an interrupted
+    compare covers, the overview table and the verdicts, then per
     scenario its summary numbers, time series, latency distribution and tenants (scenarios
     without saved runs: numbers only)."""
-    out = [*partial_section(result), Section("A vs B in every scenario", html=overview_table(result)),
+    out = [*overview_sections(result), *partial_section(result),
+           Section("A vs B in every scenario", html=overview_table(result), anchor=TABLE_ANCHOR),
            Section("What each scenario asks", html=verdicts_html(result)), *live_sim_section(result)]
     for w in result.scenarios:
         if w not in result.runs:
@@ -374,7 +377,7 @@ def sections(result: CompareResult) -> list[Section]:
         lines = verdict_lines(result, w) + [line for line in [ceiling_line(result, w)] if line]
         if lines:
             items = "".join(f"<li>{_html.escape(line)}</li>" for line in lines)
-            out.append(Section(f"{w}: verdict", html=f"<ul>{items}</ul>"))
-        out.append(Section(f"{w}: summary", html=summary_table(sides)))
+            out.append(Section(f"{w}: verdict", html=f"<ul>{items}</ul>", anchor=scenario_anchor(w)))
+        out.append(Section(f"{w}: summary", html=summary_table(sides), anchor=None if lines else scenario_anchor(w)))
         out.extend(run_sections(sides, prefix=f"{w}: "))
     return out

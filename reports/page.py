@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 from harness.results.base import Result
 from harness.results.io import write_text_atomic
 
-__all__ = ["Section", "doc_sections", "doc_title", "page_html", "write_html"]
+__all__ = ["Section", "doc_sections", "doc_title", "html_written", "mb", "page_html", "write_html"]
 
 
 @dataclass
@@ -41,6 +41,10 @@ class Section:
     figure: go.Figure | None = None
     html: str | None = None
     note: str = ""
+    # lead: shown in the overview at the top of the page, before the reading guide and the
+    # contents (the answer first); anchor: the section's id, for links from other sections.
+    lead: bool = False
+    anchor: str | None = None
 
 
 def doc_sections(result: Result) -> list[Section]:
@@ -96,6 +100,9 @@ table.data th,table.data td{border-bottom:1px solid #e6e6e6;padding:3px 10px;tex
 table.data th{background:#f2f2f2} table.data td.l,table.data th.l{text-align:left}
 tr.top td{background:#fff3e6} .bad{color:#b2182b;font-weight:600} .good{color:#1a7f37}
 #js-errors{color:#b2182b;white-space:pre-wrap} .plot{width:100%}
+#overview .section{border-color:#bbb} .verdict{font-size:1.15em;margin:.2em 0 .4em}
+details.fold{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px 14px;margin:10px 0}
+details.fold>summary{cursor:pointer;font-weight:600} .links a{white-space:nowrap}
 """
 
 # Errors are caught before plotly.js loads, so a broken bundle is reported too.
@@ -133,9 +140,35 @@ def _anchor(n: int, title: str) -> str:
     return f"s{n}-{slug}"
 
 
+def mb(n_bytes: int) -> str:
+    """A size in bytes as '5.4 MB' ('812 KB' under 1 MB)."""
+    return f"{n_bytes / 1e6:.1f} MB" if n_bytes >= 1e6 else f"{n_bytes / 1e3:.0f} KB"
+
+
+def _section_html(sec: Section, sid: str, figs: list[dict[str, Any]]) -> str:
+    """One section's markup; its figure (if any) joins `figs`, drawn by the page's one script."""
+    parts = [f'<div class="section{" lead" if sec.lead else ""}" id="{sid}"><h3>{_html.escape(sec.title)}</h3>']
+    if sec.note:
+        parts.append(f'<p class="note">{_html.escape(sec.note)}</p>')
+    if sec.html:
+        parts.append(sec.html)
+    if sec.figure is not None:
+        pid = f"plot-{len(figs)}"
+        height = sec.figure.layout.height or 450
+        parts.append(f'<div class="plot" id="{pid}" style="height:{int(height)}px"></div>')
+        figs.append({"id": pid, "fig": json.loads(sec.figure.to_json())})
+    parts.append("</div>")
+    return "".join(parts)
+
+
 def page_html(results: list[Result], plotly_js: str | None = None, title: str | None = None) -> str:
     """The whole page of typed results as a string. `plotly_js`: the library
-    text to inline (default: the bundled plotly.js); tests may pass a stub."""
+    text to inline, once, in the head (default: the bundled plotly.js); tests may pass a stub.
+
+    The page leads with the answer: each result's `lead` sections (its verdict and headline
+    chart) come first, in the overview; the reading guide and the contents follow, folded
+    (<details>), then every other section. The meta line says what the page weighs.
+    """
     if plotly_js is None:
         from plotly.offline import get_plotlyjs
 
@@ -143,35 +176,32 @@ def page_html(results: list[Result], plotly_js: str | None = None, title: str | 
     groups = [(doc_title(r), doc_sections(r)) for r in results]
     title = title or ("; ".join(g[0] for g in groups) if len(groups) == 1 else "Inference harness report")
     toc: list[str] = []
+    lead: list[str] = []
     body: list[str] = []
     figs: list[dict[str, Any]] = []
+    used: set[str] = set()
     n = 0
     for heading, sections in groups:
         gid = _anchor(n, heading)
         n += 1
         items = []
         body.append(f'<h2 id="{gid}">{_html.escape(heading)}</h2>')
-        for sec in sections:
-            sid = _anchor(n, sec.title)
+        leads = [sec for sec in sections if sec.lead]
+        if leads and len(groups) > 1:
+            lead.append(f'<h2><a href="#{gid}">{_html.escape(heading)}</a></h2>')
+        # Lead sections first, so their charts are the first drawn and the first on the page.
+        for sec in leads + [sec for sec in sections if not sec.lead]:
+            sid = sec.anchor if sec.anchor and sec.anchor not in used else _anchor(n, sec.title)
+            used.add(sid)
             n += 1
             items.append(f'<li><a href="#{sid}">{_html.escape(sec.title)}</a></li>')
-            parts = [f'<div class="section" id="{sid}"><h3>{_html.escape(sec.title)}</h3>']
-            if sec.note:
-                parts.append(f'<p class="note">{_html.escape(sec.note)}</p>')
-            if sec.html:
-                parts.append(sec.html)
-            if sec.figure is not None:
-                pid = f"plot-{len(figs)}"
-                height = sec.figure.layout.height or 450
-                parts.append(f'<div class="plot" id="{pid}" style="height:{int(height)}px"></div>')
-                figs.append({"id": pid, "fig": json.loads(sec.figure.to_json())})
-            parts.append("</div>")
-            body.append("".join(parts))
+            (lead if sec.lead else body).append(_section_html(sec, sid, figs))
         toc.append(f'<li><a href="#{gid}">{_html.escape(heading)}</a><ul>{"".join(items)}</ul></li>')
     # "</" inside a script element would end it early; JSON allows "<\/".
     fig_json = json.dumps(figs, separators=(",", ":")).replace("</", "<\\/")
     js_lib = plotly_js.replace("</script", "<\\/script")
-    return f"""<!DOCTYPE html>
+    overview = f'<div id="overview">{"".join(lead)}</div>' if lead else ""
+    page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_html.escape(title)}</title>
@@ -180,19 +210,26 @@ def page_html(results: list[Result], plotly_js: str | None = None, title: str | 
 <script>{js_lib}</script>
 </head><body><main>
 <h1>{_html.escape(title)}</h1>
-<p class="meta">{len(results)} result document(s), {len(figs)} chart(s).
+<p class="meta">{len(results)} result document(s), {len(figs)} chart(s); this page weighs @WEIGHT@.
 <span id="report-status" data-state="loading" data-plots="0" data-expected="{len(figs)}">charts not drawn yet
 (JavaScript is needed for the charts)</span></p>
 <div id="js-errors"></div>
-<h2 id="how-to-read">How to read this report</h2>
+{overview}
+<details class="fold" id="how-to-read"><summary>How to read this report</summary>
 {INTRO}
-<nav class="toc"><b>Contents</b><ul>{"".join(toc)}</ul></nav>
+</details>
+<details class="fold toc"><summary>Contents ({n - len(groups)} sections)</summary>
+<nav class="toc"><ul>{"".join(toc)}</ul></nav></details>
 {"".join(body)}
 </main>
 <script type="application/json" id="report-figures">{fig_json}</script>
 <script>{DRAW_JS}</script>
 </body></html>
 """
+    size = len(page.encode()) - len("@WEIGHT@")
+    weight = (f"{mb(size)} (plotly.js {mb(len(js_lib.encode()))}, inlined once; chart data "
+              f"{mb(len(fig_json.encode()))})")
+    return page.replace("@WEIGHT@", weight, 1)
 
 
 def write_html(results: Iterable[Result], path: str | Path) -> Path:
@@ -201,3 +238,8 @@ def write_html(results: Iterable[Result], path: str | Path) -> Path:
     text = page_html(list(results))
     # A report is for sharing, unlike mkstemp's default 0600.
     return write_text_atomic(Path(path), text, mode=0o644)
+
+
+def html_written(path: Path) -> str:
+    """The line a command prints after writing a report: 'html: PATH (5.4 MB)'."""
+    return f"html: {path} ({mb(path.stat().st_size)})"

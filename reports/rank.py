@@ -24,10 +24,10 @@ from harness.results.stats import Interval
 from reports import llm_rank
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
-from reports.rank_charts import cost_tail, heatmap_figure, p99_at, ranking_figure
+from reports.rank_charts import cost_tail, heatmap_figure, p99_at, p99_pair, ranking_figure
 
-__all__ = ["amplification", "p99_words", "pts", "reason", "render", "sections", "short_run_words", "shortened",
-           "stability_rows", "tail", "tail_cell", "title"]
+__all__ = ["amplification", "lead_sections", "p99_words", "pts", "reason", "render", "sections", "short_run_words",
+           "shortened", "stability_rows", "tail", "tail_cell", "title", "verdict_html"]
 
 
 def title(result: RankResult) -> str:
@@ -148,9 +148,10 @@ def reason(f: FlawRank, good: str) -> str:
     row = f.per_scenario[f.cost.scenario]
     put = f"{good}+{f.id}"
     g, p, a, at = row.goodput, row.p99_s, row.amplification, row.p99_outcome
-    parts = [f"on {f.cost.scenario} goodput {fmt_pct(g.get(good))} -> {fmt_pct(g.get(put))}",
-             f"p99 {p99_at(p.get(good), at.get(good), 'never')} -> {p99_at(p.get(put), at.get(put), 'never')}"]
     u = row.unserved
+    parts = [f"on {f.cost.scenario} goodput {fmt_pct(g.get(good))} -> {fmt_pct(g.get(put))}",
+             p99_pair(p.get(good), at.get(good), p.get(put), at.get(put), (g.get(good), u.get(good)),
+                      (g.get(put), u.get(put)))]
     if good in u and put in u and abs(u[put] - u[good]) >= NOISE_SHARE:
         parts.append(f"timed out, failed or lost {fmt_pct(u[good], 2)} -> {fmt_pct(u[put], 2)}")
     lost = row.lost
@@ -266,21 +267,31 @@ def ranking_table(result: RankResult) -> str:
     return f"<table class='data'>{head}{''.join(rows)}</table>"
 
 
-def sections(result: RankResult) -> list[Section]:
-    """Verdict, chart, heatmap, table."""
+def verdict_html(result: RankResult) -> str:
+    """The verdict in one line: the top three, each with its worst goodput cost and where."""
     top = [result.flaw(fid) for fid in result.top]
     names = ", ".join(f"{f.id} ({fmt_pct(f.cost.goodput_loss)} goodput lost in {f.cost.scenario})" for f in top)
-    verdict = (f"<p><b>Insist on fixing before shipping:</b> {_html.escape(names) or 'none measured'}.</p>"
-               f"<p>Each flaw was put back, alone, into the {_html.escape(result.good)} design and its cost "
-               f"measured in every scenario of the suite (seed {result.seed}, SLO {fmt_s(result.slo_s)}); the "
-               f"worst scenario ranks it. The fix's gain is the other way round: the flaw fixed alone in the "
-               f"{_html.escape(result.flawed)} design. A large cost with a small gain means the flaw hurts only "
-               f"once others are fixed.</p>")
+    return f"<p class='verdict'><b>Insist on fixing before shipping:</b> {_html.escape(names) or 'none measured'}.</p>"
+
+
+def lead_sections(result: RankResult) -> list[Section]:
+    """What the page opens with: the verdict, then the ranking chart."""
+    return [Section("verdict: the flaws to fix first", html=verdict_html(result), lead=True),
+            Section("cost of each flaw, ranked", ranking_figure(result), lead=True,
+                    note="Rank 1 on top; ★ = top three. Bars are worst-case over the suite; hover a bar for the "
+                         "scenario, the failure and the fix.")]
+
+
+def sections(result: RankResult) -> list[Section]:
+    """Verdict and ranking chart (the lead), how the ranking was measured, heatmap, tables."""
+    how = (f"<p>Each flaw was put back, alone, into the {_html.escape(result.good)} design and its cost "
+           f"measured in every scenario of the suite (seed {result.seed}, SLO {fmt_s(result.slo_s)}); the "
+           f"worst scenario ranks it. The fix's gain is the other way round: the flaw fixed alone in the "
+           f"{_html.escape(result.flawed)} design. A large cost with a small gain means the flaw hurts only "
+           f"once others are fixed.</p>")
     return [
-        Section("verdict: the flaws to fix first", html=verdict),
-        Section("cost of each flaw, ranked", ranking_figure(result),
-                note="Rank 1 on top; ★ = top three. Bars are worst-case over the suite; hover a bar for the "
-                     "scenario, the failure and the fix."),
+        *lead_sections(result),
+        Section("how the ranking was measured", html=how),
         Section("cost per flaw and scenario", heatmap_figure(result),
                 note=f"Goodput lost (percentage points of all requests) when this flaw alone is put back into "
                      f"the {result.good} design; negative: the flaw helps there. Blank cells are under 0.05 points."),

@@ -10,10 +10,10 @@ from plotly.subplots import make_subplots
 
 from harness.results.rank import NOISE_P99_S, FlawCost, FlawRank, RankResult, ScenarioCost, TailChange
 from reports.charts import FONT
-from reports.fmt import fmt_s
+from reports.fmt import fmt_pct, fmt_s
 
 __all__ = ["GAIN_OTHER", "GAIN_TOP", "OTHER", "TOP", "cost_tail", "heatmap_figure", "label", "p99_at", "p99_change",
-           "ranking_figure", "row_tail"]
+           "p99_pair", "ranking_figure", "row_tail"]
 
 # Where a p99 with no latency lands, in words: only requests never answered are "never".
 _ON = {"shed": "on shed requests", "failed": "on failed requests", "timed_out": "never answered (timed out)",
@@ -26,6 +26,24 @@ def p99_at(x: float | None, outcome: str | None = None, never: str = "never answ
     if x is not None:
         return fmt_s(x)
     return _ON.get(outcome or "", never)
+
+
+def p99_pair(before_s: float | None, before_outcome: str | None, after_s: float | None,
+             after_outcome: str | None, before: tuple[float | None, float | None] = (None, None),
+             after: tuple[float | None, float | None] = (None, None)) -> str:
+    """'p99 a -> b'; a tail that lands on refused requests on both sides says so once, with the
+    share refused or late on each side (1 - goodput - timed out, failed or lost: `before` and
+    `after` are (goodput, that share)), never 'on shed requests -> on shed requests'."""
+    if before_s is None and after_s is None and before_outcome == after_outcome == "shed":
+        shares = [None if g is None or u is None else max(0.0, 1.0 - g - u) for g, u in (before, after)]
+        text = "p99 lands on refused (shed) requests before and after"
+        if shares[0] is not None and shares[1] is not None:
+            text += f": refused or late {fmt_pct(shares[0])} -> {fmt_pct(shares[1])}"
+        return text
+    if before_s is None and after_s is None and before_outcome == after_outcome:
+        return f"p99 {p99_at(None, before_outcome)} before and after"
+    return f"p99 {p99_at(before_s, before_outcome)} -> {p99_at(after_s, after_outcome)}"
+
 
 TOP = "#d7301f"
 OTHER = "#9e9e9e"

@@ -22,7 +22,7 @@ from reports import review_followups as followups
 from reports.fmt import fmt_pct, fmt_s
 from reports.page import Section
 from reports.rank import amplification, p99_words, short_run_words
-from reports.rank_charts import p99_at
+from reports.rank_charts import p99_at, p99_pair
 from reports.registry import view
 
 __all__ = ["experiment", "gain", "measured", "narrative", "render", "sections", "title", "warning"]
@@ -50,17 +50,39 @@ def _lost(e: Effect) -> str:
     return f"; on {e.lost.scenario} requests lost in flight {e.lost.before:,} -> {e.lost.after:,}"
 
 
-def _figures(e: Effect, cost: bool) -> str:
+def _why(it: ReviewItem | None, result: ReviewResult | None, e: Effect, cost: bool) -> str:
+    """Why a change went the unexpected way (a flaw put back that gains, a fix alone that
+    loses), from what was measured: the interaction probe that found its partner, else the
+    extra attempts that bought the goodput, else that nothing measured explains it."""
+    rank = result.rank if result is not None else None
+    plan = next((p for p in (rank.interactions or []) if it is not None and p.flaw == it.flaw), None) if rank else None
+    probe = max(plan.probes, key=lambda r: r.goodput) if plan is not None and plan.probes else None
+    if probe is not None and plan is not None and rank is not None and probe.goodput >= NOISE_GOODPUT:
+        base = "" if probe.goodput_base is None or probe.goodput_with is None else \
+            f", {fmt_pct(probe.goodput_base)} -> {fmt_pct(probe.goodput_with)}"
+        return (f"alone it does no harm here; it hurts beside {probe.partner}: added to {rank.good}+{probe.partner} "
+                f"on {plan.scenario} it costs {pts(probe.goodput)}{base}")
+    amp = amplification(e.amplification_before, e.amplification_after)
+    if amp and (e.amplification_after or 0) > (e.amplification_before or 0):
+        return (f"bought with extra attempts ({amp}), load the fleet had room for here" if cost
+                else f"with {e.before}'s other flaws still in, its clients make more attempts ({amp})")
+    return "nothing measured here explains it; the ranking counts the worst cost"
+
+
+def _figures(e: Effect, cost: bool, it: ReviewItem | None = None, result: ReviewResult | None = None) -> str:
     """'goodput a -> b (change), p99 a -> b[, timed out, failed or lost a -> b]'; the goodput
-    change only when it is beyond noise."""
+    change only when it is beyond noise. A change that goes the unexpected way (putting the
+    flaw back gains; fixing it alone loses) carries its why inside that parenthesis."""
     change = ""
     if e.measurable and abs(e.change) >= NOISE_GOODPUT:
         if cost:
-            change = f" ({pts(e.change)} lost)" if e.change > 0 else f" ({pts(-e.change)} gained)"
+            change = f" ({pts(e.change)} lost)" if e.change > 0 else f" ({pts(-e.change)} gained: {_why(it, result, e, cost)})"
         else:
-            change = f" ({'+' if e.change >= 0 else ''}{pts(e.change)})"
+            change = (f" (+{pts(e.change)})" if e.change >= 0
+                      else f" ({pts(e.change)}: {_why(it, result, e, cost)})")
     text = (f"goodput {fmt_pct(e.goodput_before)} -> {fmt_pct(e.goodput_after)}{change}, "
-            f"p99 {lat(e.p99_before_s, e.p99_before_outcome)} -> {lat(e.p99_after_s, e.p99_after_outcome)}")
+            + p99_pair(e.p99_before_s, e.p99_before_outcome, e.p99_after_s, e.p99_after_outcome,
+                       (e.goodput_before, e.unserved_before), (e.goodput_after, e.unserved_after)))
     u0, u1 = e.unserved_before, e.unserved_after
     if u0 is not None and u1 is not None and abs(u1 - u0) >= NOISE_SHARE:
         text += f", timed out, failed or lost {fmt_pct(u0, 2)} -> {fmt_pct(u1, 2)}"
@@ -79,31 +101,33 @@ def experiment(it: ReviewItem, result: ReviewResult) -> str:
             f"on {runs} (seed {result.seed}, same arrivals on both sides)")
 
 
-def measured(it: ReviewItem) -> str:
-    """What putting the flaw back cost, where it cost most."""
+def measured(it: ReviewItem, result: ReviewResult | None = None) -> str:
+    """What putting the flaw back cost, where it cost most (`result`: where to find why a
+    flaw put back gains)."""
     e = it.cost
     if not e.measurable:
         return f"no measurable cost on {', '.join(it.runs_s)}: on {e.scenario} {_figures(e, True)}" + _lost(e)
-    text = f"worst on {e.scenario}: {_figures(e, True)}"
+    text = f"worst on {e.scenario}: {_figures(e, True, it, result)}"
     amp = amplification(e.amplification_before, e.amplification_after)
     if amp:
         text += f", {amp}"
     if e.wasted_gpu_s >= 1:
         text += f", {e.wasted_gpu_s:,.0f} GPU-s more wasted"
     if e.tail is not None:
-        text += (f"; its worst tail is on {e.tail.scenario}: p99 {lat(e.tail.p99_before_s, e.tail.p99_before_outcome)}"
-                 f" -> {lat(e.tail.p99_after_s, e.tail.p99_after_outcome)}")
+        text += (f"; its worst tail is on {e.tail.scenario}: "
+                 + p99_pair(e.tail.p99_before_s, e.tail.p99_before_outcome, e.tail.p99_after_s, e.tail.p99_after_outcome))
     return text + _lost(e)
 
 
-def gain(it: ReviewItem) -> str:
-    """What fixing the flaw alone in the design under review gained."""
+def gain(it: ReviewItem, result: ReviewResult | None = None) -> str:
+    """What fixing the flaw alone in the design under review gained (`result`: where to find
+    why a fix alone loses)."""
     e = it.gain
     if e.note:
         return e.note
     if not e.measurable:
         return f"fixed alone in {e.before} it gains nothing measurable: on {e.scenario} {_figures(e, False)}" + _lost(e)
-    return f"fixed alone in {e.before}, best on {e.scenario}: {_figures(e, False)}" + _lost(e)
+    return f"fixed alone in {e.before}, best on {e.scenario}: {_figures(e, False, it, result)}" + _lost(e)
 
 
 def _places(f: FlawRank) -> str:
@@ -127,7 +151,7 @@ def narrative(result: ReviewResult) -> list[str]:
              + f", SLO {fmt_s(r.slo_s)}."]
     for it in result.doc_items:
         line = (f"Item {it.item}, {it.flaw}: {it.failure}. Experiment: {experiment(it, result)}. "
-                f"Measured: {measured(it)}. Fix: {it.fix}. Gain: {gain(it)}.")
+                f"Measured: {measured(it, result)}. Fix: {it.fix}. Gain: {gain(it, result)}.")
         if it.too_short:
             line += f" Warning: {warning(it)}."
         if it.interaction:
@@ -160,7 +184,7 @@ _FIELDS = ("flaw", "experiment", "warning", "measured", "fix", "gain", "interact
 
 def _cells(it: ReviewItem, result: ReviewResult) -> dict[str, str | None]:
     return {"item": it.item, "flaw": f"{it.flaw}: {it.failure}", "experiment": experiment(it, result),
-            "warning": warning(it), "measured": measured(it), "fix": it.fix, "gain": gain(it),
+            "warning": warning(it), "measured": measured(it, result), "fix": it.fix, "gain": gain(it, result),
             "interaction": it.interaction}
 
 
@@ -216,20 +240,37 @@ def items_table(result: ReviewResult) -> str:
     return f"<table class='data'><tr>{head}</tr>{''.join(rows)}</table>"
 
 
+def verdict_html(result: ReviewResult) -> str:
+    """The review's verdict in one line (the top three flaws to fix), and links to its parts."""
+    r = result.rank
+    top = "; ".join(f"{f.id} (doc item {f.doc_item}: {pts(f.cost.goodput_loss)} of goodput lost on {f.cost.scenario})"
+                    for f in (r.flaw(fid) for fid in r.top))
+    parts = [("review-words", "the review in words"), ("review-items", "item by item")]
+    parts += [(f"review-{key}", heading) for key, heading in _PARTS if getattr(result, key) is not None]
+    links = " · ".join(f"<a href='#{a}'>{_html.escape(t)}</a>" for a, t in parts)
+    return (f"<p class='verdict'><b>{_html.escape(result.design)}: insist on fixing {_html.escape(top) or 'nothing measured'}"
+            f".</b></p><p class='links'>Read on: {links}</p>")
+
+
 def sections(result: ReviewResult) -> list[Section]:
-    """The review in words, the doc item by item, then the rank, capacity and pool sections."""
+    """The verdict and the ranking chart (the lead), the review in words, the doc item by item,
+    then the rest of the rank, capacity and pool sections."""
     paras = "".join(f"<p>{_html.escape(p)}</p>" for p in narrative(result))
+    rank_lead = [s for s in view("rank").sections(result.rank) if s.lead and s.figure is not None]
     out = [
-        Section("the review, in words", html=paras,
+        Section("verdict: the flaws to fix first", html=verdict_html(result), lead=True),
+        *rank_lead,
+        Section("the review, in words", html=paras, anchor="review-words",
                 note=f"Design under review: {result.design}. Every figure quoted was measured."),
-        Section("the design doc, item by item", html=items_table(result),
+        Section("the design doc, item by item", html=items_table(result), anchor="review-items",
                 note="For each item: the flaw, the experiment that exposes it, what it cost, the fix "
                      "and what the fix gained."),
     ]
-    out.extend(view("rank").sections(result.rank))
+    out.extend(s for s in view("rank").sections(result.rank) if not s.lead)
     for key, heading in _PARTS:
         part = getattr(result, key)
         if part is not None:
-            out.extend(Section(f"{heading}: {s.title}", s.figure, s.html, s.note)
-                       for s in view(key).sections(part))
+            out.extend(Section(f"{heading}: {s.title}", s.figure, s.html, s.note,
+                               anchor=f"review-{key}" if i == 0 else None)
+                       for i, s in enumerate(view(key).sections(part)))
     return out + followups.sections(result.alerts, result.canary)

@@ -102,8 +102,10 @@ def report(
     files: List[Path] = typer.Argument(..., help="Result files (run, compare, rank, ...).",
                                        callback=existing_file("RESULT")),
     html: Optional[Path] = HTML,
+    csv: Optional[Path] = typer.Option(None, "--csv", help="Also write each result's tables as CSV files "
+                                       "(STEM.TABLE.csv, STEM: the result file's name) into this folder."),
 ) -> None:
-    """Render saved results again (terminal, and HTML with --html)."""
+    """Render saved results again (terminal, HTML with --html, CSV tables with --csv)."""
     from harness.results import load_result
     from reports.registry import view
 
@@ -116,7 +118,12 @@ def report(
     for result in loaded:
         view(result.kind).render(result, out)
     if html is not None:
-        from reports.page import write_html
+        from reports.page import html_written, write_html
 
-        write_html(loaded, html)
-        out.print(f"html: {html}", highlight=False)
+        out.print(html_written(write_html(loaded, html)), highlight=False)
+    if csv is not None:
+        from reports.csv_tables import write_csv
+
+        for f, result in zip(files, loaded):
+            written = write_csv(result, csv, f.stem)
+            out.print(f"csv: {len(written)} table(s) of {f} in {csv}/{f.stem}.*.csv", highlight=False)

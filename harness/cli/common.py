@@ -293,4 +293,6 @@ def publish(result: Any, path: Path, html: Path | None, as_json: bool, hint: str
         out.print(hint, style="dim", highlight=False)
     out.print(f"result: {path}  (re-render: harness report {path})", highlight=False)
     if html is not None:
-        out.print(f"html: {html}", highlight=False)
+        from reports.page import html_written
+
+        out.print(html_written(html), highlight=False)

@@ -261,3 +261,27 @@ def test_every_view_fits_80_columns_without_cutting_a_cell(made: dict[str, dict[
     text, cuts = rendered(view(result.kind).render, result, 80)
     assert cuts == [], "\n".join(cuts) + "\n" + text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+@pytest.mark.slow
+def test_every_kind_writes_csv_tables_a_csv_reader_loads(made: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """`harness report RESULT --csv DIR`: every kind gives at least one table, each file parses
+    with csv.DictReader into rows whose keys are its header, and a number in the result is a cell."""
+    import csv
+
+    files = [_file(made, case) for case in made]
+    out = tmp_path / "csv"
+    done = CliRunner().invoke(app, ["report", *map(str, files), "--csv", str(out)])
+    assert done.exit_code == 0, done.output
+    kinds: set[str] = set()
+    for path in files:
+        tables = sorted(out.glob(f"{path.stem}.*.csv"))
+        assert tables, (path, done.output)
+        kinds.add(load_result(path).kind)
+        for table in tables:
+            with table.open(newline="") as f:
+                reader = csv.DictReader(f)
+                rows = list(reader)
+            assert reader.fieldnames and rows, table
+            assert all(set(row) == set(reader.fieldnames) for row in rows), table
+    assert kinds == set(RESULT_KINDS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from harness.analysis.compare.verdicts import scenario_verdicts
-from harness.results.compare import Ceiling, CompareResult
+from harness.results.compare import Ceiling, CompareResult, Winner
 from reports.compare import ceiling_line, render, sections, value_text, verdict_lines
 from tests.harness.summaries import summary, tenant
 from workloads.model import WorkloadConfig
@@ -87,7 +87,8 @@ def test_values_read_in_their_units():
 
 
 def test_html_sections_carry_the_verdicts():
-    secs = sections(compare_doc())
+    lead, secs = sections(compare_doc())[:2], sections(compare_doc())[2:]
+    assert [s.lead for s in lead] == [True, True] and not any(s.lead for s in secs)
     titles = [s.title for s in secs]
     assert titles[:2] == ["A vs B in every scenario", "What each scenario asks"]
     assert "share of ceiling" in secs[0].html and "96%" in secs[0].html
@@ -101,3 +102,23 @@ def test_a_result_without_verdicts_still_renders():
     result = compare_doc().model_copy(update={"verdicts": {}})
     text = rendered(result)
     assert "What each scenario asks" not in text and max(len(x) for x in text.splitlines()) <= 80
+
+
+def test_the_overview_leads_with_the_verdict_the_goodput_chart_and_a_link_per_scenario():
+    from reports.compare_overview import goodput_figure, scenario_anchor, verdict_line
+
+    result = compare_doc()
+    wins = result.winners()
+    assert verdict_line(result) == (f"hardened (B) won {list(wins.values()).count(Winner.B)} of 3 scenarios "
+                                    f"(naive (A) {list(wins.values()).count(Winner.A)}, tie "
+                                    f"{list(wins.values()).count(Winner.TIE)}).")
+    verdict, chart = sections(result)[:2]
+    # No saved runs: every link goes to the table, which carries the anchor.
+    assert verdict.html.count("href='#compare-table'") == 3 and scenario_anchor("a b") == "scenario-a-b"
+    fig = chart.figure
+    goodput = {tr.name: tr.y for tr in fig.data}
+    assert goodput["A: naive goodput"][0] == 25.5 and goodput["B: hardened goodput"][0] == 77.7
+    assert goodput["A: naive ceiling"] == (74.0, 74.0, 74.0)  # every scenario here has one
+    assert fig is not None and goodput_figure(result).layout.barmode == "group"
+    tie = result.model_copy(update={"verdicts": {}, "scenarios": {"gpu-outage": result.scenarios["gpu-outage"]}})
+    assert verdict_line(tie).startswith("Neither side won more")

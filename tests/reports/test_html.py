@@ -230,7 +230,7 @@ def test_old_result_files_without_outcomes_still_load_and_render(runs):
 def test_compare_overlays_a_and_b_in_consistent_colours(compare_doc):
     secs = doc_sections(compare_doc)
     figs = figures(secs)
-    assert len(figs) == 3
+    assert len(figs) == 4  # the overview's goodput chart, then the scenario's three
     for fig in figs:
         check_figure(fig)
         colours: dict[str, set] = {}
