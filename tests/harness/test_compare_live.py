@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from harness.analysis.compare import compare_live
@@ -40,6 +41,7 @@ def _in_sim(plan: Any) -> Any:
     return run_sim(plan.config, plan.workload, plan.seed)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores (issue 39: the fast tier under 45 s)
 def test_a_live_compare_records_its_shortening_and_the_sim_beside_it() -> None:
     result = compare_live("naive", "hardened", ["steady", "spike"], 1, {}, None, None, 0.05, run_one=_in_sim)
     block = result.live or {}

@@ -25,7 +25,7 @@ from harness.results.run import RunResult
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from same_figures import HOW_MADE, differences  # noqa: E402
 
-SMALL = SimJob("hardened", "steady", 1, duration_s=1.0, rate_rps=1000.0)
+SMALL = SimJob("hardened", "steady", 1, duration_s=0.5, rate_rps=400.0)  # 200 requests: cheap
 
 
 def cached_jobs(root: Path) -> Jobs:
@@ -51,7 +51,7 @@ def test_second_identical_run_hits_with_the_same_figures(tmp_path: Path) -> None
 @pytest.mark.parametrize("change", [
     {"overrides": {"client_retries": 0}},      # one knob
     {"seed": 2},                               # the seed
-    {"duration_s": 1.5},                       # the workload's length
+    {"duration_s": 0.6},                       # the workload's length
     {"workload": "spike"},                     # another workload
 ])
 def test_a_change_to_any_input_misses(tmp_path: Path, change: dict[str, Any]) -> None:
@@ -131,7 +131,7 @@ def test_jobs_without_a_cache_never_touch_the_directory(tmp_path: Path) -> None:
 
 def test_compare_twice_reuses_every_run_and_says_so(tmp_path: Path) -> None:
     runner = CliRunner()
-    args = ["compare", "naive", "hardened", "-w", "steady", "--duration", "1", "--rate", "1000", "-j", "1", "--quiet"]
+    args = ["compare", "naive", "hardened", "-w", "steady", "--duration", "0.5", "--rate", "400", "-j", "1", "--quiet"]
     first, second, nocache = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
     out = runner.invoke(app, [*args, "--out", str(first)])
     assert out.exit_code == 0, out.output

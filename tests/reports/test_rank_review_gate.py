@@ -96,6 +96,7 @@ def test_json_flag_prints_the_result(files, tmp_path):
     assert json.loads(done.stdout) == json.loads((tmp_path / "r.json").read_text())
 
 
+@pytest.mark.slow  # over 2 s on 2 cores (issue 39: the fast tier under 45 s)
 def test_review_embeds_part_2_and_part_3(files, tmp_path):
     from harness.analysis.capacity import Budget, plan_capacity
     from harness.analysis.pool import PoolConfig, run_pool_experiment
