@@ -48,7 +48,9 @@ def _fields(obj: Any) -> list[tuple[str, Any]]:
     """(name as in the file, value) of a model's fields, or a plain dict's items."""
     if isinstance(obj, BaseModel):
         return [(f.alias or name, getattr(obj, name)) for name, f in type(obj).model_fields.items()]
-    return list(obj.items())
+    if isinstance(obj, (list, tuple)):  # a record kept as a pair or tuple: its places
+        return [(str(i), x) for i, x in enumerate(obj)]
+    return list(obj.items()) if isinstance(obj, dict) else [("value", obj)]
 
 
 def _series(obj: Any) -> tuple[list[tuple[str, list[Any]]], Row] | None:
@@ -62,7 +64,7 @@ def _series(obj: Any) -> tuple[list[tuple[str, list[Any]]], Row] | None:
         for k, v in _fields(o):
             if _scalar(v):
                 consts[prefix + str(k)] = _cell(v)
-            elif isinstance(v, list) and all(_scalar(x) for x in v):
+            elif isinstance(v, (list, tuple)) and all(_scalar(x) for x in v):
                 cols.append((prefix + str(k), v))
             elif isinstance(v, (dict, BaseModel)) and not _scalar(v):
                 if not walk(v, f"{prefix}{k}."):
@@ -99,7 +101,7 @@ class _Tables:
                 name += "_"
             if _scalar(v):
                 row[name] = _cell(v)
-            elif isinstance(v, list) and all(_scalar(x) for x in v):
+            elif isinstance(v, (list, tuple)) and all(_scalar(x) for x in v):
                 row[name] = "; ".join(str(_cell(x)) for x in v)
             elif (block := _series(v)) is not None:
                 cols, consts = block
@@ -107,15 +109,17 @@ class _Tables:
                     self.row(path, keys).update({**{c: _cell(vals[i]) for c, vals in cols}, **consts})
             elif _keyed(v):
                 self.keyed(v, path, keys, KEY_NAMES.get(str(k), str(k)))
-            elif isinstance(v, list):
+            elif isinstance(v, (list, tuple)):
                 for i, item in enumerate(v):
                     sub = {**keys, f"{k}#": i}
                     if _scalar(item):
                         self.row(path, sub)["value"] = _cell(item)
                     else:
                         self.record(item, path, self.row(path, sub), sub)
-            else:  # a nested model or a dict of values: more columns of the same row
+            elif isinstance(v, (dict, BaseModel)):  # a nested model or a dict of values: more columns of the same row
                 self.record(v, table, row, keys, f"{name}.")
+            else:  # anything else the model holds (a dataclass, ...): its text, one cell
+                row[name] = str(v)
 
     def keyed(self, d: dict[str, Any], path: str, keys: Row, key: str) -> None:
         for k, v in d.items():

@@ -60,7 +60,7 @@ from targets.http.conn_table import Admit, ConnTable, Expiry
 from targets.http.limits import LISTEN_BACKLOG, EdgeLimits, LogBudget, check_exposure
 from targets.http.outcomes import FrontOutcome
 from targets.http.overload import FrontEndWaits, ProxyGuard, relay_key
-from targets.http.refusal import refusal, request_end
+from targets.http.refusal import refusal, request_end, wants_close
 from targets.http.relay_side import RelaySide
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,11 @@ def _canned(status: str, kind: str, reason: str) -> bytes:
 
 _REFUSED = _canned("503 Service Unavailable", "too-many-connections",
                    "the proxy holds its connection limit for this client or in all; retry later")
+_UNREACHABLE = _canned("503 Service Unavailable", "backend-unreachable",
+                       "the proxy could not reach an API server; retry later")
+# A loopback dial that takes this long lost its SYN (a full accept queue; Linux retries it 1, 3,
+# 7 s later): the request is answered 503 at the SLO's bound (10 x 0.3 s), not held for the retries.
+CONNECT_TIMEOUT_S = 3.0
 _HEAD_TIMEOUT = _canned("408 Request Timeout", "header-timeout", "the request head did not arrive in time")
 
 
@@ -180,15 +185,23 @@ class L4Proxy:
         self.stats.refused_overload += 1
         self._ended(client, FrontOutcome.SHED, now)
         rest = request_end(data)
+        ends = wants_close(data)
         answer = refusal(retry, f"front end overloaded: its requests in flight have waited {wait * 1000:.0f} ms",
-                         close=rest is None)
+                         close=rest is None or ends)
         if rest is None:
             self._close(client, answer)
-        else:
-            client.skip = rest
-            assert client.transport is not None  # it sent data, so it is connected
-            client.transport.write(answer)
-            self.table.downstream(client, now)  # answered: idle, keep-alive
+            return True
+        client.skip = rest
+        assert client.transport is not None  # it sent data, so it is connected
+        client.transport.write(answer)
+        self.table.downstream(client, now)  # answered: idle (keep-alive, or until the client closes)
+        if ends and client.transport.can_write_eof():
+            # It asked to end the connection: our FIN after the answer (a client reading to the end
+            # waits for it), while the rest of its body is still read and skipped, so closing never
+            # meets unread bytes (a reset that could discard the answer). The idle timeout ends a
+            # client that never closes its side.
+            client.transport.write_eof()
+            client.fin_sent = True
         return True
 
     def _spawn(self, coro) -> None:
@@ -226,13 +239,14 @@ class L4Proxy:
         host, port = self.backends[client.index]
         loop = asyncio.get_running_loop()
         try:
-            _, backend = await loop.create_connection(lambda: RelaySide(self, up=False), host, port)
-        except OSError:
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                _, backend = await loop.create_connection(lambda: RelaySide(self, up=False), host, port)
+        except (OSError, TimeoutError):
             self.stats.failed += 1
             if client.pending:
                 self._ended(client, FrontOutcome.FAILED, self.now())
-            if client.transport is not None:
-                client.transport.close()
+            if client.transport is not None and not client.closed:
+                self._close(client, _UNREACHABLE)  # answered, never left to the client's timeout
             return
         assert client.transport is not None and backend.transport is not None  # both connected
         if client.closed:  # the client gave up (or was closed) while we connected

@@ -7,7 +7,10 @@ connection usable it must skip exactly the refused request's bytes, so it reads
 the request's framing from the chunk that starts it: the head's end and its
 Content-Length. Anything it cannot read cheaply and for sure (a head split
 over chunks, a chunked body, a repeated or malformed length, bytes of a
-pipelined next request) is answered with ``Connection: close`` instead.
+pipelined next request) is answered with ``Connection: close`` instead. A client that asked
+for its connection to end (``Connection: close``, or HTTP/1.0 without ``keep-alive``) gets its
+503 with ``Connection: close`` and then the connection's end: such a client may read its answer
+until the server closes, so a refusal that kept the connection open left it waiting for good.
 
 Pure functions of bytes; no sockets.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 
-__all__ = ["refusal", "request_end"]
+__all__ = ["refusal", "request_end", "wants_close"]
 
 _CRLF2 = b"\r\n\r\n"
 
@@ -44,6 +47,22 @@ def request_end(chunk: bytes) -> int | None:
             length, seen = int(value), True
     rest = len(chunk) - (head_end + 4 + length)
     return None if rest > 0 else -rest
+
+
+def wants_close(chunk: bytes) -> bool:
+    """True when the request that ``chunk`` starts asks for the connection to end after its answer:
+    a ``Connection`` header with the ``close`` token, or an HTTP/1.0 request line without
+    ``keep-alive`` (RFC 9112 9.3). Reads the head as far as the chunk holds it."""
+    head_end = chunk.find(_CRLF2)
+    lines = (chunk if head_end < 0 else chunk[:head_end]).split(b"\r\n")
+    tokens: set[bytes] = set()
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if colon and name.strip().lower() == b"connection":
+            tokens.update(t.strip().lower() for t in value.split(b","))
+    if b"close" in tokens:
+        return True
+    return lines[0].rstrip().endswith(b"HTTP/1.0") and b"keep-alive" not in tokens
 
 
 def refusal(retry_after_s: float, reason: str, close: bool = False) -> bytes:

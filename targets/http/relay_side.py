@@ -38,6 +38,7 @@ class RelaySide(asyncio.Protocol):
         self.backend_addr: tuple | None = None  # client side: its backend connection's relay_key
         self.skip = 0                    # client side: body bytes of a refused request still to come
         self.pending = False             # client side: a request started (at head_s) and has no answer yet
+        self.fin_sent = False            # client side: refused and half-closed by us; nothing more is relayed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream connection's is one
@@ -55,6 +56,8 @@ class RelaySide(asyncio.Protocol):
                 data = data[n:]
                 if not data:
                     return
+            if self.fin_sent:  # it asked to end the connection and has its answer: nothing more to serve
+                return
             phase = proxy.table.phase(self)
             if phase in BETWEEN_REQUESTS:  # this chunk starts a request
                 self.head_s = now

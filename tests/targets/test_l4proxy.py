@@ -84,7 +84,7 @@ async def test_client_close_closes_the_backend_side(three) -> None:
 
 
 @pytest.mark.live
-async def test_unreachable_backend_closes_the_client() -> None:
+async def test_unreachable_backend_answers_the_client_503_and_closes() -> None:
     dead = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     dead_port = dead.sockets[0].getsockname()[1]
     dead.close()
@@ -93,7 +93,8 @@ async def test_unreachable_backend_closes_the_client() -> None:
     port = await proxy.start()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"hello\n")  # the backend is dialled at the client's first byte
-    assert await asyncio.wait_for(reader.read(), 2.0) == b""  # EOF: closed, nothing relayed
+    got = await asyncio.wait_for(reader.read(), 2.0)  # to EOF: closed, nothing relayed
+    assert got.startswith(b"HTTP/1.1 503 ") and b"backend-unreachable" in got and b"Connection: close" in got
     assert proxy.stats.failed == 1
     writer.close()
     await proxy.stop()
