@@ -53,7 +53,7 @@ COMMANDS: dict[str, Command] = {
     "locustfile": Command("locust", "locustfile", LIVE, "Write a locustfile that reproduces a workload."),
     "targets": Command("catalog", "targets", REFERENCE, "List target bases, flaws and (--knobs) every knob."),
     "workloads": Command("catalog", "workloads", REFERENCE, "List workloads and suites, or explain one."),
-    "report": Command("catalog", "report", REFERENCE, "Render saved results again (terminal, --html)."),
+    "report": Command("catalog", "report", REFERENCE, "Render saved results again (terminal, --html, --csv)."),
     "docs": Command("docs", "docs", REFERENCE, "Generate the reference pages in docs/."),
 }
 

@@ -311,3 +311,18 @@ def test_marker_labels_that_would_overlap_get_separate_rows():
     # 100 s over 900 px at 7 px a character: a 17-character label covers about 15 s.
     assert label_levels(marks, 100.0) == [0, 2, 0, 1]  # by x: 10 -> row 0, 10.5 -> 1, 11 -> 2, 50 -> 0
 
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary installed (apt-get install chromium)")
+def test_the_overview_chart_renders_before_any_table(compare_doc, tmp_path):
+    """The first screen leads with the answer: in the rendered DOM the overview holds a drawn
+    plotly chart, and it comes before the page's first table and before the reading guide."""
+    page = write_html([compare_doc], tmp_path / "compare.html")
+    dom, _ = load_in_chromium(page, tmp_path / "profile")
+    overview = dom.find('id="overview"')
+    chart = dom.find('class="main-svg"', overview)
+    assert overview >= 0 and chart > overview, "no overview, or no chart drawn in it"
+    first_table = dom.find("<table")
+    assert first_table == -1 or chart < first_table, (chart, first_table)
+    assert chart < dom.find('id="how-to-read"')
