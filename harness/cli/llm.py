@@ -71,7 +71,13 @@ def compare_llm(a: str, b: str, workload: list[str] | None, suite: str, seed: in
                 rate: float | None, set_: list[str] | None, jobs: Jobs, jobs_given: bool, unused: list[str],
                 as_json: bool, out_path: Path | None, quiet: bool, mode: str) -> None:
     """`unused`: the compare options given that an LLM compare cannot honour (an exit 2 naming them);
-    `jobs_given`: --jobs or --executor was given (refused live, where runs share the wall clock)."""
+    `jobs_given`: --jobs or --executor was given (refused live, where runs share the wall clock). Two fleets
+    (`llm-fleet:...`) go to `harness.cli.llm_fleet`."""
+    from harness.cli.llm_fleet import compare_fleets, is_fleet
+
+    if is_fleet(a) or is_fleet(b):
+        return compare_fleets(a, b, workload, suite, seed, seeds, duration, rate, set_, jobs, unused, as_json,
+                              out_path, quiet, mode)
     for side, spec in (("A", a), ("B", b)):
         if spec not in policy_names():
             fail(f"{side} '{spec}': LLM policies are {', '.join(policy_names())}")
