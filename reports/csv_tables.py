@@ -65,7 +65,7 @@ def _series(obj: Any) -> tuple[list[tuple[str, list[Any]]], Row] | None:
             if _scalar(v):
                 consts[prefix + str(k)] = _cell(v)
             elif isinstance(v, (list, tuple)) and all(_scalar(x) for x in v):
-                cols.append((prefix + str(k), v))
+                cols.append((prefix + str(k), list(v)))
             elif isinstance(v, (dict, BaseModel)) and not _scalar(v):
                 if not walk(v, f"{prefix}{k}."):
                     return False

@@ -32,6 +32,7 @@ VIEWS: dict[str, str] = {
     "capacity": "reports.capacity",
     "pool": "reports.pool",
     "llm": "reports.llm",
+    "fleet": "reports.fleet",
     "alerts": "reports.alerts",
     "canary": "reports.canary",
     "sweep": "reports.sweep",

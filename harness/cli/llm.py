@@ -71,7 +71,13 @@ def compare_llm(a: str, b: str, workload: list[str] | None, suite: str, seed: in
                 rate: float | None, set_: list[str] | None, n_jobs: int | None, executor: str, as_json: bool,
                 out_path: Path | None, quiet: bool, mode: str) -> None:
     """`compare llm-A llm-B` (the options it cannot honour were refused before: harness.cli.applies).
-    `--jobs` or `--executor` given: the sweep's points run there (sim)."""
+    `--jobs` or `--executor` given: the sweep's points run there (sim). Two fleets (`llm-fleet:...`)
+    go to `harness.cli.llm_fleet`."""
+    from harness.cli.llm_fleet import compare_fleets, is_fleet
+
+    if is_fleet(a) or is_fleet(b):
+        return compare_fleets(a, b, workload, suite, seed, seeds, duration, rate, set_,
+                              Jobs(Executor(executor), n_jobs), [], as_json, out_path, quiet, mode)
     for side, spec in (("A", a), ("B", b)):
         if spec not in policy_names():
             fail(f"{side} '{spec}': LLM policies are {', '.join(policy_names())}")

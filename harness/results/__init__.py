@@ -18,6 +18,7 @@ from harness.results.base import Result
 from harness.results.canary import CanaryResult
 from harness.results.capacity import CapacityResult
 from harness.results.compare import CompareResult
+from harness.results.fleet import FleetResult
 from harness.results.gate import GateResult
 from harness.results.io import load as load_document
 from harness.results.llm import LlmResult
@@ -38,6 +39,7 @@ RESULT_KINDS: dict[str, type[Result]] = {
     "capacity": CapacityResult,
     "pool": PoolResult,
     "llm": LlmResult,
+    "fleet": FleetResult,
     "alerts": AlertsResult,
     "canary": CanaryResult,
     "sweep": SweepResult,

@@ -41,6 +41,8 @@ CASES: dict[str, list[list[str]]] = {
             ["naive", "-w", "steady", "--duration", "1", "--rate", "200", "--seeds", "2", "--jobs", "1"]],
     "compare": [["naive", "hardened", "-w", "steady", "--duration", "1", "--rate", "200", "--jobs", "1"],
                 ["llm-static", "llm-continuous", "--duration", "2"],
+                ["llm-fleet:router=round-robin,replicas=2", "llm-fleet:router=prefix,replicas=2", "--duration", "10",
+                 "--rate", "2"],
                 ["llm-static", "llm-continuous", "--duration", "2", "--seeds", "2", "--jobs", "1"],
                 # live: the tiny decoder served by each policy (the only live case: about a minute)
                 ["llm-static", "llm-continuous", "--mode", "live", "--duration", "1", "--rate", "4"]],

@@ -1,0 +1,76 @@
+"""`harness compare llm-fleet:... llm-fleet:...`: two fleets of LLM replicas behind routers, in sim.
+
+`compare` hands over here when both targets are fleets (`targets.llm.fleet`). Options
+keep their `compare` meaning: `--workload` names days (`workloads.llm_days.FLEET_DAYS`,
+repeatable; default chat), `--suite llm-bad-day` the fleet's bad days, `--rate` one
+offered rate (requests/s) for every day instead of each day's own, `--duration` seconds
+of each day, `--jobs`/`--executor` where the runs go, and `--set` engine knobs for
+both sides (a side's own `KEY=VALUE` wins) and slo_ttft_s, slo_tpot_s. An option it
+cannot honour (`--seeds`, `--mode live`, `--scale`, ...) ends it with exit 2 naming it.
+Builds a ``FleetCompare``, calls ``harness.analysis.llm.fleet.run_fleets`` and publishes
+the ``fleet`` result. No arithmetic lives here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.cli.common import err, fail, publish
+from harness.engine.jobs import Jobs
+from harness.results import io as results
+from targets.llm import LlmEngineSpec
+from targets.llm.fleet import is_fleet, parse_fleet
+from targets.llm.knobs import engine_with
+from workloads.llm_days import FLEET_SUITES, fleet_suite
+
+__all__ = ["compare_fleets", "is_fleet"]
+
+_SLO_KNOBS = ("slo_ttft_s", "slo_tpot_s")
+DEFAULT_SUITE = "bad-day"  # compare's --suite default: for fleets, the chat day
+
+
+def compare_fleets(a: str, b: str, workload: list[str] | None, suite: str, seed: int, seeds: int,
+                   duration: float | None, rate: float | None, set_: list[str] | None, jobs: Jobs, unused: list[str],
+                   as_json: bool, out_path: Path | None, quiet: bool, mode: str) -> None:
+    from harness.analysis.llm.fleet import FleetCompare, run_fleets
+
+    for side, spec in (("A", a), ("B", b)):
+        if not is_fleet(spec):
+            fail(f"{side} '{spec}': compare a fleet with a fleet (llm-fleet:router=...,replicas=...)")
+    unused = unused + [flag for flag, given in (("--seeds", seeds > 1), ("--mode live", mode != "sim")) if given]
+    if unused:
+        fail(f"{', '.join(unused)}: not used by a compare of LLM fleets (sim, one seed)")
+    if workload and suite != DEFAULT_SUITE:
+        fail("--workload and --suite both name the days: give one of them")
+    engine: dict[str, str] = {}
+    slo: dict[str, float] = {}
+    for pair in set_ or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"--set '{pair}' is not KEY=VALUE")
+        if key in _SLO_KNOBS:
+            try:
+                slo[key] = float(raw)
+            except ValueError:
+                fail(f"--set {key}: expected a number > 0, got {raw!r}")
+            if not slo[key] > 0:
+                fail(f"--set {key}: expected a number > 0, got {raw!r}")
+        else:
+            engine[key] = raw
+    try:
+        if suite != DEFAULT_SUITE and suite not in FLEET_SUITES:
+            fail(f"unknown fleet suite '{suite}': valid are {', '.join(FLEET_SUITES)}")
+        days = tuple(workload) if workload else (fleet_suite(suite) if suite != DEFAULT_SUITE else ("chat",))
+        base = engine_with(LlmEngineSpec(prefix_caching=True), engine)
+        fleets = (parse_fleet(a, base), parse_fleet(b, base))
+        if fleets[0].name == fleets[1].name:
+            fail(f"A and B are both '{a}': compare two different fleets")
+        compare = FleetCompare(fleets=fleets, days=days, rate_rps=rate, duration_s=duration, seed=seed, **slo)
+    except ValueError as exc:
+        fail(str(exc))
+    if not (quiet or as_json) and err.is_terminal:
+        with err.status("fleet") as status:
+            result = run_fleets(compare, jobs, on_done=lambda what: status.update(f"fleet: simulated {what}"))
+    else:
+        result = run_fleets(compare, jobs)
+    publish(result, out_path or results.default_path("fleet", f"{a}-vs-{b}"), None, as_json)
