@@ -161,7 +161,7 @@ def test_a_plain_harness_invocation_runs_on_ray(tmp_path: Path) -> None:
     for executor in ("process", "ray"):
         out = tmp_path / f"{executor}.json"
         res = subprocess.run([str(harness), "compare", "naive", "hardened", "-w", "steady", "--duration", "1",
-                              "--rate", "2000", "--executor", executor, "-q", "--out", str(out)],
+                              "--rate", "2000", "--executor", executor, "--no-cache", "-q", "--out", str(out)],
                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, res.stderr[-3000:]
         docs[executor] = figures(json.loads(out.read_text()))
