@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.engine.llm_fleet import FleetTrace
-from harness.engine.llm_metrics import _pcts
+from harness.engine.llm_metrics import _pcts, token_times
 from harness.engine.recorder import percentile_of
 from harness.results.fleet import FleetRun, ReplicaFigures
 
@@ -29,19 +29,12 @@ def _p(values: np.ndarray, q: float) -> float | None:
 def fleet_figures(trace: FleetTrace, fleet: str, router: str, day: str, rate_rps: float, turn: np.ndarray,
                   slo_ttft_s: float, slo_tpot_s: float) -> FleetRun:
     seqs = trace.seqs
-    arrival = np.array([s.arrival_s for s in seqs])
-    first = np.array([s.first_token_s for s in seqs])
-    last = np.array([s.finish_s for s in seqs])
-    out = np.array([s.output_tokens for s in seqs])
-    replica = np.array([s.replica for s in seqs], dtype=np.int64)
     lost = np.array(trace.lost, dtype=bool)
+    t = token_times(seqs, lost)
+    arrival, last, out, done, ttft, multi, tpot = t.arrival, t.last, t.out, t.done, t.ttft, t.multi, t.tpot
+    replica = np.array([s.replica for s in seqs], dtype=np.int64)
     rejected = np.array([s.rejected for s in seqs], dtype=bool)
-    done = ~np.isnan(last) & ~lost
-    ttft = first - arrival
-    multi = done & (out > 1)
-    tpot = np.full(len(seqs), np.nan)
-    tpot[multi] = (last[multi] - first[multi]) / (out[multi] - 1)
-    good = done & (ttft <= slo_ttft_s) & (np.isnan(tpot) | (tpot <= slo_tpot_s))
+    good = t.within_slo(slo_ttft_s, slo_tpot_s)
     duration = trace.duration_s
     p50_turn, p99_turn = {}, {}
     for name, lo, hi in _TURNS:

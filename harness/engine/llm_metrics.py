@@ -16,6 +16,9 @@ other than the one that asked for the most tokens.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Sequence
+
 import numpy as np
 
 from harness.engine.llm_run import EngineTrace
@@ -23,7 +26,7 @@ from harness.engine.hdr import percentiles
 from harness.engine.recorder import percentile_of
 from harness.results.llm import LlmRun, Pcts, TenantFigures
 
-__all__ = ["run_figures"]
+__all__ = ["TokenTimes", "run_figures", "token_times"]
 
 
 def _pcts(values: np.ndarray) -> Pcts:
@@ -33,6 +36,38 @@ def _pcts(values: np.ndarray) -> Pcts:
                 p99=percentile_of(values, 99), max=float(values.max()))
 
 
+@dataclass(frozen=True)
+class TokenTimes:
+    """Per-request arrays of one trace (one entry a sequence): the times, the output tokens, which
+    finished, TTFT, which have a TPOT (more than one token) and the TPOT (NaN where none)."""
+    arrival: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    out: np.ndarray
+    done: np.ndarray
+    ttft: np.ndarray
+    multi: np.ndarray
+    tpot: np.ndarray
+
+    def within_slo(self, slo_ttft_s: float, slo_tpot_s: float) -> np.ndarray:
+        """Finished with TTFT <= slo_ttft_s and TPOT <= slo_tpot_s (a one-token answer has no TPOT)."""
+        return self.done & (self.ttft <= slo_ttft_s) & (np.isnan(self.tpot) | (self.tpot <= slo_tpot_s))
+
+
+def token_times(seqs: Sequence[Any], lost: np.ndarray | None = None) -> TokenTimes:
+    """The arrays of `seqs` (each with arrival_s, first_token_s, finish_s, output_tokens); a request
+    marked in `lost` (its replica died with it) does not count as finished."""
+    arrival = np.array([s.arrival_s for s in seqs])
+    first = np.array([s.first_token_s for s in seqs])
+    last = np.array([s.finish_s for s in seqs])
+    out = np.array([s.output_tokens for s in seqs])
+    done = ~np.isnan(last) if lost is None else ~np.isnan(last) & ~lost
+    multi = done & (out > 1)
+    tpot = np.full(len(seqs), np.nan)
+    tpot[multi] = (last[multi] - first[multi]) / (out[multi] - 1)
+    return TokenTimes(arrival, first, last, out, done, first - arrival, multi, tpot)
+
+
 def _share(part: float, whole: float) -> float | None:
     return part / whole if whole > 0 else None
 
@@ -40,21 +75,15 @@ def _share(part: float, whole: float) -> float | None:
 def run_figures(trace: EngineTrace, policy: str, mix: str, rate_rps: float, tenants: tuple[str, ...],
                 slo_ttft_s: float, slo_tpot_s: float) -> LlmRun:
     seqs = trace.seqs
-    arrival = np.array([s.arrival_s for s in seqs])
-    first = np.array([s.first_token_s for s in seqs])
-    last = np.array([s.finish_s for s in seqs])
+    t = token_times(seqs)
+    arrival, first, last, out, done, ttft, multi, tpot = (t.arrival, t.first, t.last, t.out, t.done, t.ttft,
+                                                         t.multi, t.tpot)
     sched = np.array([s.scheduled_s for s in seqs])
-    out = np.array([s.output_tokens for s in seqs])
     tenant = np.array([s.tenant for s in seqs], dtype=np.int64)
     rejected = np.array([s.rejected for s in seqs], dtype=bool)
     shed = np.array([s.shed for s in seqs], dtype=bool)
     asked = np.array([s.prompt_tokens + s.output_tokens for s in seqs], dtype=np.int64)
-    done = ~np.isnan(last)
-    ttft = first - arrival
-    multi = done & (out > 1)
-    tpot = np.full(len(seqs), np.nan)
-    tpot[multi] = (last[multi] - first[multi]) / (out[multi] - 1)
-    good = done & (ttft <= slo_ttft_s) & (np.isnan(tpot) | (tpot <= slo_tpot_s))
+    good = t.within_slo(slo_ttft_s, slo_tpot_s)
     duration = trace.duration_s
     hdr = percentiles(trace.itl)
     per_tenant = {}
