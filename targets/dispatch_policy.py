@@ -86,9 +86,10 @@ def fill_wait_s(queued: int, rate_rps: float, gpus: float, utilization: float, p
     slower than the batch."""
     if rate_rps <= 0.0:
         return 0.0
-    if gpus <= 0.0:
+    capacity = gpus * utilization
+    if capacity <= 0.0:  # no GPUs, or so few that the product underflows (hypothesis found 5e-324)
         return cap_s
     b = len(per_gpu) - 1
-    q = min(bisect_left(per_gpu, rate_rps / (gpus * utilization), queued, b + 1), b)
+    q = min(bisect_left(per_gpu, rate_rps / capacity, queued, b + 1), b)
     wait = (q - queued) / rate_rps if q > queued else 0.0
     return wait if wait < cap_s else cap_s

@@ -185,6 +185,8 @@ def test_fill_wait_is_the_time_to_the_size_the_policy_lets_go():
     assert fill_wait_s(1, 250.0, 1.5, 0.7, table, 0.05) == 0.05
     # A tight fleet: no partial batch is worth it, so the queue waits for B (or the max wait).
     assert fill_wait_s(1, 1000.0, 1.0, 0.7, table, 1.0) == pytest.approx(31 / 1000)
+    # A GPU count so small that gpus x utilization underflows to 0 (hypothesis found 5e-324): no capacity.
+    assert fill_wait_s(1, 1.0, 5e-324, 0.5, table, 1.0) == 1.0
 
 
 @given(st.integers(1, 32), st.floats(0, 50_000), st.floats(0, 64), st.floats(0.3, 1), st.floats(0.001, 1))
