@@ -147,3 +147,15 @@ def test_repeats_render_the_spread_and_every_repeat_within_80_columns() -> None:
     assert "(median of 3)" in text and "median 923, min 880, max 1,960 req/s, spread 117.0%" in text, text
     assert "repeat 3: knee 1,960 req/s" in text
     assert from_json(res.to_json()) == res
+
+
+def test_a_check_on_a_sweep_with_no_valid_knee_says_so_and_a_gate_cannot_judge_it(tmp_path) -> None:
+    from harness.gate.check import run_gate
+    from harness.gate.sweep import judge_sweep
+
+    no, = judge_sweep(_result(), ["max_rate_within_slo >= 100"])
+    assert not no.passed and no.note == "no valid knee found"
+    gate = tmp_path / "sweep.toml"
+    gate.write_text('[[sweep]]\ntarget = "hardened"\nchecks = ["max_rate_within_slo >= 100"]\n')
+    verdict = run_gate(str(gate), results=[_result()])
+    assert verdict.cannot_judge and verdict.exit_code == 2
