@@ -2,7 +2,9 @@
 
 Reads only `harness.results.sweep.SweepResult`. Steps are listed in rate order
 (the curve), the knee (the highest rate within the SLO) marked in both the table
-and the chart; a step that stopped early says at what second.
+and the chart; a step that stopped early says at what second; an invalid step's
+re-runs are marked with their try (#2, #3). A sweep of N repeats adds the knee's
+median, min, max and spread, and each repeat's knee.
 """
 
 from __future__ import annotations
@@ -17,21 +19,41 @@ from reports.charts import layout
 from reports.fmt import fmt_ms, fmt_pct
 from reports.page import Section
 
-__all__ = ["render", "sections", "title", "step_row"]
+__all__ = ["render", "sections", "spread_line", "step_row", "title"]
 
 _HEAD = ("offered", "goodput", "in SLO", "p99", "p99 ok", "shed", "t/o", "lag p99", "ran s", "")
 _LAG = _HEAD.index("lag p99")
 
 
 def title(result: SweepResult) -> str:
-    best = result.max_rate_within_slo
-    knee = "no rate met the SLO" if best is None else f"max {best:,.0f} req/s within the SLO"
+    best, spread = result.max_rate_within_slo, result.knee_spread
+    if best is None:
+        knee = "no valid knee found" if result.inconclusive else "no rate met the SLO"
+    elif spread is not None:
+        knee = f"max {best:,.0f} req/s within the SLO (median of {spread.repeats})"
+    else:
+        knee = f"max {best:,.0f} req/s within the SLO"
     return f"Sweep of {result.target} ({result.mode}): {knee}"
+
+
+def spread_line(result: SweepResult) -> str | None:
+    """The knee over repeated searches, as one line (None: one search)."""
+    k = result.knee_spread
+    if k is None:
+        return None
+    knees = ", ".join("none" if x is None else f"{x:,.0f}" for x in k.knees_rps)
+    if k.median_rps is None or k.min_rps is None or k.max_rps is None or k.spread_pct is None:
+        return f"knee over {k.repeats} repeats: none found ({knees})"
+    missing = "" if k.found == k.repeats else f"; {k.repeats - k.found} found none"
+    return (f"knee over {k.repeats} repeats: median {k.median_rps:,.0f}, min {k.min_rps:,.0f}, "
+            f"max {k.max_rps:,.0f} req/s, spread {k.spread_pct:.1f}% ({knees}){missing}")
 
 
 def step_row(step: SweepStep, knee: SweepStep | None) -> tuple[str, ...]:
     ran = f"{step.ran_s:.1f}" + ("" if not step.stopped_early else f"/{step.duration_s:g}")
-    verdict = "KNEE" if step is knee else ("pass" if step.passed else "fail")
+    verdict = "KNEE" if step is knee else ("pass" if step.passed else "fail" if step.valid else "invalid")
+    if step.try_no > 1:
+        verdict += f" #{step.try_no}"
     return (f"{step.rate_rps:,.0f}", f"{step.goodput_rps:,.0f}", fmt_pct(step.goodput_ratio), fmt_ms(step.p99_s),
             fmt_ms(step.p99_ok_s), f"{step.shed:,}", f"{step.timed_out:,}",
             "-" if step.send_lag_p99_s is None else fmt_ms(step.send_lag_p99_s), ran,
@@ -60,7 +82,18 @@ def render(result: SweepResult, console: Console) -> None:
                   + (f"; first failing rate {fail:,.0f} req/s" if fail else ""), highlight=False)
     for s in result.steps:
         if s.passed is False and not s.valid:
-            console.print(f"  {s.rate_rps:,.0f} req/s invalid: {'; '.join(s.invalid_reasons)}", highlight=False)
+            console.print(f"  {s.rate_rps:,.0f} req/s invalid (try {s.try_no}): {'; '.join(s.invalid_reasons)}",
+                          highlight=False)
+    spread = spread_line(result)
+    if spread is not None:
+        console.print(spread + "; the table is the median repeat's", highlight=False)
+        for r in result.repeats:
+            tries = sum(1 for s in r.steps if s.try_no > 1)
+            at = "none" if r.max_rate_within_slo is None else f"{r.max_rate_within_slo:,.0f} req/s"
+            console.print(f"  repeat {r.repeat}: knee {at}, {len(r.steps)} steps ({tries} re-runs), "
+                          f"{r.wall_s:,.0f} s" + (f"; {r.inconclusive}" if r.inconclusive else ""), highlight=False)
+    if result.inconclusive:
+        console.print(f"[bold red]no knee found[/]: {result.inconclusive}", highlight=False)
     cap = result.capacity_check
     if cap is not None:
         console.print(f"capacity at {cap.qps:,.0f} QPS buys {cap.capacity_gpus} GPUs; this target has "

@@ -224,7 +224,7 @@ def serve(
                   if given]
         return serve_llm_cmd(target, port, host, expose, token, set_ or [], unused)
     from harness.live.scaling import shrink
-    from harness.live.host import HostSpec, TargetHost
+    from harness.live.host import GC_THRESHOLDS, HostSpec, TargetHost
     from targets.frameworks import framework_name
     from targets.http.limits import check_exposure
     from targets.spec import parse_overrides, resolve_target
@@ -252,6 +252,7 @@ def serve(
             fail(str(exc), code=1)
         gc.collect()
         gc.freeze()  # as a live run's host does: full collections never scan the models and the app
+        gc.set_threshold(*GC_THRESHOLDS)  # and its collections as rare as the host's (harness.live.host)
         pad = ready["pad_to_s"]
         servers = ", ".join(str(p) for p in ready["api_ports"])
         front = ready["balancer"]

@@ -3,7 +3,8 @@
 Parses options, calls ``harness.analysis.sweep.run_sweep`` (with ``harness.analysis.capacity``'s
 fleet as its capacity check under --check-capacity), prints each step as it
 ends, writes the result and renders it with ``reports.sweep``; `--check` judges it
-(``harness.gate.sweep``) and exits 1 when a check fails.
+(``harness.gate.sweep``) and exits 1 when a check fails, or when the search found
+no valid knee (its lowest steps invalid: `inconclusive`), after writing the result.
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ def sweep(
                                     callback=bounded("--min-goodput", gt=0, le=1)),
     check: Optional[List[str]] = typer.Option(None, "--check", help='Gate check, e.g. "max_rate_within_slo >= 800".'),
     check_capacity: bool = typer.Option(False, "--check-capacity", help="sim: also ask `capacity` for the fleet."),
-    send_lag: float = typer.Option(0.005, "--send-lag-limit", help="live: a step whose send lag p99 exceeds this "
-                                   "(s) is invalid.", callback=bounded("--send-lag-limit", gt=0, unit=" s")),
+    send_lag: float = typer.Option(0.05, "--send-lag-limit", help="live: a step whose send lag p99.9 exceeds this "
+                                   "(s) is invalid, as is one with over 1% of its sends over 10 ms late; an invalid "
+                                   "step is run again, twice at most.",
+                                   callback=bounded("--send-lag-limit", gt=0, unit=" s")),
+    repeats: int = typer.Option(1, "--repeats", help="live: run the whole search N times; print the knee's median, "
+                                "min, max and spread.", callback=bounded("--repeats", ge=1, le=20)),
     set_: Optional[List[str]] = SET,
     seed: int = SEED,
     scale: Optional[float] = LIVE_SCALE,
@@ -84,7 +89,8 @@ def sweep_target(target: str, mode: str, start: Optional[float], duration: Optio
                  min_ratio: float, check: Optional[List[str]], check_capacity: bool, send_lag: float,
                  set_: Optional[List[str]], seed: int, scale: Optional[float], model: Optional[str], device: str,
                  pad_to_s: Optional[float], allow_remote: bool, warmup: Optional[float], driver_procs: int,
-                 balancer: str, as_json: bool, out_path: Optional[Path], quiet: bool, html: Optional[Path]) -> None:
+                 balancer: str, as_json: bool, out_path: Optional[Path], quiet: bool, html: Optional[Path],
+                 repeats: int = 1) -> None:
     """`sweep` of a target the harness drives (a design, a framework, a /predict URL), sim or live.
     The options that do not apply were refused before (harness.cli.applies)."""
     model = torch_model(model)
@@ -100,13 +106,17 @@ def sweep_target(target: str, mode: str, start: Optional[float], duration: Optio
         if not (quiet or as_json):
             err.print("  " + "  ".join(step_row(step, None)), highlight=False)
 
+    def repeat_header(i: int, n: int) -> None:
+        if not (quiet or as_json):
+            err.print(f"repeat {i} of {n}", highlight=False)
+
     try:
         result = run_sweep(target, mode, overrides=parse_overrides(set_ or []), seed=seed, start_rps=start,
                            duration_s=duration, rel_tol=rel_tol, min_ratio=min_ratio, scale=scale, model=model,
                            device=device, pad_to_s=pad_to_s, allow_remote=allow_remote,
                            capacity_check=capacity_agreement if check_capacity else None, on_step=shown,
                            warmup_s=warmup, send_lag_limit_s=send_lag, driver_procs=driver_procs,
-                           balancer=balancer)
+                           balancer=balancer, repeats=repeats, on_repeat=repeat_header)
         outcomes = judge_sweep(result, list(check or []))
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
@@ -117,5 +127,9 @@ def sweep_target(target: str, mode: str, start: Optional[float], duration: Optio
     for o in outcomes:
         if not as_json:
             out.print(f"{o.status}: {o.check} ({o.note})", highlight=False)
+    if result.inconclusive:
+        if not as_json:
+            err.print(f"error: no knee found: {result.inconclusive}", highlight=False)
+        raise typer.Exit(1)
     if any(not o.passed for o in outcomes):
         raise typer.Exit(1)

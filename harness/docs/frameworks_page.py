@@ -50,7 +50,10 @@ def page() -> str:
             "`harness.live.validity.judge` sorts what went wrong by who did it; the result's `live.validity` "
             "holds `fault` (none, driver, target, both), `target_findings` and `remedies`.\n",
             table(("what the run recorded", "whose", "verdict"), [
-                (f"send lag p99 over {_ms(lim.send_lag_p99_s)} (`live.send_lag_s`): requests issued late",
+                (f"over {lim.late_share:.0%} of the sends over {_ms(validity.LATE_BOUND_S)} late "
+                 f"(`live.late_over_10ms` of `live.sends_measured`), or a send lag p99.9 over "
+                 f"{_ms(lim.send_lag_p999_s)} (`live.send_lag_s`: a stall); a few late sends among thousands "
+                 "are neither",
                  "the driver's (its schedule, its CPU, a busy machine)", "invalid"),
                 (f"the driver process busy {lim.driver_cpu_share:.0%} of a core or more", "the driver's", "invalid"),
                 (f"connects failing for over {lim.connect_error_share:.0%} of attempts", "unreachable target",

@@ -59,7 +59,8 @@ def judge_sweep_checks(result: SweepResult | LlmSearch,
         measured = getattr(result, c.key)
         value = math.inf if measured is None and c.key == "first_failing_rate" else measured
         passed = value is not None and c.value is not None and COMPARE[c.op](value, c.value)
-        note = "no rate met the SLO" if value is None else f"{_rate(value)} req/s {c.op} {_rate(c.value)}"
+        none = "no valid knee found" if getattr(result, "inconclusive", None) else "no rate met the SLO"
+        note = none if value is None else f"{_rate(value)} req/s {c.op} {_rate(c.value)}"
         out.append(CheckOutcome(scenario="sweep", target=result.target, key=c.key, op=c.op, check=c.text,
                                 threshold=c.value, measured=value, passed=passed, note=note, skipped=False))
     return out

@@ -8,11 +8,11 @@ and the target's policy code pay for lazy setup. Measured against a fresh
 
 Two steps, both untimed by the target's figures that matter:
 
-- `warm_models`: one batch of every size 1..B, and for sequence models the
-  largest batch at each length bucket (powers of two up to the model's longest
-  input), on the first worker; one batch of B on each other worker. Kernels and
-  the allocator's caches are the process's (and the device's), so the shapes
-  need warming once; each other worker only needs its own weights touched. Run
+- `warm_models`: one batch of every size 1..B on every worker (each is its own
+  thread with its own weights, and its own thread-local state: a worker first
+  handed a batch size during the run would pay for it there), and for sequence
+  models the largest batch at each length bucket (powers of two up to the
+  model's longest input) on the first worker. Run
   on the executor directly, never held to the pad: the pad is a sleep that
   emulates GPU time, warming the real torch path is what matters (padded,
   B sizes x 100 ms per worker took 10 s on naive).
@@ -47,21 +47,20 @@ def length_buckets(max_length: int | None) -> list[int]:
 
 
 async def warm_models(gpus: Sequence[Any], max_batch: int) -> dict[str, Any]:
-    """Every batch size 1..`max_batch`, then each length bucket at `max_batch` for
-    sequence models, on the first worker; one batch of `max_batch` on each other
-    worker (in parallel with the first). Returns counts and seconds."""
+    """Every batch size 1..`max_batch` on every worker (in parallel), then each length
+    bucket at `max_batch` for sequence models on the first. Returns counts and seconds."""
     started = time.perf_counter()
     model = gpus[0].executor.model
     lengths = length_buckets(model.max_length) if model.variable_length else []
 
-    async def shapes(gpu: Any) -> None:
+    async def shapes(gpu: Any, first: bool) -> None:
         for size in range(1, max_batch + 1):
             await gpu.executor.warm_up(size)
-        for length in lengths:
+        for length in lengths if first else ():
             await gpu.executor.warm_up(max_batch, length)
 
-    await asyncio.gather(shapes(gpus[0]), *(g.executor.warm_up(max_batch) for g in gpus[1:]))
-    return {"batch_sizes": max_batch, "lengths": lengths, "batches": max_batch + len(lengths) + len(gpus) - 1,
+    await asyncio.gather(*(shapes(g, i == 0) for i, g in enumerate(gpus)))
+    return {"batch_sizes": max_batch, "lengths": lengths, "batches": max_batch * len(gpus) + len(lengths),
             "model_s": time.perf_counter() - started}
 
 

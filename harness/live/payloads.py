@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 import re
 
 import numpy as np
 
-__all__ = ["Payloads"]
+__all__ = ["Payloads", "SALT_GROUPS", "SALT_STEP"]
+
+SALT_STEP = 1_000_000   # a salted run's content ids move by a multiple of this
+SALT_GROUPS = 499       # ... between 1 and this many times (the warm-up's contents start at 500 x 10^6)
 
 _PLACEHOLDER = re.compile(r"\{\{(tenant|request_id|deadline_ms|input|content|size)\}\}")
 
@@ -22,11 +27,15 @@ class Payloads:
     an exact-payload cache cannot see through. `template` (JSON text with
     {{tenant}}, {{request_id}}, {{deadline_ms}}, {{input}}, {{content}},
     {{size}}) replaces the built-in body for servers that take another JSON.
+    `content_offset` is added to every content id (`salted`: a run against a server that
+    outlives it, whose cache must not answer this run with an earlier run's payloads).
     """
 
-    def __init__(self, model: str = "mlp", template: str | None = None, seed: int = 0) -> None:
+    def __init__(self, model: str = "mlp", template: str | None = None, seed: int = 0,
+                 content_offset: int = 0) -> None:
         rng = np.random.default_rng(seed)
         self.model = model
+        self.content_offset = content_offset
         if model in ("mlp", "cnn"):
             n = 512 if model == "mlp" else 3 * 32 * 32
             self._tail = ("," + ",".join(f"{v:.3f}" for v in rng.standard_normal(n - 1)) + "]").encode()
@@ -55,8 +64,21 @@ class Payloads:
             tail = self._token_tails[size] = "".join(f",{t}" for t in rest).encode() + b"]"
         return b"[" + ",".join(str(d) for d in digits).encode() + tail
 
+    def salted(self, rng: random.Random) -> "Payloads":
+        """A copy whose content ids are moved by a random SALT_STEP x k (k in 1..SALT_GROUPS):
+        the same inputs' shapes and costs, other contents. A step of 10^6 moves the
+        transformer's leading token group by k, which neither an unsalted run's (0) nor a
+        warm-up's (500 + k: harness.live.warmup.WARMUP_CONTENT_BASE) contents share; two salted
+        runs share theirs once in SALT_GROUPS."""
+        twin = copy.copy(self)
+        twin.content_offset = SALT_STEP * rng.randint(1, SALT_GROUPS)
+        if self.model == "transformer":
+            twin._token_tails = {}
+        return twin
+
     def body(self, tenant: str, content: int, size: int, request_id: str | None, deadline_ms: int | None,
              variant: int = 0) -> bytes:
+        content += self.content_offset
         if self._pieces is not None:
             values = {"tenant": tenant.encode(), "request_id": (request_id or "").encode(),
                       "deadline_ms": b"null" if deadline_ms is None else b"%d" % deadline_ms,

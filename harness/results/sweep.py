@@ -12,7 +12,7 @@ from pydantic import Field
 
 from harness.results.base import Figures, Result
 
-__all__ = ["SweepResult", "SweepStep", "CapacityAgreement"]
+__all__ = ["CapacityAgreement", "KneeSpread", "SweepRepeat", "SweepResult", "SweepStep"]
 
 
 class SweepStep(Figures):
@@ -21,7 +21,9 @@ class SweepStep(Figures):
     `p99_s` counts requests not answered OK as infinitely slow (None: over 1% were);
     `p99_ok_s` ranks the OK answers only. `passed`: at least `min_goodput_ratio` of
     the unique requests answered within the SLO, the step ran to its end, and (live)
-    the run was valid. `ran_s` < `duration_s` when it stopped early.
+    the run was valid. `ran_s` < `duration_s` when it stopped early. `try_no`: 1 for
+    a rate's first try; an invalid live step is run again at the same rate (2, 3), and
+    the search goes on from the first valid try.
     """
 
     OMIT_IF_NONE = frozenset({"send_lag_p99_s"})
@@ -43,6 +45,35 @@ class SweepStep(Figures):
     passed: bool
     why: str
     wall_s: float
+    try_no: int = 1
+
+
+class SweepRepeat(Figures):
+    """One search of a `--repeats N` sweep: its knee and every step it ran.
+    `inconclusive`: why it found no valid knee (None: it found one, or validly none)."""
+
+    OMIT_IF_NONE = frozenset({"inconclusive"})
+
+    repeat: int
+    max_rate_within_slo: float | None
+    first_failing_rate: float | None
+    inconclusive: str | None = None
+    steps: list[SweepStep]
+    wall_s: float
+
+
+class KneeSpread(Figures):
+    """The knees of a `--repeats N` sweep (req/s). `median_rps` is the middle repeat's knee (the
+    lower middle for an even count: a rate that was run and passed); `spread_pct` is
+    (max - min) / median x 100. Over the repeats that found a knee (`found` of `repeats`)."""
+
+    repeats: int
+    found: int
+    knees_rps: list[float | None]
+    median_rps: float | None
+    min_rps: float | None
+    max_rps: float | None
+    spread_pct: float | None
 
 
 class CapacityAgreement(Figures):
@@ -62,7 +93,7 @@ class CapacityAgreement(Figures):
 class SweepResult(Result):
     """Offered rate against goodput and p99, searched for the highest rate within the SLO."""
 
-    OMIT_IF_NONE = frozenset({"capacity_check"})
+    OMIT_IF_NONE = frozenset({"capacity_check", "inconclusive", "knee_spread"})
 
     kind: Literal["sweep"] = "sweep"
     target: str
@@ -72,10 +103,14 @@ class SweepResult(Result):
     min_goodput_ratio: float
     rel_tol: float
     step_duration_s: float
-    send_lag_limit_s: float = 0.005  # live: a step whose send lag p99 exceeds this is invalid
+    send_lag_limit_s: float = 0.050  # live: a step whose send lag p99.9 exceeds this is invalid
+    late_share_limit: float = 0.01  # live: as is one with more than this share of its sends over 10 ms late
     max_rate_within_slo: float | None  # the knee: the highest offered rate that met the SLO (None: none did)
-    first_failing_rate: float | None  # the lowest failing rate above the knee (None: none failed)
+    first_failing_rate: float | None  # the lowest validly failing rate above the knee (None: none failed)
     steps: list[SweepStep]
+    inconclusive: str | None = None  # why no valid knee was found (the search stopped on invalid steps)
+    repeats: list[SweepRepeat] = Field(default_factory=list)  # --repeats N: every search (steps: the median's)
+    knee_spread: KneeSpread | None = None  # --repeats N: the knees' median, min, max and spread
     capacity_check: CapacityAgreement | None = None
     notes: list[str] = Field(default_factory=list)
     wall_s: float

@@ -43,11 +43,11 @@ OLD: dict[tuple[str, Where], set[str]] = {
     ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup", "--driver-procs"},
     ("compare", Where(LP, SIM)): _NOT_LLM_URLS | _LLM_COMPARE,
     ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"},
-    ("sweep", Where(D, SIM)): _SWEEP_NOT_LLM | {"--warmup", "--driver-procs", "--balancer"},
+    ("sweep", Where(D, SIM)): _SWEEP_NOT_LLM | {"--warmup", "--driver-procs", "--balancer", "--repeats"},
     **{("sweep", Where(k, LIVE)): _SWEEP_NOT_LLM for k in (D, F)},
     ("sweep", Where(U, LIVE)): _SWEEP_NOT_LLM | {"--balancer"},  # harness.live.plan: not to a URL
     ("sweep", Where(LU, LIVE)): {"--check-capacity", "--send-lag-limit", "--scale", "--device", "--pad-to-s",
-                                 "--warmup", "--driver-procs"},
+                                 "--warmup", "--driver-procs", "--repeats"},
     ("gate", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor"},
     ("alerts", Where(D, SIM)): {"--workload", "--prometheus", "--scale", "--duration", "--balancer", "--warmup"},
     ("alerts", Where(D, LIVE)): set(),

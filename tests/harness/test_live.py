@@ -73,7 +73,11 @@ def test_naive_and_hardened_run_live_and_write_valid_results(tmp_path: Path) -> 
         assert r.succeeded >= (0.5 if target == "naive" else 0.95) * r.unique and r.unfinished == 0
         live = s.live
         assert live["scale"]["effective"] == pytest.approx(1 / 32) and live["scale"]["requested"] == 0.02
-        assert live["send_lag_s"]["p99"] is not None and live["sends_measured"] == r.unique
+        # Every unique request was sent (its first attempt measured) or refused by the hardened
+        # client's own adaptive throttle before any attempt (requests.throttled, part of shed):
+        # under load 22 of 620 were, and sends_measured read 598 (targets.client.Client.start)
+        assert live["send_lag_s"]["p99"] is not None and live["sends_measured"] + r.throttled == r.unique
+        assert target == "hardened" or r.throttled == 0  # naive's client has no throttle
         assert live["executors"]["batches"] == s.gpu.batches > 0  # real forward passes
         assert live["host"]["model"] == "mlp" and live["host"]["device"] == "cpu"
         assert sum(live["proxy"]["per_api_server"]) == live["proxy"]["accepted"] >= 10

@@ -24,7 +24,7 @@ CASES = [
     (live(), 1000, 990, 1000, []),
     # p99 send lag 19.6 ms > 10 ms => the schedule the target saw was not the workload's
     (live(send_lag_s={"p99": 0.0196}, write_lag_s={"p99": 0.02}, late_over_10ms=272), 1000, 990, 1000,
-     ["driver fell behind: send lag p99 19.6 ms > 10.0 ms (272 requests sent over 10 ms late)"]),
+     ["driver fell behind: 272 of 1,000 requests sent over 10 ms late (27.2% > 1%); send lag p99 19.6 ms"]),
     # written 1 s after schedule while sent on time => the target held the connections: its
     # overload (a finding, judge() below), not the driver's: valid
     (live(write_lag_s={"p99": 1.0}, waited_for_connection=11405), 12494, 1460, 11271, []),
@@ -56,6 +56,50 @@ def test_invalid_reasons(block, attempts, succeeded, unique, expected) -> None:
     assert len(reasons) == len(expected), reasons
     for got, want in zip(reasons, expected):
         assert got.startswith(want), (got, want)
+
+
+# The share rule and the tail rule: (send lag figures, sends over 10 ms late, sends) -> the reason's
+# start (None: the driver kept up). The issue's step: p99 5.6 ms, 18 of 7,529 late, 100% in the SLO.
+ISSUE = {"p50": 0.0004, "p99": 0.0056, "p999": 0.021, "max": 0.034}
+LATE = [
+    # 18 of 7,529 sends over 10 ms late (0.24% <= 1%), p99.9 21 ms <= 50 ms => a hiccup: valid
+    (ISSUE, 18, 7529, None),
+    # 76 of 7,529 (1.01% > 1%) => the rate was not offered on time
+    ({**ISSUE, "p99": 0.0102}, 76, 7529, "driver fell behind: 76 of 7,529 requests sent over 10 ms late (1.0% > 1%)"),
+    # 75 of 7,529 (0.996%): just within the share
+    ({**ISSUE, "p99": 0.0099}, 75, 7529, None),
+    # 30 late sends (0.4%), but one in a thousand 80 ms late => a stall that sent a burst
+    ({**ISSUE, "p999": 0.080, "max": 0.090}, 30, 7529, "driver fell behind: send lag p99.9 80.0 ms > 50.0 ms (a stall)"),
+    # nothing late at all => valid
+    ({"p50": 0.0002, "p99": 0.001, "p999": 0.002, "max": 0.003}, 0, 7529, None),
+    # a saved block with no late count: its p99 against 10 ms, as before the share was counted
+    ({"p99": 0.012}, None, None, "driver fell behind: send lag p99 12.0 ms > 10.0 ms"),
+    ({"p99": 0.009}, None, None, None),
+]
+
+
+@pytest.mark.parametrize("lag, late, sends, expected", LATE)
+def test_a_few_late_sends_do_not_void_a_run_but_a_share_or_a_stall_does(lag, late, sends, expected) -> None:
+    block = live(send_lag_s=lag, **({} if late is None else {"late_over_10ms": late, "sends_measured": sends}))
+    reasons = [r for r in invalid_reasons(block, sends or 7529, 7529, 7529) if r.startswith("driver fell")]
+    if expected is None:
+        assert reasons == []
+    else:
+        assert len(reasons) == 1 and reasons[0].startswith(expected), reasons
+
+
+def test_the_share_counts_sends_or_else_attempts() -> None:
+    # no sends_measured (a merged block of old): the attempts are the denominator
+    block = live(send_lag_s=ISSUE, late_over_10ms=18)
+    assert invalid_reasons(block, 7529, 7529, 7529) == []
+    assert invalid_reasons(block, 1000, 1000, 1000)[0].startswith("driver fell behind: 18 of 1,000")
+
+
+def test_limits_refuse_nonsense() -> None:
+    with pytest.raises(ValueError, match="late_share"):
+        Limits(late_share=1.5)
+    with pytest.raises(ValueError, match="send_lag_p999_s"):
+        Limits(send_lag_p999_s=0)
 
 
 def test_limits_are_the_users_to_set() -> None:

@@ -2,8 +2,8 @@
 
 A sweep runs a target (sim, a live host, or a URL) under constant Poisson
 traffic at one rate per step (``sweep.steps``), each step stopped as soon as
-it has certainly failed (the whole search at the first invalid live step),
-and lets ``sweep.search.RateSearch`` choose the next
+it has certainly failed (an invalid live step is run again, up to twice, and
+the search stops on a rate invalid in every try: ``sweep.repeat``), and lets ``sweep.search.RateSearch`` choose the next
 rate: gallop from the target's design peak, then bisect to ``rel_tol``. A step
 passes when at least ``min_ratio`` of its unique requests answer within the
 SLO (requests never answered count as late): the same verdict as
@@ -14,7 +14,9 @@ buy at the swept rate (the CLI's --check-capacity passes
 
 The result (``harness.results.sweep.SweepResult``) holds every step (the curve
 of goodput and p99 against offered rate), ``max_rate_within_slo`` (the knee) and
-``first_failing_rate``.
+``first_failing_rate``; ``inconclusive`` when it stopped on invalid steps with no
+valid knee below them. ``repeats > 1`` runs the whole search again and again and
+keeps every search, with the knee's spread.
 """
 
 from __future__ import annotations
@@ -23,19 +25,21 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
+from harness.analysis.sweep.repeat import MAX_RETRIES, inconclusive, knee_spread, median_repeat, search_with_retries
 from harness.analysis.sweep.search import RateSearch
 from harness.analysis.sweep.steps import SWEEP_LIMITS, StepRunner, live_step, sim_step
 from harness.analysis.traffic import QUICK_PROBE
-from harness.results.sweep import CapacityAgreement, SweepResult, SweepStep
+from harness.results.sweep import CapacityAgreement, SweepRepeat, SweepResult, SweepStep
 from targets.config import TargetConfig
 from targets.spec import resolve_target
 
 __all__ = ["CapacityCheck", "run_sweep", "step_duration_s"]
 
 OnStep = Callable[[SweepStep], None]
+OnRepeat = Callable[[int, int], None]  # (repeat, of N), before each search of a --repeats N sweep
 # The fleet `harness capacity` buys for (config, swept rate in req/s, seed).
 CapacityCheck = Callable[[TargetConfig, float, int], CapacityAgreement]
-MAX_STEPS = 24
+MAX_REPEATS = 20
 
 
 def step_duration_s(rate_rps: float, duration_s: float | None, slo_s: float, rel_tol: float) -> float:
@@ -50,19 +54,24 @@ def step_duration_s(rate_rps: float, duration_s: float | None, slo_s: float, rel
 
 
 def search(run_step: StepRunner, start_rps: float, duration_s: float | None, slo_s: float, rel_tol: float,
-           on_step: OnStep | None = None, max_rps: float | None = None) -> list[SweepStep]:
-    """Every step the search ran, in order."""
-    rs = RateSearch(start_rps, rel_tol=rel_tol, max_rps=max_rps)
-    steps: list[SweepStep] = []
-    while (rate := rs.next_rate()) is not None and len(steps) < MAX_STEPS:
-        step = run_step(rate, step_duration_s(rate, duration_s, slo_s, rel_tol))
-        steps.append(step)
-        rs.update(rate, step.passed)
-        if on_step is not None:
-            on_step(step)
-        if not step.valid:
-            break  # the driver, not the target, gave out: no lower rate would say more about the target
-    return steps
+           on_step: OnStep | None = None, max_rps: float | None = None,
+           retries: int = MAX_RETRIES) -> list[SweepStep]:
+    """Every try the search ran, in order (an invalid step re-run up to ``retries`` times:
+    ``sweep.repeat.search_with_retries``)."""
+    return search_with_retries(RateSearch(start_rps, rel_tol=rel_tol, max_rps=max_rps), run_step,
+                               lambda rate: step_duration_s(rate, duration_s, slo_s, rel_tol), on_step, retries)
+
+
+def one_search(run_step: StepRunner, repeat: int, start_rps: float, duration_s: float | None, slo_s: float,
+               rel_tol: float, on_step: OnStep | None, retries: int) -> SweepRepeat:
+    """One search, its knee and first (valid) failing rate above it."""
+    started = time.perf_counter()
+    steps = search(run_step, start_rps, duration_s, slo_s, rel_tol, on_step, retries=retries)
+    ok = [s.rate_rps for s in steps if s.passed]
+    bad = [s.rate_rps for s in steps if s.valid and not s.passed and (not ok or s.rate_rps > max(ok))]
+    return SweepRepeat(repeat=repeat, max_rate_within_slo=max(ok) if ok else None,
+                       first_failing_rate=min(bad) if bad else None, inconclusive=inconclusive(steps),
+                       steps=steps, wall_s=time.perf_counter() - started)
 
 
 def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | None = None, seed: int = 1,
@@ -70,8 +79,9 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
               min_ratio: float = 0.99, scale: float | None = None, model: str = "mlp", device: str = "auto",
               pad_to_s: float | None = None, allow_remote: bool = False, capacity_check: CapacityCheck | None = None,
               on_step: OnStep | None = None, warmup_s: float | None = None,
-              send_lag_limit_s: float = SWEEP_LIMITS.send_lag_p99_s, driver_procs: int = 1,
-              balancer: str = "python") -> SweepResult:
+              send_lag_limit_s: float = SWEEP_LIMITS.send_lag_p999_s, driver_procs: int = 1,
+              balancer: str = "python", repeats: int = 1, retries: int = MAX_RETRIES,
+              on_repeat: OnRepeat | None = None) -> SweepResult:
     """Sweep ``target`` (a spec, TOML file or http URL) in ``mode`` ("sim" or "live").
 
     ``start_rps`` defaults to the target's peak (live: as scaled for this machine).
@@ -79,13 +89,20 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
     (``harness.analysis.capacity.capacity_agreement``).
     ``warmup_s`` (live only; None: harness.live.warmup's default): warm-up traffic at each
     step's rate before the step's clock starts, left out of its figures.
+    ``send_lag_limit_s`` (live only): a step whose send lag p99.9 is over it is invalid, as is
+    one with over 1% of its sends over 10 ms late (``harness.live.validity.driver_behind``).
     ``driver_procs`` (live only): driver processes each step's schedule is split over.
     ``balancer`` (live only): "python" (the project's proxy) or "haproxy" in front of the API servers.
+    ``repeats`` (live only): run the whole search this many times; the result's knee and steps
+    are the median repeat's, ``repeats`` keeps every one and ``knee_spread`` their spread.
+    ``retries``: how many times an invalid step is run again before the search stops on it.
     Raises ValueError / ConfigError naming the problem.
     """
     started = time.perf_counter()
     overrides = overrides or {}
     notes: list[str] = []
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"--repeats must be 1-{MAX_REPEATS}, got {repeats}")
     if mode == "sim":
         if warmup_s is not None:
             raise ValueError("--warmup applies to --mode live only (this sweep is sim)")
@@ -93,6 +110,8 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
             raise ValueError("--driver-procs applies to --mode live only (this sweep is sim)")
         if balancer != "python":
             raise ValueError("--balancer applies to --mode live only (this sweep is sim)")
+        if repeats != 1:
+            raise ValueError("--repeats applies to --mode live only (a sim sweep under one seed finds one knee)")
         if "://" in target:
             raise ValueError(f"'{target}' is a URL: sweep it with --mode live")
         cfg = resolve_target(target, overrides)
@@ -104,31 +123,48 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
                          pad_to_s=pad_to_s, allow_remote=allow_remote, warmup_s=warmup_s,
                          driver_procs=driver_procs, balancer=balancer)
         cfg, kind = plan.config, "url" if plan.url else "live"
-        limits = replace(SWEEP_LIMITS, send_lag_p99_s=send_lag_limit_s)
+        limits = replace(SWEEP_LIMITS, send_lag_p999_s=send_lag_limit_s)
         runner, start = live_step(plan, min_ratio, limits=limits), start_rps or plan.workload.peak_rps
         if plan.url:
             notes.append("a URL target: its SLO is the one given (--set slo_s=...), its client policy naive's")
     else:
         raise ValueError(f"unknown mode '{mode}': valid are sim, live")
-    steps = search(runner, start, duration_s, cfg.slo_s, rel_tol, on_step)
-    ok = [s.rate_rps for s in steps if s.passed]
-    bad = [s.rate_rps for s in steps if not s.passed and (not ok or s.rate_rps > max(ok))]
-    best = max(ok) if ok else None
+    done: list[SweepRepeat] = []
+    for i in range(1, repeats + 1):
+        if on_repeat is not None and repeats > 1:
+            on_repeat(i, repeats)
+        done.append(one_search(runner, i, start, duration_s, cfg.slo_s, rel_tol, on_step, retries))
+    mid = median_repeat(done)
+    best, steps = mid.max_rate_within_slo, mid.steps
     agreement = capacity_check(cfg, best, seed) if capacity_check is not None and kind == "sim" and best else None
     note = fleet_note(cfg, best, kind, scale)
     if note:
         notes.append(note)
-    if steps and not steps[-1].valid:
+    if steps and not steps[-1].valid and best is not None:
         last = steps[-1]
-        notes.append(f"stopped at {last.rate_rps:,.0f} req/s: the step was invalid ({last.invalid_reasons[0]}); "
-                     f"a rate the driver could not offer on time (send lag p99 over {send_lag_limit_s * 1000:g} ms) "
-                     "is not shown sustainable, and the knee, if any, is a lower bound set by the driver, "
-                     "not the target")
+        notes.append(f"stopped at {last.rate_rps:,.0f} req/s: the step was invalid in every try "
+                     f"({last.invalid_reasons[0]}); a rate the driver could not offer on time is not shown "
+                     "sustainable, and the knee is a lower bound set by the driver, not the target")
+    why = _inconclusive(done)
+    spread = knee_spread(done) if repeats > 1 else None
     return SweepResult(target=target, mode=kind, seed=seed, slo_s=cfg.slo_s, min_goodput_ratio=min_ratio,
                        rel_tol=rel_tol, step_duration_s=step_duration_s(start, duration_s, cfg.slo_s, rel_tol),
-                       max_rate_within_slo=best, first_failing_rate=min(bad) if bad else None,
-                       steps=steps, capacity_check=agreement, send_lag_limit_s=send_lag_limit_s, notes=notes,
+                       max_rate_within_slo=best, first_failing_rate=mid.first_failing_rate,
+                       steps=steps, inconclusive=why, repeats=done if repeats > 1 else [], knee_spread=spread,
+                       capacity_check=agreement, send_lag_limit_s=send_lag_limit_s,
+                       late_share_limit=SWEEP_LIMITS.late_share, notes=notes,
                        wall_s=time.perf_counter() - started)
+
+
+def _inconclusive(repeats: list[SweepRepeat]) -> str | None:
+    """Why the sweep found no valid knee (None: every search concluded)."""
+    bad = [r for r in repeats if r.inconclusive]
+    if not bad:
+        return None
+    if len(repeats) == 1:
+        return bad[0].inconclusive
+    return (f"{len(bad)} of {len(repeats)} repeats found no valid knee (repeat {bad[0].repeat}: "
+            f"{bad[0].inconclusive})")
 
 
 FLEET_BOUND = 0.85  # a knee at this share of the fleet's ceiling or more is the fleet's

@@ -6,9 +6,11 @@ scenario's ten tenants at one Poisson rate) and the same stopping rule
 ``check_s``): sim stops by interrupting its virtual loop, live by cancelling
 its drive, and both summarise the part that ran, as a Ctrl-C would.
 
-A live step is judged valid under the sweep's stricter limits (``SWEEP_LIMITS``:
-send lag p99 under 5 ms): a rate the driver could not offer on time is not
-one the target was shown to sustain.
+A live step is judged valid under ``SWEEP_LIMITS`` (those of a run,
+``harness.live.validity.LIMITS``: no more than 1% of the sends over 10 ms late,
+send lag p99.9 within 50 ms): a rate the driver could not offer on time is not
+one the target was shown to sustain, but a scheduler hiccup on a few sends of
+thousands does not void a step whose figures are sound.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from harness.analysis.sweep.search import allowed_failures, certain_failures
 from harness.analysis.traffic import traffic
 from harness.engine.recorder import Recorder
 from harness.engine.sim import SimRun
-from harness.live.validity import Limits, invalid_reasons
+from harness.live.validity import LIMITS, Limits, invalid_reasons
 from harness.results.run import RunResult
 from harness.results.sweep import SweepStep
 from targets.config import TargetConfig
 
 __all__ = ["SWEEP_LIMITS", "StepRunner", "sim_step", "live_step", "step_of"]
 
-SWEEP_LIMITS = Limits(send_lag_p99_s=0.005)
+SWEEP_LIMITS = LIMITS
 StepRunner = Callable[[float, float], SweepStep]  # (rate_rps, duration_s) -> the step
 
 
