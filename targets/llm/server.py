@@ -20,6 +20,13 @@ with `Retry-After` (whole seconds, rounded up) and `retry-after-ms` (which
 OpenAI's own clients read) saying when its bucket will have refilled for it;
 none when it never will (it is larger than the burst).
 
+Health and info, what a router probes before it sends a worker traffic (sglang-router
+and its peers): `GET /health` (200 while the engine loop runs, else 503),
+`GET /health_generate` (200 once a one-token generation went through the engine),
+`GET /get_model_info` and `GET /get_server_info` (the model, its context, the
+engine's knobs and its prefix cache's figures: hit rate by tokens, tokens saved,
+evictions), beside `GET /v1/models`. None needs the token: a probe has none.
+
 With a `token` (`harness serve llm-... --token`), every `/v1/` path needs
 ``Authorization: Bearer <token>``; without it the answer is a 401 in OpenAI's
 shape (`invalid_api_key`) and the engine never sees the request.
@@ -27,6 +34,7 @@ shape (`invalid_api_key`) and the engine never sees the request.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -37,6 +45,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from targets.http.limits import bearer_ok
+from targets.llm.decoder import FIRST_PRINTABLE, VOCAB
 from targets.llm.live_engine import DEFAULT_TENANT, LiveEngine, RateLimited
 from targets.llm.openai_request import BadCompletion, Completion, parse_completion, tenant_name
 
@@ -44,6 +53,8 @@ __all__ = ["MAX_BODY_BYTES", "create_llm_app"]
 
 MAX_BODY_BYTES = 1 << 20
 MAX_REQUEST_ID_CHARS = 128
+HEALTH_GENERATE_TIMEOUT_S = 10.0
+HEALTH_TENANT = "health-probe"   # a probe's generation is its own tenant's, not a client's
 _ENGINE = web.AppKey("engine", LiveEngine)
 
 
@@ -153,7 +164,28 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         return resp
 
     async def models(request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": model, "object": "model"}]})
+        return web.json_response({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "harness",
+                                                              "max_model_len": engine.model.max_len}]})
+
+    async def health(request: web.Request) -> web.Response:
+        if not engine.running:
+            return web.json_response({"status": "stopped"}, status=503)
+        return web.json_response({"status": "ok"})
+
+    async def health_generate(request: web.Request) -> web.Response:
+        try:
+            async with asyncio.timeout(HEALTH_GENERATE_TIMEOUT_S):
+                made = [t async for t in engine.generate([FIRST_PRINTABLE], 1, tenant=HEALTH_TENANT)]
+        except (TimeoutError, ValueError) as exc:
+            return web.json_response({"status": "unhealthy", "reason": str(exc) or "timed out"}, status=503)
+        return web.json_response({"status": "ok", "tokens": len(made)})
+
+    async def model_info(request: web.Request) -> web.Response:
+        return web.json_response({"model_path": model, "tokenizer_path": None, "is_generation": True,
+                                  "max_model_len": engine.model.max_len, "vocab_size": VOCAB})
+
+    async def server_info(request: web.Request) -> web.Response:
+        return web.json_response(engine.info(model))
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         engine.start()
@@ -162,5 +194,9 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
 
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
+    app.router.add_get("/health", health)
+    app.router.add_get("/health_generate", health_generate)
+    app.router.add_get("/get_model_info", model_info)
+    app.router.add_get("/get_server_info", server_info)
     app.cleanup_ctx.append(lifecycle)
     return app
