@@ -21,16 +21,13 @@ that sends the answer back finds it cached too.
 from __future__ import annotations
 
 from targets.llm.decoder import BlockKV, Cache, cache_blocks, join_blocks
-from targets.llm.prefix_cache import PrefixCache, chain_hashes
+from targets.llm.prefix_cache import PrefixCache, token_block_names
 from targets.llm.sequence import Sequence
 
 __all__ = ["BlockStore", "names_of"]
 
 
-def names_of(tokens: list[int], block_size: int) -> tuple[int, ...]:
-    """The chained names of the full blocks of `tokens`."""
-    full = len(tokens) // block_size
-    return chain_hashes(tuple(tokens[b * block_size:(b + 1) * block_size]) for b in range(full))
+names_of = token_block_names
 
 
 class BlockStore:

@@ -23,7 +23,7 @@ none when it never will (it is larger than the burst).
 Health and info, what a router probes before it sends a worker traffic (sglang-router
 and its peers): `GET /health` (200 while the engine loop runs, else 503),
 `GET /health_generate` (200 once a one-token generation went through the engine),
-`GET /get_model_info` and `GET /get_server_info` (the model, its context, the
+`GET /get_model_info` and `GET /get_server_info` (also as `/model_info`, `/server_info`; the model, its context, the
 engine's knobs and its prefix cache's figures: hit rate by tokens, tokens saved,
 evictions), beside `GET /v1/models`. None needs the token: a probe has none.
 
@@ -196,7 +196,9 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
     app.router.add_get("/v1/models", models)
     app.router.add_get("/health", health)
     app.router.add_get("/health_generate", health_generate)
-    app.router.add_get("/get_model_info", model_info)
-    app.router.add_get("/get_server_info", server_info)
+    for path in ("/get_model_info", "/model_info"):     # sglang's old name and its new one
+        app.router.add_get(path, model_info)
+    for path in ("/get_server_info", "/server_info"):
+        app.router.add_get(path, server_info)
     app.cleanup_ctx.append(lifecycle)
     return app
