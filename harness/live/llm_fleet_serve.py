@@ -38,7 +38,8 @@ from harness.live.llm_serve import MAX_LEN, MODEL_NAME
 from targets.llm import LlmEngineSpec
 from targets.llm.fleet import FleetSpec, parse_fleet
 
-__all__ = ["LiveFleet", "RunningFleet", "SGLANG_POLICIES", "parse_live_fleet", "sglang_available", "start_fleet"]
+__all__ = ["LiveFleet", "RunningFleet", "SGLANG_POLICIES", "parse_live_fleet", "sglang_available", "start_fleet",
+           "start_sglang_front"]
 
 SGLANG_POLICIES = ("round_robin", "cache_aware", "power_of_two", "random")
 _SGLANG = "sglang:"
@@ -230,15 +231,49 @@ async def _start_ours(fleet: RunningFleet, port: int) -> None:
 
 async def _start_sglang(fleet: RunningFleet, port: int, http: aiohttp.ClientSession, deadline: float,
                         token: str | None) -> None:
+    assert fleet.live.sglang_policy is not None
+    fleet.front_proc, fleet.url = await start_sglang_front(fleet.replica_urls, fleet.live.sglang_policy, port,
+                                                           token, http, deadline)
+
+
+async def start_sglang_front(replica_urls: list[str], policy: str, port: int = 0, token: str | None = None,
+                             http: aiohttp.ClientSession | None = None, deadline: float | None = None
+                             ) -> tuple[subprocess.Popen, str]:
+    """sglang-router (`policy`) on 127.0.0.1:`port` in front of running replicas: its process and its
+    /v1/completions, once it has routed one completion (its worker health checks have passed; one
+    lookup on a replica). The caller stops the process (SIGTERM to its group). RuntimeError when it is
+    not installed or not ready by `deadline`."""
     if not sglang_available():
         raise RuntimeError("router=sglang:... needs sglang-router: pip install 'inference-harness[sglang]'")
+    if policy not in SGLANG_POLICIES:
+        raise ValueError(f"sglang policy '{policy}' is not one of {', '.join(SGLANG_POLICIES)}")
+    deadline = deadline or time.monotonic() + START_TIMEOUT_S
     port = port or _free_port()
     cmd = [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(port),
-           "--policy", str(fleet.live.sglang_policy), "--worker-urls", *fleet.replica_urls]
-    fleet.front_proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
-    fleet.url = f"http://127.0.0.1:{port}/v1/completions"
+           "--policy", policy, "--worker-urls", *replica_urls]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}/v1/completions"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    # Ready when it routes: its worker health checks have passed (a 1-token completion; one lookup on a replica).
-    await _until(http, "POST", fleet.url, deadline, headers=headers,
-                 json={"model": MODEL_NAME, "prompt": "ready?", "max_tokens": 1})
+    try:
+        async with aiohttp.ClientSession() if http is None else _borrowed(http) as session:
+            await _until(session, "POST", url, deadline, headers=headers,
+                         json={"model": MODEL_NAME, "prompt": "ready?", "max_tokens": 1})
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return proc, url
+
+
+class _borrowed:
+    """A session used as `async with` without closing it."""
+
+    def __init__(self, http: aiohttp.ClientSession) -> None:
+        self.http = http
+
+    async def __aenter__(self) -> aiohttp.ClientSession:
+        return self.http
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None

@@ -111,6 +111,7 @@ class _State:
     model: str
     max_len: int
     http: aiohttp.ClientSession | None = None
+    probe_rounds: int = 0
     ids: itertools.count = field(default_factory=itertools.count)
 
 
@@ -127,6 +128,7 @@ async def _probe(state: _State, every_s: float) -> None:
                     state.view.alive[r] = resp.status == 200
             except (aiohttp.ClientError, TimeoutError):
                 state.view.alive[r] = False
+        state.probe_rounds += 1
         await asyncio.sleep(every_s)
 
 
@@ -189,7 +191,8 @@ def create_router_app(replicas: list[str], router: Router, block_size: int, mode
     async def health(request: web.Request) -> web.Response:
         up = sum(state.view.alive)
         return web.json_response({"status": "ok" if up else "no-replica", "replicas_up": up,
-                                  "replicas": len(state.replicas)}, status=200 if up else 503)
+                                  "replicas": len(state.replicas), "probe_rounds": state.probe_rounds},
+                                 status=200 if up else 503)
 
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": state.model, "object": "model",
