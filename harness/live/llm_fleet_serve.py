@@ -59,11 +59,10 @@ class LiveFleet:
 
 
 def sglang_available() -> bool:
-    try:
-        import sglang_router  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """sglang-router is installed (its launcher module can be found; nothing is imported)."""
+    import importlib.util
+
+    return importlib.util.find_spec("sglang_router") is not None
 
 
 def parse_live_fleet(text: str) -> LiveFleet:

@@ -49,11 +49,19 @@ from targets.llm.decoder import FIRST_PRINTABLE, VOCAB
 from targets.llm.live_engine import DEFAULT_TENANT, LiveEngine, RateLimited
 from targets.llm.openai_request import BadCompletion, Completion, parse_completion, tenant_name
 
-__all__ = ["MAX_BODY_BYTES", "create_llm_app"]
+__all__ = ["MAX_BODY_BYTES", "PROBES", "create_llm_app"]
 
 MAX_BODY_BYTES = 1 << 20
 MAX_REQUEST_ID_CHARS = 128
 HEALTH_GENERATE_TIMEOUT_S = 10.0
+# What a router probes (path: what it answers); none needs the token. The docs' HTTP page lists these.
+PROBES: dict[str, str] = {
+    "/health": '200 {"status": "ok"} while the engine loop runs, else 503',
+    "/health_generate": "200 once a one-token generation went through the engine; 503 after 10 s",
+    "/get_model_info": "the model, its context (`max_model_len`), `is_generation` (also as `/model_info`)",
+    "/get_server_info": "the engine's state and its prefix cache's figures: `prefix_cache.hit_rate` by tokens, "
+                        "`tokens_saved`, `evictions`, `blocks_kept` (also as `/server_info`)",
+}
 HEALTH_TENANT = "health-probe"   # a probe's generation is its own tenant's, not a client's
 _ENGINE = web.AppKey("engine", LiveEngine)
 
@@ -194,11 +202,12 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
 
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
-    app.router.add_get("/health", health)
-    app.router.add_get("/health_generate", health_generate)
-    for path in ("/get_model_info", "/model_info"):     # sglang's old name and its new one
-        app.router.add_get(path, model_info)
-    for path in ("/get_server_info", "/server_info"):
-        app.router.add_get(path, server_info)
+    probes = {"/health": health, "/health_generate": health_generate, "/get_model_info": model_info,
+              "/get_server_info": server_info}
+    assert probes.keys() == PROBES.keys()
+    for path, handler in probes.items():
+        app.router.add_get(path, handler)
+    app.router.add_get("/model_info", model_info)       # sglang-router asks the new names first
+    app.router.add_get("/server_info", server_info)
     app.cleanup_ctx.append(lifecycle)
     return app
