@@ -34,12 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.engine.llm_fleet import simulate_fleet  # noqa: E402
 from harness.engine.llm_fleet_metrics import fleet_figures  # noqa: E402
-from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, ttft_figures  # noqa: E402
+from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, split_ttft, ttft_figures  # noqa: E402
 from harness.live.llm_fleet_serve import parse_live_fleet, sglang_available, start_fleet  # noqa: E402
 from harness.live.llm_profile import profile_llm  # noqa: E402
 from workloads.llm_days import build_fleet_schedule  # noqa: E402
 
-SIM_OF = {"sglang:round_robin": "round-robin", "sglang:cache_aware": "prefix", "sglang:power_of_two": "least-tokens"}
+# The sim router that models each sglang policy. cache_aware sends a request to the worker with the longest
+# prefix match unless the load is imbalanced past its thresholds (64 requests, 1.5x): at this load, never;
+# so prefix affinity without a load bound (whose hit rate it matched: 83.3% both, in the first run).
+SIM_OF = {"sglang:round_robin": "round-robin", "sglang:cache_aware": "prefix,load_factor=0",
+          "sglang:power_of_two": "least-tokens"}
 
 
 async def live_row(router: str, replicas: int, schedule, texts) -> dict:
@@ -49,22 +53,29 @@ async def live_row(router: str, replicas: int, schedule, texts) -> dict:
         before = await fleet.figures()
         driven = await drive_fleet(fleet.url, schedule, texts)
         after = await fleet.figures()
+        split = split_ttft(driven, await fleet.request_times())
     finally:
         await fleet.close()
     hit = after["hit_tokens"] - before["hit_tokens"]
     prompt = after["prompt_tokens"] - before["prompt_tokens"]
     lookups = [a - b for a, b in zip(after["lookups"], before["lookups"])]
     return {**ttft_figures(driven), "hit_rate": hit / prompt if prompt else None, "per_replica": lookups,
-            "router_cost": after.get("router_cost"), "evictions": after["evictions"]}
+            "router_cost": after.get("router_cost"), "evictions": after["evictions"], "split": split}
 
 
-def sim_row(router: str, replicas: int, schedule, cost) -> dict:
+def sim_row(router: str, replicas: int, schedule, cost, front_s: float) -> dict:
+    """The sim of the same schedule. The fleet sim (harness.engine.llm_fleet) prices steps only: it does not
+    apply StepCost's front-end terms, which a single engine's sim does, so they are added here, `front_s` =
+    in + out: a constant delay of every arrival shifts the whole day, and adds exactly that to each TTFT."""
     live = parse_live_fleet(f"llm-fleet:router={SIM_OF.get(router, router)},replicas={replicas}")
     fleet = replace(live.fleet, engine=replace(live.fleet.engine, cost=cost))
     run = fleet_figures(simulate_fleet(fleet, schedule), fleet.name, fleet.router, schedule.name, LIVE_CHAT.rate_rps,
                         schedule.turn, 1.0, 0.1)
-    return {"ttft_p50_s": run.ttft_s.p50, "ttft_p99_s": run.ttft_s.p99, "hit_rate": run.prefix_hit_rate,
-            "finished": run.finished, "per_replica": [p.requests for p in run.per_replica]}
+    p50, p99 = run.ttft_s.p50, run.ttft_s.p99
+    return {"ttft_p50_s": p50 + front_s if p50 is not None else None,
+            "ttft_p99_s": p99 + front_s if p99 is not None else None, "engine_ttft_p50_s": p50,
+            "hit_rate": run.prefix_hit_rate, "finished": run.finished,
+            "per_replica": [p.requests for p in run.per_replica]}
 
 
 def fmt(x: float | None, unit: str = "ms") -> str:
@@ -98,8 +109,10 @@ def main() -> None:
     rows = []
     for router in routers:
         live = asyncio.run(live_row(router, args.replicas, schedule, texts))
-        sim = sim_row(router, args.replicas, schedule, cost)
-        rows.append({"router": router, "live": live, "sim": sim})
+        sim = sim_row(router, args.replicas, schedule, cost, cost.frontend_in_s + cost.frontend_out_s)
+        sp = live["split"]
+        live_front = sp["front_in_s"] + sp["front_out_s"] if sp["matched"] else None
+        rows.append({"router": router, "live": live, "sim": sim, "live_front_s": live_front})
         print(f"  {router}: live {live['finished']}/{live['requests']} finished, per replica {live['per_replica']}",
               flush=True)
     print(f"\n{'router':<20}{'TTFT p50 ms':>12}{'sim':>7}{'l/s':>6}{'p99 ms':>8}{'sim':>7}{'hit':>7}{'sim':>7}"
@@ -111,6 +124,20 @@ def main() -> None:
         print(f"{row['router']:<20}{fmt(lv['ttft_p50_s']):>12}{fmt(sm['ttft_p50_s']):>7}"
               f"{'-' if ratio is None else f'{ratio:.2f}':>6}{fmt(lv['ttft_p99_s']):>8}{fmt(sm['ttft_p99_s']):>7}"
               f"{fmt(lv['hit_rate'], '%'):>7}{fmt(sm['hit_rate'], '%'):>7}{'-' if pts is None else f'{pts:+.1f}':>6}")
+    print(f"\nwhere live TTFT went (medians, ms; profiled front end {fmt(cost.frontend_in_s)} in, "
+          f"{fmt(cost.frontend_out_s)} out):")
+    print(f"  {'router':<20}{'front in':>9}{'engine':>8}{'out':>6}{'sim eng':>9}{'l/s eng':>9}"
+          f"{'sim+live front':>16}{'l/s':>6}")
+    for row in rows:
+        sp, sm, lv = row["live"]["split"], row["sim"], row["live"]
+        if not sp["matched"]:
+            print(f"  {row['router']:<20}(no request ids came through: the front does not forward X-Request-Id)")
+            continue
+        eng = sm["engine_ttft_p50_s"]
+        with_front = eng + row["live_front_s"] if eng is not None else None
+        print(f"  {row['router']:<20}{fmt(sp['front_in_s']):>9}{fmt(sp['engine_ttft_s']):>8}{fmt(sp['front_out_s']):>6}"
+              f"{fmt(eng):>9}{sp['engine_ttft_s'] / eng if eng else float('nan'):>9.2f}{fmt(with_front):>16}"
+              f"{lv['ttft_p50_s'] / with_front if with_front else float('nan'):>6.2f}")
     for mode in ("live", "sim"):
         ranked = sorted(rows, key=lambda r: r[mode]["ttft_p50_s"] or float("inf"))
         print(f"ranking by TTFT p50, {mode}: {' < '.join(r['router'] for r in ranked)}")

@@ -29,7 +29,7 @@ from targets.llm.decoder import FIRST_PRINTABLE, LAST_PRINTABLE, TinyDecoder
 from workloads.llm import LengthDist, LlmSchedule
 from workloads.llm_days import FLEET_DAYS, FleetDay, FleetSchedule
 
-__all__ = ["LIVE_CHAT", "day_texts", "drive_fleet", "ttft_figures"]
+__all__ = ["LIVE_CHAT", "day_texts", "drive_fleet", "split_ttft", "ttft_figures"]
 
 _OWN_BASE = 1 << 50   # workloads.llm_days: ids at or above are a conversation's own blocks
 
@@ -97,3 +97,24 @@ def ttft_figures(driven: Driven) -> dict[str, float | int | None]:
     return {"requests": len(seqs), "finished": len(ttft), "errors": driven.error_count, "timed_out": driven.timed_out,
             "ttft_p50_s": float(np.percentile(ttft, 50)) if len(ttft) else None,
             "ttft_p99_s": float(np.percentile(ttft, 99)) if len(ttft) else None}
+
+
+def split_ttft(driven: Driven, times: dict[str, dict[str, float]]) -> dict[str, float | None]:
+    """Medians of where each finished request's TTFT went, from the replicas' own times (`/request_times`,
+    the same monotonic clock as the driver's): `front_in_s` (scheduled start to the replica's engine seeing
+    it: the driver's send, the router, both HTTP hops), `engine_ttft_s` (engine arrival to its first token:
+    queueing and prefill) and `front_out_s` (that token to the client, back through the router)."""
+    origin = driven.trace.origin_s
+    into, engine, out = [], [], []
+    for seq in driven.trace.seqs:
+        mine = times.get(str(seq.id))
+        if mine is None or seq.finish_s != seq.finish_s:
+            continue
+        into.append(mine["arrival_s"] - (origin + seq.arrival_s))
+        engine.append(mine["first_token_s"] - mine["arrival_s"])
+        out.append(origin + seq.first_token_s - mine["first_token_s"])
+
+    def med(xs: list[float]) -> float | None:
+        return float(np.median(xs)) if xs else None
+
+    return {"front_in_s": med(into), "engine_ttft_s": med(engine), "front_out_s": med(out), "matched": len(into)}

@@ -130,6 +130,15 @@ class RunningFleet:
                    evictions=sum(r["evictions"] for r in reps), lookups=[r["lookups"] for r in reps])
         return out
 
+    async def request_times(self) -> dict[str, dict[str, float]]:
+        """Every replica's `/request_times`, merged (request ids are the driver's, unique over the fleet)."""
+        merged: dict[str, dict[str, float]] = {}
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            for base in self.replica_urls:
+                async with http.get(base + "/request_times") as resp:
+                    merged.update(await resp.json())
+        return merged
+
     async def close(self) -> None:
         if self.runner is not None:
             await self.runner.cleanup()

@@ -61,6 +61,8 @@ PROBES: dict[str, str] = {
     "/get_model_info": "the model, its context (`max_model_len`), `is_generation` (also as `/model_info`)",
     "/get_server_info": "the engine's state and its prefix cache's figures: `prefix_cache.hit_rate` by tokens, "
                         "`tokens_saved`, `evictions`, `blocks_kept` (also as `/server_info`)",
+    "/request_times": "per `X-Request-Id` the engine saw: `arrival_s`, `first_token_s`, `finish_s` on the "
+                      "replica's monotonic clock (one clock for every process of the machine)",
 }
 HEALTH_TENANT = "health-probe"   # a probe's generation is its own tenant's, not a client's
 _ENGINE = web.AppKey("engine", LiveEngine)
@@ -195,6 +197,10 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
     async def server_info(request: web.Request) -> web.Response:
         return web.json_response(engine.info(model))
 
+    async def request_times(request: web.Request) -> web.Response:
+        return web.json_response({rid: {"arrival_s": s.arrival_s, "first_token_s": s.first_token_s,
+                                        "finish_s": s.finish_s} for rid, s in engine.seen.items()})
+
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         engine.start()
         yield
@@ -203,7 +209,7 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
     probes = {"/health": health, "/health_generate": health_generate, "/get_model_info": model_info,
-              "/get_server_info": server_info}
+              "/get_server_info": server_info, "/request_times": request_times}
     assert probes.keys() == PROBES.keys()
     for path, handler in probes.items():
         app.router.add_get(path, handler)
