@@ -59,7 +59,7 @@ async def live_row(router: str, replicas: int, schedule, texts) -> dict:
     hit = after["hit_tokens"] - before["hit_tokens"]
     prompt = after["prompt_tokens"] - before["prompt_tokens"]
     lookups = [a - b for a, b in zip(after["lookups"], before["lookups"])]
-    return {**ttft_figures(driven), "hit_rate": hit / prompt if prompt else None, "per_replica": lookups,
+    return {**ttft_figures(driven), "error_texts": driven.errors, "hit_rate": hit / prompt if prompt else None, "per_replica": lookups,
             "router_cost": after.get("router_cost"), "evictions": after["evictions"], "split": split}
 
 
@@ -113,8 +113,8 @@ def main() -> None:
         sp = live["split"]
         live_front = sp["front_in_s"] + sp["front_out_s"] if sp["matched"] else None
         rows.append({"router": router, "live": live, "sim": sim, "live_front_s": live_front})
-        print(f"  {router}: live {live['finished']}/{live['requests']} finished, per replica {live['per_replica']}",
-              flush=True)
+        print(f"  {router}: live {live['finished']}/{live['requests']} finished, per replica {live['per_replica']}"
+              + (f"; first error: {live['error_texts'][0][:100]}" if live["error_texts"] else ""), flush=True)
     print(f"\n{'router':<20}{'TTFT p50 ms':>12}{'sim':>7}{'l/s':>6}{'p99 ms':>8}{'sim':>7}{'hit':>7}{'sim':>7}"
           f"{'pts':>6}")
     for row in rows:
