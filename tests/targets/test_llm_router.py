@@ -9,6 +9,8 @@ import json
 
 import aiohttp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from aiohttp.test_utils import TestClient, TestServer
 
 from targets.http.llm_router import RouterView, create_router_app
@@ -134,3 +136,25 @@ def test_the_view_counts_what_it_sent_and_forgets_least_recent_first():
     assert view.cached_blocks(0, (1, 4, 9)) == 2 and view.cached_blocks(0, (1, 2)) == 1  # 2 was evicted
     view.finished(0, 40)
     assert view.outstanding_requests == [1, 0] and view.outstanding_tokens == [10, 0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 2), st.lists(st.integers(0, 20), max_size=5, unique=True),
+                          st.integers(1, 500)), max_size=60))
+def test_the_view_never_goes_negative_nor_past_its_block_bound(ops):
+    """Whatever routes and finishes interleave: outstanding counts are what is open, never negative, and
+    the blocks remembered per replica never pass kv_blocks."""
+    view = RouterView(3, kv_blocks=5)
+    open_: list[tuple[int, int]] = []
+    for finish, r, names, tokens in ops:
+        if finish and open_:
+            r, tokens = open_.pop(0)
+            view.finished(r, tokens)
+        else:
+            view.routed(r, tuple(names), tokens)
+            open_.append((r, tokens))
+            assert view.cached_blocks(r, tuple(names)) == len(names)   # what it just sent, all remembered
+        for k in range(3):
+            assert view.outstanding_requests[k] == sum(1 for o, _ in open_ if o == k) >= 0
+            assert view.outstanding_tokens[k] == sum(t for o, t in open_ if o == k) >= 0
+            assert len(view.sent[k]) <= 5
