@@ -192,7 +192,8 @@ def compare_live(a: str, b: str, workloads: list[str], seed: int, overrides: dic
 def serve(
     target: str = typer.Argument(..., help="Target spec (naive, hardened, ...) or TOML file; or an LLM policy "
                                  "(llm-static, llm-dynamic, llm-continuous): the tiny decoder behind an "
-                                 "OpenAI-compatible /v1/completions."),
+                                 "OpenAI-compatible /v1/completions; or llm-fleet:router=R,replicas=N: "
+                                 "replicas behind a router (R a sim router or sglang:POLICY)."),
     port: int = typer.Option(8000, "--port", help="Port of the layer-4 proxy, the target's front door (0: any free).",
                              callback=bounded("--port", ge=0, le=65535)),
     host: str = typer.Option("127.0.0.1", "--host", help="Address the proxy binds (API servers stay on loopback)."),
@@ -214,7 +215,16 @@ def serve(
     An LLM policy (llm-static, llm-dynamic, llm-continuous) is served behind an OpenAI-compatible
     /v1/completions (streaming with "stream": true) with the same binding, --token and --set flags."""
     from harness.cli.llm import is_llm
+    from targets.llm.fleet import is_fleet
 
+    if is_fleet(target):
+        from harness.cli.llm_fleet_serve import serve_fleet_cmd
+
+        unused = [flag for flag, given in (("--model", model != "mlp"), ("--device", device != "auto"),
+                                           ("--pad-to-s", pad_to_s is not None), ("--scale", scale is not None),
+                                           ("--tenant", bool(tenant)), ("--balancer", balancer != "python"))
+                  if given]
+        return serve_fleet_cmd(target, port, host, expose, token, set_ or [], unused)
     if is_llm(target):
         from harness.cli.llm import serve_llm_cmd
 

@@ -31,6 +31,8 @@ HANDWRITTEN: dict[str, str] = {
                                 "LLM endpoints",
     "guide/live-mode.md": "live mode: scaling, validity (who is at fault), the balancer, the front end, "
                           "framework targets",
+    "guide/llm-fleet-live.md": "a live LLM fleet: the tiny decoder's prefix cache, the project's router and "
+                               "sglang-router in front of the same replicas, the chat day live against sim",
     "guide/reading-reports.md": "how to read a result: the outcome shares, the latencies, the verdicts, "
                                 "the HTML report, the result files",
     "design.md": "the architecture: two clocks, the data path, the layers and their import contracts, "

@@ -36,6 +36,9 @@ FIELDS: dict[str, tuple[bool, str]] = {
     "logprobs": (False, "null only"),
     "presence_penalty": (False, "checked (-2..2), changes nothing"),
     "frequency_penalty": (False, "checked (-2..2), changes nothing"),
+    "no_stop_trim": (False, "true or false; sglang-router adds it, changes nothing (no stop sequence)"),
+    "skip_special_tokens": (False, "true or false; sglang-router adds it, changes nothing (bytes: none special)"),
+    "return_hidden_states": (False, "true or false; sglang-router adds it, changes nothing (none returned)"),
 }
 
 
@@ -118,6 +121,16 @@ def section() -> str:
         "never a 500; a 429 (the tenant's limit shed it) carries `Retry-After` (whole seconds) and "
         "`retry-after-ms` when the bucket will refill for it. The codes (`…` marks a value filled in at run "
         "time):\n\n" + table(("status", "code", "message"), [(s, code(k), r) for s, k, r in error_kinds()]),
+        "### Health and info (what a router probes)\n",
+        table(("GET", "answer"), [(code(path), meaning) for path, meaning in server.PROBES.items()]),
+        "### A fleet: `harness serve llm-fleet:router=R,replicas=N`\n",
+        "N processes of `serve llm-continuous` (prefix caching on, at most 8, each on its own loopback port) "
+        "behind a router on `--port`, all on 127.0.0.1: `R` any sim router (`round-robin`, `least-tokens`, "
+        "`prefix`, `kv-aware`: the project's router, which parses the request, asks the same policy object the "
+        "sim asks and streams the answer through; `GET /router_stats` is its own cost per request and "
+        "`X-Replica` names the replica that answered) or `sglang:POLICY` (sglang-router, `pip install "
+        "'inference-harness[sglang]'`, POLICY round_robin, cache_aware, power_of_two or random). "
+        "[guide/llm-fleet-live.md](guide/llm-fleet-live.md) drives one with the chat day.\n",
         "### Driving it, or any OpenAI-compatible server\n",
         "`harness run http://HOST:PORT/v1/completions --mode live -w short` (or `.../v1/chat/completions`) "
         "drives any server that streams this way: prompts are text built to each request's token count "

@@ -21,12 +21,36 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["FIRST_PRINTABLE", "LAST_PRINTABLE", "VOCAB", "Cache", "TinyDecoder", "encode"]
+__all__ = ["FIRST_PRINTABLE", "LAST_PRINTABLE", "VOCAB", "BlockKV", "Cache", "TinyDecoder", "cache_blocks", "cache_len",
+           "encode", "join_blocks"]
 
 VOCAB = 256
 FIRST_PRINTABLE, LAST_PRINTABLE = 32, 126
 
 Cache = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values of shape (heads, length, head_dim)
+BlockKV = tuple[tuple[torch.Tensor, torch.Tensor], ...]  # one block's keys and values, per layer
+
+
+def cache_len(cache: Cache | None) -> int:
+    """Tokens a cache holds."""
+    return cache[0][0].shape[1] if cache else 0
+
+
+def cache_blocks(cache: Cache, first: int, last: int, block_size: int) -> list[BlockKV]:
+    """Blocks `first` .. `last - 1` of a cache as copies (a prefix cache keeps them after the
+    sequence's own cache is gone; a view would pin the whole sequence's tensors)."""
+    return [tuple((k[:, b * block_size:(b + 1) * block_size].clone(), v[:, b * block_size:(b + 1) * block_size].clone())
+                  for k, v in cache) for b in range(first, last)]
+
+
+def join_blocks(blocks: list[BlockKV]) -> Cache | None:
+    """A sequence's cache made of cached blocks, in order: the real keys and values a cold prefill of
+    those tokens computed, so `forward` on the rest attends to them as it would have (None: no block)."""
+    if not blocks:
+        return None
+    layers = len(blocks[0])
+    return [(torch.cat([b[i][0] for b in blocks], dim=1), torch.cat([b[i][1] for b in blocks], dim=1))
+            for i in range(layers)]
 
 
 def encode(text: str) -> list[int]:
@@ -74,7 +98,7 @@ class TinyDecoder(nn.Module):
 
     @torch.inference_mode()
     def forward(self, tokens: list[int], cache: Cache | None = None) -> tuple[torch.Tensor, Cache]:
-        start = cache[0][0].shape[1] if cache else 0
+        start = cache_len(cache)
         if start + len(tokens) > self.max_len:
             raise ValueError(f"sequence of {start + len(tokens)} tokens is longer than max_len {self.max_len}")
         ids = torch.tensor(tokens, dtype=torch.long)

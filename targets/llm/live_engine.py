@@ -9,6 +9,12 @@ preempted sequence's cache is dropped and rebuilt from its prompt and the
 tokens it already streamed, as the scheduler's recompute preemption assumes.
 The clock is the event loop's: wall time live.
 
+Prefix caching (`prefix_caching`, continuous only): each sequence is named by its
+prompt's full blocks (`live_prefix.names_of`), and by its answer's as they fill;
+the scheduler's `PrefixCache` decides what is cached and evicted, and a
+`BlockStore` keeps the real keys and values of those blocks, so a hit starts the
+sequence's cache from them and only the rest is prefilled (`prefix_figures`).
+
 Tenants: a request names its tenant (the server reads OpenAI's `user` field;
 `DEFAULT_TENANT` when none), and the engine gives each name the index
 `Sequence.tenant` that the scheduler's limits and priority classes key on.
@@ -30,11 +36,13 @@ from itertools import count
 from typing import AsyncIterator
 
 from targets.llm import LlmEngineSpec, LlmScheduler, create_scheduler
-from targets.llm.decoder import Cache, TinyDecoder
+from targets.llm.continuous import Continuous
+from targets.llm.decoder import Cache, TinyDecoder, cache_len
+from targets.llm.live_prefix import BlockStore, names_of
 from targets.llm.sequence import Sequence, Step
 from targets.llm.tenants import TenantAdmission
 
-__all__ = ["DEFAULT_TENANT", "MAX_TENANTS", "LiveEngine", "RateLimited"]
+__all__ = ["DEFAULT_TENANT", "MAX_TENANTS", "LiveEngine", "RateLimited", "prefix_cache_of"]
 
 DEFAULT_TENANT = "default"   # as a workload's single tenant is named
 MAX_TENANTS = 4096
@@ -50,6 +58,15 @@ class RateLimited(ValueError):
 
 
 _DONE = -1
+
+
+def prefix_cache_of(scheduler: LlmScheduler) -> BlockStore | None:
+    """A block store over the scheduler's prefix cache (None: it has none), through tenant limits."""
+    inner = scheduler.inner if isinstance(scheduler, TenantAdmission) else scheduler
+    if isinstance(inner, Continuous) and inner.prefix is not None:
+        return BlockStore(inner.prefix)
+    return None
+
 MAX_LOGGED_STEPS = 100_000
 
 
@@ -58,6 +75,7 @@ class _Live:
     seq: Sequence
     ids: list[int]                      # prompt, then every token streamed
     cache: Cache | None = None
+    kept: int = 0                       # leading blocks checked into the block store
     out: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
 
 
@@ -79,6 +97,7 @@ class LiveEngine:
         # when the engine made them), for requests that named an id; the same bound. `profile llm` sets
         # them beside the client's times to measure the front end.
         self.seen: dict[str, Sequence] = {}
+        self.store = prefix_cache_of(scheduler)
 
     @classmethod
     def for_spec(cls, model: TinyDecoder, spec: LlmEngineSpec, tenants: tuple[str, ...] = ()) -> LiveEngine:
@@ -96,6 +115,17 @@ class LiveEngine:
             index = self.tenants[name] = len(self.tenants)
         return index
 
+    @property
+    def running(self) -> bool:
+        """The engine loop is started and has not stopped."""
+        return self._task is not None and not self._task.done()
+
+    def info(self, model: str) -> dict[str, object]:
+        """What `GET /get_server_info` answers: the model, the engine's state and its prefix cache's figures."""
+        return {"model_path": model, "max_model_len": self.model.max_len, "steps": self.steps,
+                "pending": self.scheduler.pending(), "running": self.scheduler.running(),
+                "prefix_caching": self.store is not None, "prefix_cache": self.prefix_figures()}
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="llm-engine")
 
@@ -111,6 +141,8 @@ class LiveEngine:
         can never fit, RateLimited if its tenant's limits shed it."""
         now = asyncio.get_running_loop().time()
         seq = Sequence(next(self._ids), now, len(prompt), max_tokens, self.tenant_index(tenant))
+        if self.store is not None:
+            seq.block_hashes = names_of(prompt, self.store.cache.block_size)
         live = _Live(seq, list(prompt))
         if not self.scheduler.add(seq, now):
             if seq.shed:
@@ -145,9 +177,15 @@ class LiveEngine:
                 except TimeoutError:
                     pass
                 continue
+            if self.store is not None:
+                self.store.prune()
             tokens = await loop.run_in_executor(self._pool, self._execute, step)
             now = loop.time()
+            if self.store is not None:
+                self._name_answers(step, self.store.cache.block_size)
             out = self.scheduler.complete(step, now)
+            if self.store is not None:
+                self._keep(step)
             self.steps += 1
             if len(self.step_log) < MAX_LOGGED_STEPS:
                 self.step_log.append((step.prefill_tokens, step.decode_seqs, step.context_tokens, now - began))
@@ -157,13 +195,43 @@ class LiveEngine:
             for seq in out.finished:
                 self._live.pop(seq.id).out.put_nowait(_DONE)
 
+    def _name_answers(self, step: Step, bs: int) -> None:
+        """Name the answer block each decode just filled (its tokens are all in `ids`), before `complete`
+        commits it: a next turn that sends this answer back finds it cached."""
+        for seq in step.decodes:
+            filled = seq.computed + 1
+            if filled % bs == 0 and len(seq.block_hashes) < filled // bs:
+                seq.block_hashes = names_of(self._live[seq.id].ids[:filled], bs)
+
+    def _keep(self, step: Step) -> None:
+        """Copy into the block store the blocks this step filled that the prefix cache now holds."""
+        store = self.store
+        assert store is not None
+        for seq in [s for s, _ in step.prefills] + step.decodes:
+            live = self._live[seq.id]
+            live.kept = store.keep(seq, live.cache, live.kept)
+
+    def prefix_figures(self) -> dict[str, float | int | None] | None:
+        """The prefix cache's figures over first admissions (None: no prefix caching): prompt tokens,
+        hit tokens (served from cached blocks: the tokens saved from prefill), hit rate by tokens,
+        evictions, blocks whose tensors are kept."""
+        if self.store is None:
+            return None
+        s = self.store.cache.stats
+        return {"lookups": s.lookups, "prompt_tokens": s.prompt_tokens, "hit_tokens": s.hit_tokens,
+                "tokens_saved": s.hit_tokens, "hit_rate": s.hit_rate, "evictions": s.evictions,
+                "blocks_kept": len(self.store.blocks)}
+
     def _execute(self, step: Step) -> list[tuple[_Live, int]]:
         """Run the step on the model (worker thread); the tokens sampled, in step order."""
         made = []
         for seq, n in step.prefills:
             live = self._live[seq.id]
-            if seq.computed == 0:
-                live.cache = None  # first prefill, or recompute after preemption
+            if cache_len(live.cache) != seq.computed:
+                # First prefill, or recompute after preemption: from nothing, or from the cached prefix
+                # the scheduler's prefix cache matched (its blocks' real keys and values).
+                live.cache = None if seq.computed == 0 or self.store is None else self.store.sequence_cache(seq)
+                live.kept = 0
             logits, live.cache = self.model(live.ids[seq.computed:seq.computed + n], live.cache)
             if n == seq.prefill_left:  # the prompt is complete: this pass samples a token
                 made.append((live, self.model.greedy(logits)))

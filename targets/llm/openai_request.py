@@ -8,6 +8,9 @@ token ids 0..255), `max_tokens` (>= 1, default 16), `stream`, and the sampling
 fields common clients send (`temperature`, `top_p`, `seed`, `stream_options`,
 `ignore_eos`, `n` = 1, `echo` = false, `logprobs` = null, penalties): decoding is
 greedy and has no end-of-sequence token, so those are checked but change nothing.
+The fields sglang-router adds to every request it forwards (`ROUTER_FIELDS`:
+`no_stop_trim`, `skip_special_tokens`, `return_hidden_states`) are accepted as
+booleans and change nothing either (bytes have no special tokens or stop trim).
 `stop` is refused (400, `unsupported`) unless null or empty: an answer is always
 `max_tokens` long, and a stop sequence that silently did nothing would lie. Usage
 comes in a stream only when asked (`stream_options: {"include_usage": true}`), as
@@ -30,6 +33,8 @@ __all__ = ["MAX_TENANT_CHARS", "BadCompletion", "Completion", "parse_completion"
 
 _ACCEPTED = {"model", "prompt", "max_tokens", "stream", "temperature", "top_p", "n", "echo", "logprobs", "seed",
              "user", "stop", "stream_options", "presence_penalty", "frequency_penalty", "ignore_eos"}
+ROUTER_FIELDS = ("no_stop_trim", "skip_special_tokens", "return_hidden_states")
+_ACCEPTED |= set(ROUTER_FIELDS)
 MAX_TENANT_CHARS = 64
 
 
@@ -103,6 +108,9 @@ def parse_completion(body: Any, model: str, max_len: int) -> Completion:
     unknown = sorted(set(body) - _ACCEPTED)
     if unknown:
         raise _bad("unknown-field", f"unknown field(s): {', '.join(unknown)}", unknown[0])
+    for key in ROUTER_FIELDS:
+        if key in body and body[key] is not None and not isinstance(body[key], bool):
+            raise _bad("invalid-type", f"{key} must be true or false", key)
     if "model" not in body:
         raise _bad("missing-field", "'model' is required", "model")
     if not isinstance(body["model"], str):

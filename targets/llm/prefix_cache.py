@@ -34,7 +34,7 @@ from typing import Iterable
 from targets.llm.kv_cache import blocks_for
 from targets.llm.sequence import Sequence
 
-__all__ = ["PrefixCache", "PrefixStats", "chain_hashes"]
+__all__ = ["PrefixCache", "PrefixStats", "chain_hashes", "token_block_names"]
 
 _ROOT = 0x9E3779B97F4A7C15  # the parent name of a prompt's first block
 
@@ -48,6 +48,12 @@ def chain_hashes(contents: Iterable[object]) -> tuple[int, ...]:
         parent = hash((parent, content))
         names.append(parent)
     return tuple(names)
+
+
+def token_block_names(tokens: list[int], block_size: int) -> tuple[int, ...]:
+    """The chained names of the full blocks of a token list (live: a replica and a router name alike)."""
+    full = len(tokens) // block_size
+    return chain_hashes(tuple(tokens[b * block_size:(b + 1) * block_size]) for b in range(full))
 
 
 @dataclass

@@ -20,6 +20,13 @@ with `Retry-After` (whole seconds, rounded up) and `retry-after-ms` (which
 OpenAI's own clients read) saying when its bucket will have refilled for it;
 none when it never will (it is larger than the burst).
 
+Health and info, what a router probes before it sends a worker traffic (sglang-router
+and its peers): `GET /health` (200 while the engine loop runs, else 503),
+`GET /health_generate` (200 once a one-token generation went through the engine),
+`GET /get_model_info` and `GET /get_server_info` (also as `/model_info`, `/server_info`; the model, its context, the
+engine's knobs and its prefix cache's figures: hit rate by tokens, tokens saved,
+evictions), beside `GET /v1/models`. None needs the token: a probe has none.
+
 With a `token` (`harness serve llm-... --token`), every `/v1/` path needs
 ``Authorization: Bearer <token>``; without it the answer is a 401 in OpenAI's
 shape (`invalid_api_key`) and the engine never sees the request.
@@ -27,6 +34,7 @@ shape (`invalid_api_key`) and the engine never sees the request.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -37,13 +45,26 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from targets.http.limits import bearer_ok
+from targets.llm.decoder import FIRST_PRINTABLE, VOCAB
 from targets.llm.live_engine import DEFAULT_TENANT, LiveEngine, RateLimited
 from targets.llm.openai_request import BadCompletion, Completion, parse_completion, tenant_name
 
-__all__ = ["MAX_BODY_BYTES", "create_llm_app"]
+__all__ = ["MAX_BODY_BYTES", "PROBES", "create_llm_app"]
 
 MAX_BODY_BYTES = 1 << 20
 MAX_REQUEST_ID_CHARS = 128
+HEALTH_GENERATE_TIMEOUT_S = 10.0
+# What a router probes (path: what it answers); none needs the token. The docs' HTTP page lists these.
+PROBES: dict[str, str] = {
+    "/health": '200 {"status": "ok"} while the engine loop runs, else 503',
+    "/health_generate": "200 once a one-token generation went through the engine; 503 after 10 s",
+    "/get_model_info": "the model, its context (`max_model_len`), `is_generation` (also as `/model_info`)",
+    "/get_server_info": "the engine's state and its prefix cache's figures: `prefix_cache.hit_rate` by tokens, "
+                        "`tokens_saved`, `evictions`, `blocks_kept` (also as `/server_info`)",
+    "/request_times": "per `X-Request-Id` the engine saw: `arrival_s`, `first_token_s`, `finish_s` on the "
+                      "replica's monotonic clock (one clock for every process of the machine)",
+}
+HEALTH_TENANT = "health-probe"   # a probe's generation is its own tenant's, not a client's
 _ENGINE = web.AppKey("engine", LiveEngine)
 
 
@@ -153,7 +174,32 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         return resp
 
     async def models(request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": model, "object": "model"}]})
+        return web.json_response({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "harness",
+                                                              "max_model_len": engine.model.max_len}]})
+
+    async def health(request: web.Request) -> web.Response:
+        if not engine.running:
+            return web.json_response({"status": "stopped"}, status=503)
+        return web.json_response({"status": "ok"})
+
+    async def health_generate(request: web.Request) -> web.Response:
+        try:
+            async with asyncio.timeout(HEALTH_GENERATE_TIMEOUT_S):
+                made = [t async for t in engine.generate([FIRST_PRINTABLE], 1, tenant=HEALTH_TENANT)]
+        except (TimeoutError, ValueError) as exc:
+            return web.json_response({"status": "unhealthy", "reason": str(exc) or "timed out"}, status=503)
+        return web.json_response({"status": "ok", "tokens": len(made)})
+
+    async def model_info(request: web.Request) -> web.Response:
+        return web.json_response({"model_path": model, "tokenizer_path": None, "is_generation": True,
+                                  "max_model_len": engine.model.max_len, "vocab_size": VOCAB})
+
+    async def server_info(request: web.Request) -> web.Response:
+        return web.json_response(engine.info(model))
+
+    async def request_times(request: web.Request) -> web.Response:
+        return web.json_response({rid: {"arrival_s": s.arrival_s, "first_token_s": s.first_token_s,
+                                        "finish_s": s.finish_s} for rid, s in engine.seen.items()})
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         engine.start()
@@ -162,5 +208,12 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
 
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
+    probes = {"/health": health, "/health_generate": health_generate, "/get_model_info": model_info,
+              "/get_server_info": server_info, "/request_times": request_times}
+    assert probes.keys() == PROBES.keys()
+    for path, handler in probes.items():
+        app.router.add_get(path, handler)
+    app.router.add_get("/model_info", model_info)       # sglang-router asks the new names first
+    app.router.add_get("/server_info", server_info)
     app.cleanup_ctx.append(lifecycle)
     return app

@@ -33,6 +33,12 @@ BAD: list[tuple[str, str]] = [
     ("sweep hardened --driver-procs 2", "--driver-procs applies to --mode live only"),
     # run: names, knobs and design files
     ("run naive --mode xyz", "--mode 'xyz': valid are sim, live"),
+    # serve a live LLM fleet
+    ("serve llm-fleet:router=sglang:nope,replicas=2", "sglang policy 'nope' is not one of round_robin"),
+    ("serve llm-fleet:router=prefix,replicas=20", "at most 8"),
+    ("serve llm-fleet:router=nope", "unknown router 'nope'"),
+    ("serve llm-fleet:router=prefix --host 0.0.0.0", "binds 127.0.0.1 only"),
+    ("serve llm-fleet:router=prefix --balancer haproxy", "--balancer: not used by an LLM fleet"),
     ("run naive --set cost_table=/nope.json", "key 'cost_table': Value error, no such file '/nope.json'"),
     ("run naive --set cost_model=table --set cost_table=/nope.json", "key 'cost_table'"),
     ("run naive --set cost_model=table", "needs cost_table"),

@@ -1,0 +1,287 @@
+"""A live fleet of tiny-decoder replicas behind a router on 127.0.0.1: `harness serve llm-fleet:...`.
+
+`parse_live_fleet("llm-fleet:router=prefix,replicas=3")` reads the sim fleet's spec
+(`targets.llm.fleet`, engine knobs over `LIVE_ENGINE`, prefix caching on) plus one
+live-only router form, `router=sglang:POLICY` (POLICY one of `SGLANG_POLICIES`):
+sglang-router (`pip install 'inference-harness[sglang]'`) in front of the same
+replicas, as HAProxy stands beside the project's layer-4 proxy.
+
+`start_fleet(live, host, port)` starts `replicas` processes of `harness serve
+llm-continuous` (each on its own free loopback port, torch on one thread, the fleet's
+engine knobs as `--set`), waits until each answers `GET /health`, then the front:
+the project's router (`targets.http.llm_router`, in this process, asking the same
+policy object the sim asks) or sglang-router's process, whose readiness is its
+first completion answered. `fleet.figures()` reads every replica's
+`/get_server_info` (prefix hit rate by tokens, tokens saved, evictions) and, for
+the project's router, its own cost (`/router_stats`). `await fleet.close()` stops
+the front, then the replicas (SIGTERM, then SIGKILL after 5 s). Every process binds
+127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from harness.live.llm_profile import LIVE_ENGINE
+from harness.live.llm_serve import MAX_LEN, MODEL_NAME
+from targets.llm import LlmEngineSpec
+from targets.llm.fleet import FleetSpec, parse_fleet
+
+__all__ = ["LiveFleet", "RunningFleet", "SGLANG_POLICIES", "parse_live_fleet", "sglang_available", "start_fleet",
+           "start_sglang_front"]
+
+SGLANG_POLICIES = ("round_robin", "cache_aware", "power_of_two", "random")
+_SGLANG = "sglang:"
+_SERVING = re.compile(r"at http://127\.0\.0\.1:(\d+)/v1/completions")
+START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class LiveFleet:
+    fleet: FleetSpec
+    sglang_policy: str | None = None      # None: the project's router (fleet.router)
+    label: str = ""
+
+    @property
+    def router_name(self) -> str:
+        return f"sglang:{self.sglang_policy}" if self.sglang_policy else self.fleet.router
+
+
+def sglang_available() -> bool:
+    """sglang-router is installed (its launcher module can be found; nothing is imported)."""
+    import importlib.util
+
+    return importlib.util.find_spec("sglang_router") is not None
+
+
+def parse_live_fleet(text: str) -> LiveFleet:
+    """A live fleet spec; ValueError naming the bad key or value (and the valid sglang policies)."""
+    policy = None
+    parts = []
+    for pair in text.partition(":")[2].split(","):
+        key, _, raw = pair.partition("=")
+        if key == "router" and raw.startswith(_SGLANG):
+            policy = raw[len(_SGLANG):]
+            if policy not in SGLANG_POLICIES:
+                raise ValueError(f"llm-fleet router: sglang policy '{policy}' is not one of {', '.join(SGLANG_POLICIES)}")
+            continue
+        if pair:
+            parts.append(pair)
+    head = "llm-fleet" + (":" + ",".join(parts) if parts else "")
+    fleet = parse_fleet(head, base=replace(LIVE_ENGINE, prefix_caching=True))
+    if fleet.replicas > 8:
+        raise ValueError(f"llm-fleet replicas: a live fleet runs each replica as a process here, at most 8 "
+                         f"(got {fleet.replicas}; the sim takes dozens)")
+    return LiveFleet(fleet, policy, text)
+
+
+def _engine_args(engine: LlmEngineSpec) -> list[str]:
+    """`--set` pairs for every engine knob that differs from LIVE_ENGINE's (cost knobs are the sim's)."""
+    args = []
+    for f in fields(LlmEngineSpec):
+        if f.name in ("policy", "cost"):
+            continue
+        value = getattr(engine, f.name)
+        if value != getattr(LIVE_ENGINE, f.name):
+            if f.name == "tenant_priority":
+                text = ",".join(f"{n}:{c}" for n, c in value)
+            elif isinstance(value, bool):
+                text = "true" if value else "false"
+            else:
+                text = str(value)
+            args += ["--set", f"{f.name}={text}"]
+    return args
+
+
+@dataclass
+class RunningFleet:
+    live: LiveFleet
+    url: str                                   # the front's /v1/completions
+    replica_urls: list[str]                    # base URLs
+    procs: list[subprocess.Popen] = field(default_factory=list)
+    front_proc: subprocess.Popen | None = None
+    runner: web.AppRunner | None = None
+    started_s: float = 0.0
+
+    async def figures(self) -> dict[str, Any]:
+        """Each replica's prefix figures (their sum: hit rate by tokens) and the project's router's cost."""
+        out: dict[str, Any] = {"router": self.live.router_name, "replicas": []}
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            for base in self.replica_urls:
+                async with http.get(base + "/get_server_info") as resp:
+                    out["replicas"].append((await resp.json())["prefix_cache"])
+            if self.runner is not None:
+                async with http.get(self.url.rsplit("/v1/", 1)[0] + "/router_stats") as resp:
+                    out["router_cost"] = await resp.json()
+        reps = [r for r in out["replicas"] if r]
+        hit, prompt = sum(r["hit_tokens"] for r in reps), sum(r["prompt_tokens"] for r in reps)
+        out.update(hit_tokens=hit, prompt_tokens=prompt, hit_rate=hit / prompt if prompt else None,
+                   evictions=sum(r["evictions"] for r in reps), lookups=[r["lookups"] for r in reps])
+        return out
+
+    async def request_times(self) -> dict[str, dict[str, float]]:
+        """Every replica's `/request_times`, merged (request ids are the driver's, unique over the fleet)."""
+        merged: dict[str, dict[str, float]] = {}
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            for base in self.replica_urls:
+                async with http.get(base + "/request_times") as resp:
+                    merged.update(await resp.json())
+        return merged
+
+    async def close(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+        for p in ([self.front_proc] if self.front_proc else []) + self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5.0
+        for p in ([self.front_proc] if self.front_proc else []) + self.procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+async def _read_port(proc: subprocess.Popen, deadline: float) -> int:
+    """The port a `harness serve llm-continuous --port 0` child prints it serves on."""
+    loop = asyncio.get_running_loop()
+    assert proc.stdout is not None
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        line = await asyncio.wait_for(loop.run_in_executor(None, proc.stdout.readline),
+                                      max(0.1, deadline - time.monotonic()))
+        if not line:
+            break
+        seen.append(line.decode(errors="replace").rstrip())
+        m = _SERVING.search(seen[-1])
+        if m:
+            return int(m.group(1))
+    raise RuntimeError(f"a replica did not start: {' | '.join(seen[-3:]) or 'no output'}")
+
+
+async def _until(http: aiohttp.ClientSession, method: str, url: str, deadline: float, **kw: Any) -> None:
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            async with http.request(method, url, timeout=aiohttp.ClientTimeout(total=5), **kw) as resp:
+                if resp.status == 200:
+                    await resp.read()
+                    return
+                last = f"HTTP {resp.status}: {(await resp.text())[:120]}"
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"{url} not ready in time ({last})")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def start_fleet(live: LiveFleet, port: int = 0, token: str | None = None) -> RunningFleet:
+    """Start the replicas and the front on 127.0.0.1 (`port` 0: any free); RuntimeError (with every process
+    stopped) when one does not come up in START_TIMEOUT_S."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    cmd = [sys.executable, "-c", "from harness.cli import app; app()", "serve", "llm-continuous", "--port", "0",
+           *_engine_args(live.fleet.engine), *(["--token", token] if token else [])]
+    env = {**os.environ, "COLUMNS": "200"}
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              start_new_session=True, env=env) for _ in range(live.fleet.replicas)]
+    fleet = RunningFleet(live, "", [], procs, started_s=time.monotonic())
+    try:
+        ports = [await _read_port(p, deadline) for p in procs]
+        for p in procs:  # the rest of their output is not read: send it nowhere so a full pipe never blocks
+            assert p.stdout is not None
+            p.stdout.close()
+        fleet.replica_urls = [f"http://127.0.0.1:{p}" for p in ports]
+        async with aiohttp.ClientSession() as http:
+            for base in fleet.replica_urls:
+                await _until(http, "GET", base + "/health", deadline)
+            if live.sglang_policy is None:
+                await _start_ours(fleet, port)
+            else:
+                await _start_sglang(fleet, port, http, deadline, token)
+    except BaseException:
+        await fleet.close()
+        raise
+    return fleet
+
+
+async def _start_ours(fleet: RunningFleet, port: int) -> None:
+    from targets.http.llm_router import create_router_app
+
+    spec = fleet.live.fleet
+    app = create_router_app(fleet.replica_urls, spec.new_router(), spec.engine.block_size, MODEL_NAME, MAX_LEN,
+                            kv_blocks=spec.engine.kv_blocks)
+    runner = fleet.runner = web.AppRunner(app, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # an asyncio.Server once started
+    fleet.url = f"http://127.0.0.1:{bound}/v1/completions"
+
+
+async def _start_sglang(fleet: RunningFleet, port: int, http: aiohttp.ClientSession, deadline: float,
+                        token: str | None) -> None:
+    assert fleet.live.sglang_policy is not None
+    fleet.front_proc, fleet.url = await start_sglang_front(fleet.replica_urls, fleet.live.sglang_policy, port,
+                                                           token, http, deadline)
+
+
+async def start_sglang_front(replica_urls: list[str], policy: str, port: int = 0, token: str | None = None,
+                             http: aiohttp.ClientSession | None = None, deadline: float | None = None
+                             ) -> tuple[subprocess.Popen, str]:
+    """sglang-router (`policy`) on 127.0.0.1:`port` in front of running replicas: its process and its
+    /v1/completions, once it has routed one completion (its worker health checks have passed; one
+    lookup on a replica). The caller stops the process (SIGTERM to its group). RuntimeError when it is
+    not installed or not ready by `deadline`."""
+    if not sglang_available():
+        raise RuntimeError("router=sglang:... needs sglang-router: pip install 'inference-harness[sglang]'")
+    if policy not in SGLANG_POLICIES:
+        raise ValueError(f"sglang policy '{policy}' is not one of {', '.join(SGLANG_POLICIES)}")
+    deadline = deadline or time.monotonic() + START_TIMEOUT_S
+    port = port or _free_port()
+    cmd = [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(port),
+           "--policy", policy, "--worker-urls", *replica_urls]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}/v1/completions"
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        async with aiohttp.ClientSession() if http is None else _borrowed(http) as session:
+            await _until(session, "POST", url, deadline, headers=headers,
+                         json={"model": MODEL_NAME, "prompt": "ready?", "max_tokens": 1})
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return proc, url
+
+
+class _borrowed:
+    """A session used as `async with` without closing it."""
+
+    def __init__(self, http: aiohttp.ClientSession) -> None:
+        self.http = http
+
+    async def __aenter__(self) -> aiohttp.ClientSession:
+        return self.http
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,50 @@
+"""What a router probes on an LLM replica: /health, /health_generate, /get_model_info, /get_server_info
+(with the prefix cache's figures), /v1/models; none needs the bearer token."""
+
+from __future__ import annotations
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from targets.llm.continuous import Continuous
+from targets.llm.decoder import TinyDecoder
+from targets.llm.live_engine import LiveEngine
+from targets.llm.server import create_llm_app
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture(scope="module")
+def model() -> TinyDecoder:
+    return TinyDecoder(seed=0, max_len=128)
+
+
+@pytest.fixture
+async def client(model):
+    engine = LiveEngine(model, Continuous(kv_blocks=32, block_size=16, max_seqs=4, max_batched_tokens=128,
+                                          chunk_tokens=32, prefix_caching=True))
+    async with TestClient(TestServer(create_llm_app(engine, "tiny-llm", token="s3cret"))) as c:
+        yield c
+
+
+async def test_the_probes_answer_without_the_token(client):
+    for path in ("/health", "/health_generate", "/get_model_info", "/get_server_info"):
+        resp = await client.get(path)
+        assert resp.status == 200, path
+    assert (await (await client.get("/health")).json()) == {"status": "ok"}
+    assert (await (await client.get("/get_model_info")).json())["model_path"] == "tiny-llm"
+    assert (await client.get("/v1/models")).status == 401          # the API itself still needs it
+
+
+async def test_server_info_carries_the_prefix_cache_figures(client):
+    auth = {"Authorization": "Bearer s3cret"}
+    prompt = "a system prompt of some length, " * 3                # 96 bytes: 6 full blocks
+    for q in ("first?", "second?"):
+        resp = await client.post("/v1/completions", json={"model": "tiny-llm", "prompt": prompt + q,
+                                                           "max_tokens": 3}, headers=auth)
+        assert resp.status == 200
+    info = await (await client.get("/get_server_info")).json()
+    assert info["prefix_caching"] is True
+    figures = info["prefix_cache"]
+    assert figures["lookups"] == 2 and figures["hit_tokens"] == 96 and figures["evictions"] == 0
+    assert figures["hit_rate"] == pytest.approx(96 / (102 + 103))
