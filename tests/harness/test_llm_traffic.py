@@ -1,0 +1,140 @@
+"""LLM URL traffic end to end against a recording test server: conversations, load modes, bad inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.analysis.llm import LlmSweep
+from harness.analysis.llm.traffic import concurrency_knee, traffic_url_run, traffic_url_sweep
+from harness.cli import app
+from harness.live.openai import UrlTarget
+from harness.live.openai.traffic import Traffic
+from harness.results import load_result
+from tests.harness.fake_openai import FakeOpenAI, serve
+
+runner = CliRunner()
+pytestmark = pytest.mark.live
+
+
+def sharegpt(path: Path, n: int, turns: int = 3) -> Path:
+    doc = [{"id": f"c{k}", "conversations": [x for j in range(turns) for x in (
+        {"from": "human", "value": f"question {j} of chat {k} about the sea and the sun"},
+        {"from": "gpt", "value": "a short recorded answer"})]} for k in range(n)]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def plan(label: str, duration_s: float = 2.0) -> LlmSweep:
+    return LlmSweep(policies=(label,), mixes=("short",), rates_rps=(1.0,), duration_s=duration_s)
+
+
+def test_later_turns_carry_the_earlier_turns_and_the_servers_own_answers(tmp_path: Path) -> None:
+    cfg = FakeOpenAI(ttft_s=0.02, itl_s=0.002, tag_answers=True)
+    data = sharegpt(tmp_path / "chats.json", 4)
+    with serve(cfg, chat=True) as url:
+        target = UrlTarget.parse(url)
+        result = traffic_url_run(target, plan(target.label), Traffic.of(str(data), None, None, 2, None, 0.05))
+    answers = {}   # request number -> the answer it got, as the server sent it
+    runs = [b for b in cfg.seen if len(b["messages"]) > 1 or "question" in b["messages"][0]["content"]]
+    assert runs, "no conversation turn reached the server"
+    for body in runs:
+        msgs = body["messages"]
+        users = [m["content"] for m in msgs if m["role"] == "user"]
+        assert [m["role"] for m in msgs] == ["user", "assistant"] * (len(users) - 1) + ["user"]
+        for m in msgs:
+            if m["role"] == "assistant":      # an answer this server gave, with its tag
+                tag = m["content"].split(">")[0] + ">"
+                assert tag.startswith("<a") and m["content"].startswith(tag) and m["content"].count("x") >= 1
+                answers[tag] = m["content"]
+        assert [u.split(" of ")[0] for u in users] == [f"question {j}" for j in range(len(users))]
+    assert answers, "no later turn carried an earlier answer"
+    run = result.runs[0]
+    t = run.traffic
+    assert t is not None and t.load == "concurrency" and t.max_in_flight <= 2 and cfg.run_peak() == 2
+    assert [r.turn for r in t.per_turn] == [1, 2, 3]
+    assert t.per_turn[2].context_tokens_mean > t.per_turn[1].context_tokens_mean > t.per_turn[0].context_tokens_mean
+    assert all(r.ttft_s.p50 == pytest.approx(0.02, abs=0.03) for r in t.per_turn)
+
+
+def test_a_closed_loop_keeps_n_in_flight_at_the_closed_form_rate() -> None:
+    cfg = FakeOpenAI(ttft_s=0.05, itl_s=0.005)
+    with serve(cfg) as url:
+        target = UrlTarget.parse(url)
+        result = traffic_url_run(target, plan(target.label, 3.0), Traffic.of(None, None, None, 4, None))
+    run, t = result.runs[0], result.runs[0].traffic
+    assert t is not None and t.max_in_flight == 4 and cfg.run_peak() == 4   # the server's own count
+    assert run.finished >= run.requests - 4
+    assert t.finished_per_s == pytest.approx(4 / run.e2e_s.mean, rel=0.25)        # N / T
+
+
+def test_a_capped_open_loop_reports_the_slot_wait_apart_and_says_the_slots_were_the_bound() -> None:
+    cfg = FakeOpenAI(ttft_s=0.2, itl_s=0.002)
+    with serve(cfg) as url:
+        target = UrlTarget.parse(url)
+        result = traffic_url_run(target, plan(target.label, 2.0), Traffic.of(None, None, 30.0, None, 2))
+    run, t = result.runs[0], result.runs[0].traffic
+    assert t is not None and t.load == "capped" and t.max_in_flight <= 2 and t.slots_bound
+    assert t.slot_wait_s is not None and (t.slot_wait_s.p90 or 0) > 0.1
+    assert run.ttft_s.p50 == pytest.approx(0.2, abs=0.08)    # the server's latency, without the wait
+
+
+def test_knee_of_a_curve_that_rises_then_flattens() -> None:
+    assert concurrency_knee([1, 2, 4, 8, 16], [10, 20, 40, 40, 40]) == 2   # N / T up to C = 4, then C / T
+    assert concurrency_knee([1, 2], [1, 2]) is None
+    assert concurrency_knee([1, 2, 4, 8], [1, 2, 4, 8]) is None          # still rising at the last level
+    assert concurrency_knee([1, 2, 4, 8, 16], [10, 20, 38, 41, 37]) == 2  # noise on the plateau
+
+
+def test_a_concurrency_sweep_finds_the_servers_cap_as_its_knee() -> None:
+    cfg = FakeOpenAI(ttft_s=0.1, itl_s=0.001, max_concurrent=4)
+    with serve(cfg) as url:
+        target = UrlTarget.parse(url)
+        result = traffic_url_sweep(target, plan(target.label, 1.5), Traffic.of(None, None, None, 1, None),
+                                   [1, 2, 4, 8, 16])
+    c = result.concurrency
+    assert c is not None and c.knee_concurrency == 4
+    rps = [p.requests_per_s for p in c.points]
+    assert rps[3] == pytest.approx(rps[2], rel=0.2) and rps[2] == pytest.approx(4 * rps[0], rel=0.3)
+
+
+def test_run_url_with_a_dataset_and_concurrency_prints_per_turn_figures(tmp_path: Path) -> None:
+    data = sharegpt(tmp_path / "chats.json", 20)
+    with serve(FakeOpenAI(ttft_s=0.02, itl_s=0.002), chat=True) as url:
+        res = runner.invoke(app, ["run", url, "--dataset", str(data), "--concurrency", "3", "--duration", "2",
+                                  "--out", str(tmp_path / "r.json")])
+    assert res.exit_code == 0, res.output
+    words = " ".join(res.output.split())
+    assert "load: concurrency 3" in words and "per turn" in words and "TTFT" in words and "TPOT" in words
+    again = load_result(tmp_path / "r.json")
+    assert again.runs[0].traffic is not None and again.runs[0].traffic.dataset_format == "sharegpt"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--concurrency", "0"], "--concurrency must be >= 1, got 0"),
+    (["--rate", "2", "--concurrency", "4"], "--rate with --concurrency is ambiguous"),
+    (["--max-concurrency", "0"], "--max-concurrency must be >= 1"),
+    (["--dataset", "{dir}/cut.json"], "cut.json:1: not JSON or cut short"),
+    (["--dataset", "{dir}/noprompt.jsonl"], "noprompt.jsonl:2: no 'prompt' text or 'messages' list"),
+    (["--dataset", "{dir}/empty.csv"], "empty.csv: empty file"),
+    (["--dataset-format", "jsonl"], "--dataset-format names the format of --dataset FILE"),
+])
+def test_bad_traffic_inputs_are_one_line_exit_2_without_a_traceback(tmp_path: Path, args: list[str],
+                                                                      message: str) -> None:
+    (tmp_path / "cut.json").write_text('[{"conversations": [{"from": "human", "value": "hi"}')
+    (tmp_path / "noprompt.jsonl").write_text('{"prompt": "fine"}\n{"output_tokens": 3}\n')
+    (tmp_path / "empty.csv").write_text("")
+    res = runner.invoke(app, ["run", "http://127.0.0.1:9/v1/completions",
+                              *[a.format(dir=tmp_path) for a in args]])
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert message in text and "Traceback" not in res.output and res.exception is None or \
+        isinstance(res.exception, SystemExit)
+
+
+def test_traffic_options_on_a_target_that_is_not_an_llm_url_are_refused() -> None:
+    res = runner.invoke(app, ["run", "naive", "--concurrency", "4"])
+    assert res.exit_code == 2 and "--concurrency applies to an LLM URL" in " ".join(res.output.split())
