@@ -36,8 +36,8 @@ def turn_table(t: TrafficFigures) -> Table | None:
         return None
     table = Table(title="per turn (later turns carry the earlier turns and answers)", box=box.SIMPLE_HEAD,
                   pad_edge=False, padding=(0, 1))
-    for h in ("turn", "reqs", "done", "TTFT p50", "TTFT p90", "ITL p50", "ITL p90", "TPOT p50", "ctx mean",
-              "ctx max"):
+    for h in ("turn", "reqs", "done", "TTFT\np50", "TTFT\np90", "ITL\np50", "ITL\np90", "TPOT\np50", "context\nmean",
+              "context\nmax"):
         table.add_column(h, justify="right", no_wrap=True)
     last = t.per_turn[-1].turn
     for row in t.per_turn:
@@ -45,7 +45,7 @@ def turn_table(t: TrafficFigures) -> Table | None:
         table.add_row(label, f"{row.requests:,}", f"{row.finished:,}", fmt_ms(row.ttft_s.p50), fmt_ms(row.ttft_s.p90),
                       fmt_ms(row.itl_s.p50), fmt_ms(row.itl_s.p90), fmt_ms(row.tpot_s.p50),
                       fmt_n(row.context_tokens_mean), f"{row.context_tokens_max:,}" if row.context_tokens_max else "-")
-    table.caption = "ms; ctx: prompt tokens sent (the server's usage where it gave one)"
+    table.caption = "ms; context: prompt tokens sent (the server's usage where it gave one)"
     return table
 
 
