@@ -91,11 +91,12 @@ def traffic_run(target: UrlTarget, label: str, prepared: Prepared, traffic: Traf
 def concurrency_knee(levels: list[int], rps: list[float]) -> int | None:
     """The index of the first level whose throughput is within KNEE_SHARE of the best level's: past
     it, more users buy no more than that (N / T up to the server's C, then C / T: the knee at C).
-    None under 3 levels, for a flat curve, or when only the last level gets there (still rising)."""
+    A flat curve: the first level (it was saturated from the start). None under 3 levels, with no
+    answers, or when only the last level gets there (still rising)."""
     if len(levels) < 3 or len(rps) != len(levels):
         return None
     best = max(rps)
-    if not best > 0 or min(rps) >= KNEE_SHARE * best:
+    if not best > 0:
         return None
     knee = next(k for k, r in enumerate(rps) if r >= KNEE_SHARE * best)
     return knee if knee < len(levels) - 1 else None
