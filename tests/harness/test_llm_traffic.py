@@ -82,16 +82,27 @@ def test_a_capped_open_loop_reports_the_slot_wait_apart_and_says_the_slots_were_
     assert run.ttft_s.p50 == pytest.approx(0.2, abs=0.08)    # the server's latency, without the wait
 
 
-def test_a_concurrency_sweep_finds_the_servers_cap_as_its_knee() -> None:
+def test_a_concurrency_sweep_finds_the_servers_cap_as_its_knee_on_the_closed_form(tmp_path: Path) -> None:
+    """A server of known time per request T (TTFT 0.1 s, 2 tokens 1 ms apart) that serves C = 4 at once:
+    a closed loop of N answers N / T up to C, then C / T; the knee is C."""
+    data = tmp_path / "p.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"tell me about the sea {k}", "output_tokens": 2}) + "\n"
+                            for k in range(50)))
     cfg = FakeOpenAI(ttft_s=0.1, itl_s=0.001, max_concurrent=4)
+    levels = [1, 2, 4, 8, 16]
     with serve(cfg) as url:
         target = UrlTarget.parse(url)
-        result = traffic_url_sweep(target, plan(target.label, 1.5), Traffic.of(None, None, None, 1, None),
-                                   [1, 2, 4, 8, 16])
+        result = traffic_url_sweep(target, plan(target.label, 2.0), Traffic.of(str(data), None, None, 1, None),
+                                   levels)
     c = result.concurrency
     assert c is not None and c.knee_concurrency == 4
-    rps = [p.requests_per_s for p in c.points]
-    assert rps[3] == pytest.approx(rps[2], rel=0.2) and rps[2] == pytest.approx(4 * rps[0], rel=0.3)
+    t_s = 0.1 + 0.001
+    for p in c.points:
+        closed = min(p.concurrency, 4) / t_s
+        print(f"N={p.concurrency}: {p.requests_per_s:.2f} req/s, closed form {closed:.2f} "
+              f"({p.requests_per_s / closed - 1:+.1%})")
+        assert p.requests_per_s == pytest.approx(closed, rel=0.2)
+    assert cfg.run_peak() == 16
 
 
 def test_run_url_with_a_dataset_and_concurrency_prints_per_turn_figures(tmp_path: Path) -> None:
