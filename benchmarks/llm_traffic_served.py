@@ -1,6 +1,7 @@
 """`harness run URL --dataset F --concurrency N` against the tiny decoder, checked from the server's side.
 
 Usage: python benchmarks/llm_traffic_served.py [--conversations 200] [--concurrency 4] [--duration 20]
+       python benchmarks/llm_traffic_served.py --write chats.json   (only write the ShareGPT file)
 
 Makes a ShareGPT file of `--conversations` conversations (1 to 4 turns of short questions and
 recorded answers, seeded) in a temporary folder, serves `llm-continuous` (the tiny decoder, as
@@ -101,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, default=200)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--duration", type=float, default=20.0)
+    ap.add_argument("--write", type=Path, help="only write the ShareGPT file here, and exit")
     args = ap.parse_args(argv)
+    if args.write is not None:
+        sharegpt(args.write, args.conversations)
+        print(f"{args.write}: {args.conversations} ShareGPT conversations")
+        return 0
     served = Served()
     try:
         with tempfile.TemporaryDirectory() as tmp:
