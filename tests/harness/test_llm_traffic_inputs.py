@@ -26,7 +26,7 @@ URL = "http://127.0.0.1:9/v1/completions"   # nothing listens: every case must e
 
 @given(rate=st.none() | st.floats(0.01, 1e4), n=st.none() | st.integers(-2, 64), cap=st.none() | st.integers(-2, 64),
        timed=st.booleans())
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 def test_a_load_is_one_mode_or_a_refusal_naming_the_option(rate: float | None, n: int | None, cap: int | None,
                                                            timed: bool) -> None:
     try:
@@ -45,6 +45,7 @@ def test_a_load_is_one_mode_or_a_refusal_naming_the_option(rate: float | None, n
 
 
 @given(st.lists(st.floats(0, 1.0), max_size=50))
+@settings(max_examples=40, deadline=None)
 def test_slots_bound_only_when_a_tenth_waited(waits: list[float]) -> None:
     waited = sum(w > 0.001 for w in waits)
     assert slots_bound(waits) == (bool(waits) and waited / len(waits) >= 0.1)
@@ -60,6 +61,7 @@ def test_knee_of_a_curve_that_rises_then_flattens() -> None:
 
 
 @given(cap=st.integers(1, 32), t=st.floats(0.01, 2.0))
+@settings(max_examples=40, deadline=None)
 def test_the_knee_of_the_closed_form_is_the_servers_cap(cap: int, t: float) -> None:
     levels = [1, 2, 4, 8, 16, 32, 64]
     rps = [min(n, cap) / t for n in levels]
