@@ -133,3 +133,26 @@ def test_compare_and_gate_take_a_dataset_and_a_load(tmp_path: Path) -> None:
         res = runner.invoke(app, ["gate", str(gate), "--out", str(tmp_path / "gate.json")])
     assert res.exit_code == 0, res.output
     assert "chats.json concurrency 2" in " ".join(res.output.split())
+
+
+def test_mooncake_hash_ids_and_shared_system_prompts_are_real_prefixes_on_the_wire(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    rows = [([1, 2, 3], 0), ([1, 2, 4], 100), ([7, 8, 9], 200)]
+    trace.write_text("".join(json.dumps({"timestamp": ms, "input_length": 1536, "output_length": 2,
+                                         "hash_ids": ids}) + "\n" for ids, ms in rows))
+    cfg = FakeOpenAI(ttft_s=0.01, itl_s=0.001)
+    with serve(cfg) as url:
+        target = UrlTarget.parse(url)
+        traffic_url_run(target, plan(target.label, 1.0), Traffic.of(str(trace), None, None, None, None))
+    sent = [b["prompt"] for b in cfg.seen if b.get("user") != "probe"]
+    assert len(sent) == 3                                        # replayed at the file's times
+    shared = next(k for k, (x, y) in enumerate(zip(sent[0], sent[1])) if x != y)
+    assert shared > 0.6 * len(sent[0]) and sent[2][:20] != sent[0][:20]   # ids 1, 2 shared: 2 of 3 blocks
+    chat = FakeOpenAI(ttft_s=0.01, itl_s=0.001)
+    with serve(chat, chat=True) as url:
+        target = UrlTarget.parse(url)
+        traffic_url_run(target, plan(target.label, 1.0),
+                        Traffic.of(str(sharegpt(tmp_path / "c.json", 12, turns=2)), None, None, 3, None,
+                                   prefix_tokens=60, prefix_groups=3))
+    systems = [b["messages"][0] for b in chat.seen if b.get("user") != "probe"]
+    assert all(m["role"] == "system" for m in systems) and len({m["content"] for m in systems}) == 3
