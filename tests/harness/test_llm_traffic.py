@@ -75,7 +75,7 @@ def test_a_capped_open_loop_reports_the_slot_wait_apart_and_says_the_slots_were_
     cfg = FakeOpenAI(ttft_s=0.2, itl_s=0.002)
     with serve(cfg) as url:
         target = UrlTarget.parse(url)
-        result = traffic_url_run(target, plan(target.label, 2.0), Traffic.of(None, None, 30.0, None, 2))
+        result = traffic_url_run(target, plan(target.label, 1.0), Traffic.of(None, None, 30.0, None, 2))
     run, t = result.runs[0], result.runs[0].traffic
     assert t is not None and t.load == "capped" and t.max_in_flight <= 2 and t.slots_bound
     assert t.slot_wait_s is not None and (t.slot_wait_s.p90 or 0) > 0.1
