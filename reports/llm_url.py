@@ -15,6 +15,7 @@ from rich.table import Table
 
 from harness.results.llm import LlmResult, LlmRun, UrlTargetSettings
 from reports.fmt import fmt_ms, fmt_n, fmt_pct
+from reports.llm_traffic import concurrency_table, traffic_line, turn_table
 
 __all__ = ["counted_line", "figure_rows", "render_url", "run_rows", "search_line", "side", "target_lines",
            "tenant_rows"]
@@ -113,9 +114,18 @@ def render_url(result: LlmResult, console: Console) -> None:
             console.print(line, highlight=False, soft_wrap=False)
     slo = (f"SLO: TTFT <= {s.slo_ttft_s * 1000:,.0f} ms and TPOT <= {s.slo_tpot_s * 1000:,.0f} ms for "
            f"{fmt_pct(s.attainment, 0)} of requests")
+    if result.concurrency is not None:
+        console.print(concurrency_table(result.concurrency))
+        console.print(f"{slo}; TTFT and E2E from each request's send", highlight=False)
+        return
     if not result.curves:
         for run in result.runs:
+            if run.traffic is not None:
+                console.print(traffic_line(run.traffic), highlight=False)
             console.print(_figure_table(run))
+            turns = turn_table(run.traffic) if run.traffic is not None else None
+            if turns is not None:
+                console.print(turns)
             console.print(f"goodput {fmt_n(run.goodput_rps)} req/s ({fmt_pct(run.slo_attainment)} of requests within "
                           f"the SLO); {fmt_n(run.output_tok_s)} output tokens/s. {slo}", highlight=False)
             console.print(counted_line(run), highlight=False)

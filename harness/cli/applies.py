@@ -149,6 +149,9 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     _o("--balancer", Panel.LIVE, STARTED_LIVE, tolerated={"*": LLM_URL | LLM_POLICY}),
     # LLM URLs (OpenAI-compatible servers)
     _o("--api-key-env", Panel.LLM, LLM_URL, tolerated={"run": SIM | LIVE}),
+    # LLM URL traffic: a data set, a load mode, conversations (harness.cli.llm_traffic)
+    *(_o(name, Panel.LLM, LLM_URL) for name in ("--dataset", "--dataset-format", "--concurrency", "--max-concurrency",
+                                               "--think-time", "--prefix-tokens", "--prefix-groups")),
     # what is written and shown
     *(_o(name, Panel.OUTPUT) for name in ("--json", "--out", "--quiet", "--html", "--junit", "--markdown")),
 ]}

@@ -20,7 +20,7 @@ from harness.cli.common import err, fail, out, publish
 from harness.results import io as results
 
 __all__ = ["DEFAULT_MIX", "DEFAULT_RATE_RPS", "DEFAULT_RUN_S", "DEFAULT_STEP_S", "URL_RATES", "compare_llm_urls",
-           "gate_llm_url", "run_llm_url", "sweep_llm_url"]
+           "gate_llm_url", "run_llm_url", "sweep_llm_url", "sweep_llm_url_concurrency"]
 
 DEFAULT_MIX = "short"              # fits a small model's context (the tiny decoder's 512 tokens)
 DEFAULT_RATE_RPS = 2.0             # `run URL` without --rate
@@ -87,25 +87,39 @@ def _drive(what: str, quiet: bool, work: Callable[[Callable[[str], None] | None]
 
 def run_llm_url(target: str, workload: str | None, seed: int, duration: float | None, rate: float | None,
                 set_: list[str] | None, model: str | None, api_key_env: str, template: Path | None,
-                allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool) -> None:
-    """`harness run URL -w MIX`: one run at `rate` (default DEFAULT_RATE_RPS) for `duration` s."""
+                allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool, dataset: Path | None = None,
+                dataset_format: str | None = None, concurrency: int | None = None,
+                max_concurrency: int | None = None, think_time: float = 0.0, prefix_tokens: int = 0,
+                prefix_groups: int = 1) -> None:
+    """`harness run URL -w MIX`: one run at `rate` (default DEFAULT_RATE_RPS) for `duration` s; with
+    a data set or a load mode (`llm_traffic.traffic_of`), that traffic."""
+    from harness.analysis.llm.traffic import traffic_url_run
     from harness.analysis.llm.url import url_run
+    from harness.cli.llm_traffic import traffic_of
+
+    traffic = traffic_of(dataset, dataset_format, rate, concurrency, max_concurrency, think_time, DEFAULT_RATE_RPS,
+                         prefix_tokens, prefix_groups)
 
     url, slo = _target(target, allow_remote, model, api_key_env, template, set_)
     sweep = _plan((url.label,), [workload] if workload else None, (rate or DEFAULT_RATE_RPS,),
                   duration or DEFAULT_RUN_S, seed, slo)
-    result = _drive(f"llm: driving {url.label}", quiet or as_json, lambda on: url_run(url, sweep, on))
+    result = _drive(f"llm: driving {url.label}", quiet or as_json,
+                    lambda on: url_run(url, sweep, on) if traffic is None else traffic_url_run(url, sweep, traffic))
     publish(result, out_path or results.default_path("llm", f"run-{_file_label(url.label)}"), None, as_json)
 
 
 def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, seed: int, duration: float | None,
                      rate: float | None, set_: list[str] | None, model: str | None, api_key_env: str,
                      template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None,
-                     quiet: bool) -> None:
+                     quiet: bool, dataset: Path | None = None, dataset_format: str | None = None,
+                     concurrency: int | None = None, max_concurrency: int | None = None,
+                     think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1) -> None:
     """`harness compare URL_A URL_B`: both on the same arrivals at each rate (default URL_RATES,
     DEFAULT_COMPARE_S s each) of each mix (-w, or an LLM suite: `--suite llm-bad-day`), B's capacity
-    at the SLO against A's."""
+    at the SLO against A's; with a data set or a load mode (`llm_traffic.traffic_of`), that traffic."""
+    from harness.analysis.llm.traffic import traffic_url_compare
     from harness.analysis.llm.url import url_compare
+    from harness.cli.llm_traffic import traffic_of
     from harness.cli.llm import DEFAULT_SUITE
     from workloads.llm import llm_suite
 
@@ -126,7 +140,11 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
     labels = (f"A {ta.host}:{ta.port}" if same_path else f"A {ta.label}",
               f"B {tb.host}:{tb.port}" if same_path else f"B {tb.label}")
     sweep = _plan(labels, workloads, (rate,) if rate else URL_RATES, duration or DEFAULT_COMPARE_S, seed, slo)
-    result = _drive("llm: driving A then B", quiet or as_json, lambda on: url_compare([ta, tb], sweep, on))
+    traffic = traffic_of(dataset, dataset_format, rate, concurrency, max_concurrency, think_time, URL_RATES[0],
+                         prefix_tokens, prefix_groups)
+    result = _drive("llm: driving A then B", quiet or as_json,
+                    lambda on: url_compare([ta, tb], sweep, on) if traffic is None
+                    else traffic_url_compare([ta, tb], sweep, traffic, on))
     publish(result, out_path or results.default_path("llm", f"{_file_label(ta.label)}-vs-{_file_label(tb.label)}"),
             None, as_json)
 
@@ -166,6 +184,27 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
             out.print(f"{o.status}: {o.check} ({o.note})", highlight=False)
     if any(not o.passed for o in outcomes):
         raise typer.Exit(1)
+
+
+def sweep_llm_url_concurrency(url: str, workload: str | None, seed: int, step_s: float | None, set_: list[str] | None,
+                              model: str | None, api_key_env: str, template: Path | None, allow_remote: bool,
+                              as_json: bool, out_path: Path | None, quiet: bool, html: Path | None, traffic: Any,
+                              levels: list[int]) -> None:
+    """`harness sweep URL --concurrency 1,2,4,...`: each level closed loop for `step_s` s, and the knee."""
+    from harness.analysis.llm.traffic import traffic_url_sweep
+
+    target, slo = _target(url, allow_remote, model, api_key_env, template, set_)
+    sweep = _plan((target.label,), [workload] if workload else None, (1.0,), step_s or DEFAULT_STEP_S, seed, slo)
+
+    def shown(run: Any) -> None:
+        if not (quiet or as_json) and run.traffic is not None:
+            err.print(f"  concurrency {run.traffic.concurrency}: {run.traffic.requests_per_s:.2f} req/s, TTFT p50 "
+                      f"{(run.ttft_s.p50 or 0) * 1000:,.0f} ms, E2E p50 {(run.e2e_s.p50 or 0) * 1000:,.0f} ms",
+                      highlight=False)
+
+    result = _drive(f"sweep: driving {target.label}", True,
+                    lambda _on: traffic_url_sweep(target, sweep, traffic, levels, shown))
+    publish(result, out_path or results.default_path("llm", f"sweep-{_file_label(target.label)}"), html, as_json)
 
 
 def gate_llm_url(gate_file: str, target: str | None, baseline: Any, given: list[Any], result_files: list[str],

@@ -15,6 +15,8 @@ from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, DURATION, EXE
                                 cache_noted, check_target_mode, err, existing_file, fail, interruptible, one_of,
                                 publish, sim_jobs, torch_model)
 from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
+from harness.cli.llm_traffic import (CONCURRENCY, DATASET, DATASET_FORMAT, MAX_CONCURRENCY, PREFIX_GROUPS, PREFIX_TOKENS,
+                                     THINK_TIME)
 from harness.engine.jobs import Executor, Jobs, SimJob
 from harness.results import CompareResult
 from harness.results import io as results
@@ -54,6 +56,13 @@ def run(
     driver_procs: int = DRIVER_PROCS,
     balancer: str = BALANCER,
     no_cache: bool = NO_CACHE,
+    dataset: Optional[Path] = DATASET,
+    dataset_format: Optional[str] = DATASET_FORMAT,
+    concurrency: Optional[int] = CONCURRENCY,
+    max_concurrency: Optional[int] = MAX_CONCURRENCY,
+    think_time: float = THINK_TIME,
+    prefix_tokens: int = PREFIX_TOKENS,
+    prefix_groups: int = PREFIX_GROUPS,
 ) -> None:
     """Run one target under one workload and write its result file.
 
@@ -139,6 +148,13 @@ def compare(
     allow_remote: bool = typer.Option(False, "--allow-remote", help="LLM URLs: allow servers outside loopback."),
     balancer: str = BALANCER,
     no_cache: bool = NO_CACHE,
+    dataset: Optional[Path] = DATASET,
+    dataset_format: Optional[str] = DATASET_FORMAT,
+    concurrency: Optional[int] = CONCURRENCY,
+    max_concurrency: Optional[int] = MAX_CONCURRENCY,
+    think_time: float = THINK_TIME,
+    prefix_tokens: int = PREFIX_TOKENS,
+    prefix_groups: int = PREFIX_GROUPS,
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep;
     two LLM URLs: both driven live on the same arrivals at each rate (default 2, 4 and 8 req/s, 10 s each),

@@ -18,6 +18,7 @@ from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, HTML, JSON, L
                                 SET, URL_MODEL, URL_TEMPLATE, bounded, check_target_mode, err, fail, out, publish,
                                 torch_model)
 from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
+from harness.cli.llm_traffic import CONCURRENCY_LEVELS, DATASET, DATASET_FORMAT, PREFIX_GROUPS, PREFIX_TOKENS, THINK_TIME
 from harness.results import io as results
 from workloads.loader import ConfigError
 
@@ -61,6 +62,12 @@ def sweep(
     out_path: Optional[Path] = OUT,
     quiet: bool = QUIET,
     html: Optional[Path] = HTML,
+    dataset: Optional[Path] = DATASET,
+    dataset_format: Optional[str] = DATASET_FORMAT,
+    concurrency: Optional[str] = CONCURRENCY_LEVELS,
+    think_time: float = THINK_TIME,
+    prefix_tokens: int = PREFIX_TOKENS,
+    prefix_groups: int = PREFIX_GROUPS,
 ) -> None:
     """Find the highest offered rate whose goodput stays within the SLO (binary search, early stops).
 
@@ -75,11 +82,27 @@ def sweep(
 def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[float], duration: Optional[float],
               rel_tol: float, min_ratio: float, set_: Optional[List[str]], model: Optional[str], api_key_env: str,
               template: Optional[Path], allow_remote: bool, as_json: bool, out_path: Optional[Path], quiet: bool,
-              html: Optional[Path], check: Optional[List[str]]) -> None:
-    """`sweep` of an OpenAI-compatible LLM URL: its TTFT + TPOT SLO, its own rate search."""
+              html: Optional[Path], check: Optional[List[str]], dataset: Optional[Path] = None,
+              dataset_format: Optional[str] = None, concurrency: Optional[str] = None,
+              think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1) -> None:
+    """`sweep` of an OpenAI-compatible LLM URL: its TTFT + TPOT SLO, its own rate search; with
+    --concurrency LEVELS (and a data set), a closed-loop run at each level and the knee."""
     from harness.analysis.sweep.search import RateSearch
     from harness.cli.llm_url import sweep_llm_url
 
+    if concurrency is not None or dataset is not None or dataset_format is not None or think_time or \
+            prefix_tokens or prefix_groups != 1:
+        from harness.cli.llm_traffic import sweep_traffic_of
+        from harness.cli.llm_url import sweep_llm_url_concurrency
+
+        for flag, given in (("--start-rate", start is not None), ("--tolerance", rel_tol != 0.05),
+                            ("--check", bool(check))):
+            if given:
+                fail(f"{flag}: not used by a concurrency sweep of an LLM URL (--concurrency LEVELS)")
+        traffic, levels = sweep_traffic_of(dataset, dataset_format, concurrency, think_time, prefix_tokens,
+                                           prefix_groups)
+        return sweep_llm_url_concurrency(target, workload, seed, duration, set_, model, api_key_env, template,
+                                         allow_remote, as_json, out_path, quiet, html, traffic, levels)
     sweep_llm_url(target, workload, seed, start, duration, rel_tol, min_ratio, set_, model, api_key_env, template,
                   allow_remote, as_json, out_path, quiet, html,
                   lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol), list(check or []))

@@ -29,6 +29,8 @@ HANDWRITTEN: dict[str, str] = {
     "guide/ci-gate.md": "a CI performance gate: the gate file, exit codes, baselines, seeds, JUnit and Markdown",
     "guide/your-own-server.md": "your own server as a target: request-level /predict URLs and OpenAI-compatible "
                                 "LLM endpoints",
+    "guide/your-own-vllm-server.md": "my own vLLM server: data sets (ShareGPT, JSONL/CSV, Mooncake), conversations, "
+                                     "shared prefixes, --concurrency and --max-concurrency, a concurrency sweep",
     "guide/live-mode.md": "live mode: scaling, validity (who is at fault), the balancer, the front end, "
                           "framework targets",
     "guide/llm-fleet-live.md": "a live LLM fleet: the tiny decoder's prefix cache, the project's router and "

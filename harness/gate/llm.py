@@ -17,6 +17,14 @@ A gate file whose gates are `[[llm]]` tables (example: harness/gate/llm.toml)::
     attainment = 0.9            # (the share of requests that must meet it: the sweep's)
     model = "my-model"          # default: the first the server lists at /v1/models
     api_key_env = "OPENAI_API_KEY"
+    dataset = "chats.json"      # prompts from a data set (as `run URL --dataset`): ShareGPT
+                                # (every turn), JSONL/CSV of prompts, a Mooncake trace
+    dataset_format = "sharegpt" # default: from the file
+    concurrency = 4             # a closed loop of N users in place of rate_rps
+    max_concurrency = 8         # an open loop at rate_rps, at most N in flight
+    think_time_s = 1.0          # between an answer and its conversation's next turn
+    prefix_tokens = 256         # a shared system prompt opening every conversation...
+    prefix_groups = 4           # ...one of this many
 
     [[llm]]                     # one live run of the endpoint, and checks on it
     url = "..."                 # optional; every key of [defaults] but seed and
@@ -39,7 +47,9 @@ URL where it has several). `--results RUN.json` judges saved `llm` results in pl
 driving the endpoint.
 
 Each gate is one run of `harness.analysis.llm.url.url_run`: the endpoint probed, then
-driven open loop. An endpoint that cannot be reached or refuses the probe is no verdict on
+driven open loop; a gate with a data set, a load mode or a shared prefix is one run of
+`harness.analysis.llm.traffic.traffic_url_run` (its checks name it by the file and the
+load: "chats.json concurrency 4"). An endpoint that cannot be reached or refuses the probe is no verdict on
 its speed: the gate says it cannot judge (exit 2), as for an invalid request-level run.
 Errors in a file name it, the key and the problem.
 """
@@ -56,9 +66,11 @@ from harness.analysis.llm.compare import LlmSweep
 from harness.gate.check import Summary, evaluate
 from harness.gate.file import Check, Gate, _err, _number, _table, _tables, _threshold_checks
 from harness.live.openai import DEFAULT_API_KEY_ENV, UrlTarget
+from harness.live.openai.traffic import Traffic
 from harness.results.base import Result
 from harness.results.gate import CheckOutcome, GateResult
 from harness.results.llm import LlmResult, LlmRun
+from workloads.datasets import DatasetError
 from workloads.loader import ConfigError, read_toml
 
 __all__ = ["LLM_KEYS", "LlmGate", "LlmGateFile", "has_llm_gates", "llm_figures", "load_llm_gate_file",
@@ -81,7 +93,10 @@ LLM_KEYS: dict[str, tuple[str, str]] = {
     "timeout_ratio": ("-", "share of requests abandoned at their bound (twice their SLO budget)"),
     "shed_ratio": ("-", "share of requests the server refused with 429"),
 }
-_SETTINGS = {"url", "mix", "rate_rps", "duration_s", "slo_ttft_s", "slo_tpot_s", "attainment", "model", "api_key_env"}
+_TRAFFIC = ("dataset", "dataset_format", "concurrency", "max_concurrency", "think_time_s", "prefix_tokens",
+            "prefix_groups")
+_SETTINGS = {"url", "mix", "rate_rps", "duration_s", "slo_ttft_s", "slo_tpot_s", "attainment", "model", "api_key_env",
+             *_TRAFFIC}
 DEFAULT_MIX = "short"
 DEFAULT_RATE_RPS = 2.0
 DEFAULT_DURATION_S = 20.0
@@ -96,10 +111,13 @@ class LlmGate:
     sweep: LlmSweep
     checks: tuple[Check, ...]
     where: str
+    traffic: Traffic | None = None   # a data set, a load mode, a shared prefix (None: the mix, open loop)
 
     @property
     def scenario(self) -> str:
-        """How the gate's checks name the run: its mix and rate."""
+        """How the gate's checks name the run: its mix and rate (with traffic: its file and load)."""
+        if self.traffic is not None:
+            return traffic_scenario(self.traffic, self.sweep.mixes[0])
         return scenario_of(self.sweep.mixes[0], self.sweep.rates_rps[0])
 
 
@@ -113,6 +131,41 @@ class LlmGateFile:
 
 def scenario_of(mix: str, rate_rps: float) -> str:
     return f"{Path(mix).name} {rate_rps:g} req/s"
+
+
+def traffic_scenario(traffic: Traffic, mix: str) -> str:
+    return f"{Path(traffic.dataset.path if traffic.dataset is not None else mix).name} {traffic.load.label}"
+
+
+def _whole(data: dict[str, Any], p: str, key: str, name: str, low: int) -> int | None:
+    v = data.get(name)
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+        raise _err(p, f"{key}.{name}", f"must be a whole number >= {low}, not {v!r}")
+    return v
+
+
+def _traffic(item: dict[str, Any], d: dict[str, Any], p: str, key: str, rate_rps: float | None) -> Traffic | None:
+    """The gate's traffic keys (its own, else [defaults]'), as `run URL --dataset ... --concurrency ...`."""
+    def where(name: str) -> tuple[dict[str, Any], str]:
+        return (item, key) if name in item else (d, "defaults")
+
+    if not any(name in item or name in d for name in _TRAFFIC):
+        return None
+    text = {n: _text(where(n)[0], p, where(n)[1], n, None) for n in ("dataset", "dataset_format")}
+    whole = {n: _whole(where(n)[0], p, where(n)[1], n, low) for n, low in
+             (("concurrency", 1), ("max_concurrency", 1), ("prefix_tokens", 0), ("prefix_groups", 1))}
+    think = where("think_time_s")
+    think_s = think[0].get("think_time_s", 0.0)
+    if isinstance(think_s, bool) or not isinstance(think_s, (int, float)) or think_s < 0:
+        raise _err(p, f"{think[1]}.think_time_s", f"must be a number >= 0, not {think_s!r}")
+    try:
+        return Traffic.of(text["dataset"], text["dataset_format"], rate_rps, whole["concurrency"],
+                          whole["max_concurrency"], float(think_s), default_rate_rps=DEFAULT_RATE_RPS,
+                          prefix_tokens=whole["prefix_tokens"] or 0, prefix_groups=whole["prefix_groups"] or 1)
+    except DatasetError as exc:
+        raise ConfigError(f"{where('dataset')[1]}.dataset: {exc}") from None
+    except ValueError as exc:
+        raise _err(p, key, str(exc)) from None
 
 
 def has_llm_gates(path: str | Path) -> bool:
@@ -155,11 +208,12 @@ def _gate(item: dict[str, Any], d: dict[str, Any], p: str, key: str, seed: int, 
                          duration_s=numbers["duration_s"] or DEFAULT_DURATION_S, seed=seed, **slo)
     except (ValueError, OSError) as exc:
         raise _err(p, f"{key}.mix" if "mix" in item else "defaults.mix", str(exc)) from None
+    traffic = _traffic(item, d, p, key, numbers["rate_rps"])
     parsed = _threshold_checks(item["checks"], tol, p, key, "LLM", LLM_KEYS, baseline=True)
     for j, c in enumerate(parsed):
         if c.bound.value != "mean":
             raise _err(p, f"{key}.checks[{j}].bound", "an LLM gate is one live run: there is no interval to bound")
-    return LlmGate(endpoint, sweep, parsed, key)
+    return LlmGate(endpoint, sweep, parsed, key, traffic)
 
 
 def load_llm_gate_file(path: str | Path, target: str | None = None, allow_remote: bool = False) -> LlmGateFile:
@@ -216,7 +270,12 @@ def _runs_of(result: Result, what: str) -> list[tuple[LlmRun, str]]:
 def _pick(gate: LlmGate, runs: list[tuple[LlmRun, str]]) -> LlmRun | None:
     """The run of the gate's mix and rate: the one of its URL, else the only one."""
     mix, rate = gate.sweep.mixes[0], gate.sweep.rates_rps[0]
-    same = [(r, url) for r, url in runs if r.mix == mix and math.isclose(r.rate_rps, rate)]
+    if gate.traffic is not None:   # the run of the same file (or mix) under the same load
+        mix = gate.traffic.dataset.path if gate.traffic.dataset is not None else mix
+        same = [(r, url) for r, url in runs if r.mix == mix and r.traffic is not None
+                and r.traffic.load_label == gate.traffic.load.label]
+    else:
+        same = [(r, url) for r, url in runs if r.mix == mix and math.isclose(r.rate_rps, rate) and r.traffic is None]
     mine = [r for r, url in same if url == gate.target.url]
     return mine[-1] if mine else (same[0][0] if len(same) == 1 else None)
 
@@ -243,6 +302,7 @@ def run_llm_gate(path: str, target: str | None = None, baseline: Result | None =
                  allow_remote: bool = False, on_run: OnRun | None = None) -> GateResult:
     """Parse (ConfigError), drive each gate's run (or read it from `results`), evaluate; the gate result.
     ValueError when the baseline or a given result is not an llm result (or an LLM gate's)."""
+    from harness.analysis.llm.traffic import traffic_url_run
     from harness.analysis.llm.url import url_run
     from harness.live.openai.run import ProbeFailed
 
@@ -266,7 +326,8 @@ def run_llm_gate(path: str, target: str | None = None, baseline: Result | None =
             if on_run:
                 on_run(f"{gate.target.label}, {gate.scenario}")
             try:
-                result = url_run(gate.target, gate.sweep)
+                result = url_run(gate.target, gate.sweep) if gate.traffic is None else \
+                    traffic_url_run(gate.target, gate.sweep, gate.traffic)
             except ProbeFailed as exc:
                 cannot.append(f"{gate.where}: {exc}")
                 checks += _no_run(gate, "no run (see cannot judge)")

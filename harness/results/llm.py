@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.results.base import Figures, Result
+from harness.results.llm_traffic import ConcurrencySweep, TrafficFigures
 from harness.results.stats import Interval
 
 __all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmFlawCost", "LlmResult", "LlmRun",
@@ -120,8 +121,9 @@ class LlmRun(Figures):
     small_tenants_ttft_p99_s: float | None = None
     per_tenant: dict[str, TenantFigures] = Field(default_factory=dict)
     url: UrlRunFigures | None = None   # a run against a URL: how its answers were read
+    traffic: TrafficFigures | None = None   # a run with a data set or a load mode (harness.results.llm_traffic)
 
-    OMIT_IF_NONE = frozenset({"url"})
+    OMIT_IF_NONE = frozenset({"url", "traffic"})
 
     def figure(self, name: str) -> float | None:
         """A flaw's symptom by name: a field of this run, or "itl_max_s" (the longest inter-token gap)."""
@@ -298,7 +300,7 @@ def run_key(run: LlmRun) -> str:
 
 
 class LlmResult(Result):
-    OMIT_IF_NONE = frozenset({"search", "over_seeds"})
+    OMIT_IF_NONE = frozenset({"search", "over_seeds", "concurrency"})
 
     kind: Literal["llm"] = "llm"
     settings: LlmSettings
@@ -308,6 +310,7 @@ class LlmResult(Result):
     flaws: list[LlmFlawCost] = Field(default_factory=list)
     search: LlmSearch | None = None
     over_seeds: LlmSeeds | None = None
+    concurrency: ConcurrencySweep | None = None   # `sweep URL --concurrency 1,2,4,...`
 
     def summary_json(self) -> dict[str, Any]:
         """What `--json` prints: settings, curves and ratios (runs without per-tenant blocks)."""

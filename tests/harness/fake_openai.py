@@ -32,26 +32,45 @@ class FakeOpenAI:
     overhead: int = 3
     hang_after: int | None = None   # answer this many requests, then never answer again
     model: str = "fake-model"
+    tag_answers: bool = False       # each answer's first chunk is "<aN>" (N: the request's number), to trace it
+    max_concurrent: int | None = None   # serve at most this many at once; the rest wait (as guidellm's mock)
     seen: list[dict] = field(default_factory=list)
     inflight: int = 0
+    max_inflight: int = 0
+    inflight_at: list[int] = field(default_factory=list)   # parallel to seen: requests in flight, this one included
+
+    def run_peak(self) -> int:
+        """The most requests in flight when one of a run's requests (not a probe: user "probe") arrived;
+        the probes all end before a run starts, so this counts the run's requests only."""
+        return max((n for body, n in zip(self.seen, self.inflight_at) if body.get("user") != "probe"), default=0)
 
 
 def app_of(cfg: FakeOpenAI) -> web.Application:
+    state: dict = {}
+
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": cfg.model, "object": "model"}]})
 
     async def complete(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         cfg.seen.append(body)
+        cfg.inflight_at.append(cfg.inflight + 1)   # (a request refused below is counted here, not in flight)
         if cfg.refuse_ignore_eos and "ignore_eos" in body:
             return web.json_response({"error": {"message": "unknown field ignore_eos"}}, status=400)
         if body.get("model") != cfg.model:
             return web.json_response({"error": {"message": "no such model"}}, status=404)
         chat = request.path.endswith("/chat/completions")
-        text = body["messages"][0]["content"] if chat else body["prompt"]
+        text = " ".join(m["content"] for m in body["messages"]) if chat else body["prompt"]
         prompt_tokens = cfg.tokens_per_word * len(text.split()) + cfg.overhead
+        number = len(cfg.seen)
         cfg.inflight += 1
+        cfg.max_inflight = max(cfg.max_inflight, cfg.inflight)
+        if cfg.max_concurrent is not None and "slots" not in state:
+            state["slots"] = asyncio.Semaphore(cfg.max_concurrent)
+        slot = state.get("slots")
         try:
+            if slot is not None:
+                await slot.acquire()
             await asyncio.sleep(cfg.ttft_s + cfg.queue_s * (cfg.inflight - 1))
             if cfg.hang_after is not None and len(cfg.seen) > cfg.hang_after:
                 await asyncio.sleep(3600)
@@ -61,7 +80,8 @@ def app_of(cfg: FakeOpenAI) -> web.Application:
             sent = 0
             while sent < n:
                 k = min(cfg.tokens_per_chunk, n - sent)
-                piece = {"delta": {"content": "x" * k}} if chat else {"text": "x" * k}
+                word = f"<a{number}>" if cfg.tag_answers and sent == 0 else "x" * k
+                piece = {"delta": {"content": word}} if chat else {"text": word}
                 await resp.write(f"data: {json.dumps({'choices': [{**piece, 'finish_reason': None}]})}\n\n".encode())
                 sent += k
                 if sent < n:
@@ -75,6 +95,8 @@ def app_of(cfg: FakeOpenAI) -> web.Application:
             return resp
         finally:
             cfg.inflight -= 1
+            if slot is not None:
+                slot.release()
 
     app = web.Application()
     app.router.add_get("/v1/models", models)

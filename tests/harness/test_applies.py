@@ -59,6 +59,16 @@ OLD: dict[tuple[str, Where], set[str]] = {
 
 _TREE = typer.main.get_command(app)
 
+# Issue 37's LLM URL traffic options (harness.cli.llm_traffic), added after the chains: refused on
+# every other kind of target, where a command has them.
+_TRAFFIC = {"--dataset", "--dataset-format", "--concurrency", "--max-concurrency", "--think-time", "--prefix-tokens",
+            "--prefix-groups"}
+_HAS = {c: {next(o for o in p.opts if o.startswith("--")) for p in _TREE.commands[c].params
+            if p.param_type_name == "option"} for c in ("run", "compare", "sweep")}
+for (_c, _w), _refused in OLD.items():
+    if _c in _HAS and _w.kind is not LU:
+        _refused |= _TRAFFIC & _HAS[_c]
+
 
 def _options(command: str) -> list[str]:
     return [next(o for o in p.opts if o.startswith("--")) for p in _TREE.commands[command].params

@@ -196,12 +196,14 @@ def run_sweep(sweep: LlmSweep, on_run: Callable[[str], None] | None = None, jobs
     return result_of(sweep, runs)
 
 
-def curves_and_ratios(runs: list[LlmRun], sweep: LlmSweep) -> tuple[list[Curve], list[CapacityRatio]]:
+def curves_and_ratios(runs: list[LlmRun], sweep: LlmSweep, mixes: tuple[str, ...] | None = None
+                      ) -> tuple[list[Curve], list[CapacityRatio]]:
     """Each (policy, mix)'s curve over the rates with its knee, and per mix the first policy's capacity
-    against the last's (`sweep.policies` names the runs' policies, in order)."""
+    against the last's (`sweep.policies` names the runs' policies, in order; `mixes`: the runs' mix
+    names, when not `sweep.mixes`: a data set's)."""
     curves: list[Curve] = []
     ratios: list[CapacityRatio] = []
-    for mix in sweep.mixes:
+    for mix in mixes or sweep.mixes:
         by_policy = {p: sorted((r for r in runs if r.mix == mix and r.policy == p), key=lambda r: r.rate_rps)
                      for p in sweep.policies}
         for policy, rs in by_policy.items():

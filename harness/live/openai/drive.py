@@ -69,6 +69,7 @@ class _Request:
     def __init__(self, seq: Sequence, driven: Driven, itl: list[float], window_s: float) -> None:
         self.seq, self.driven, self.itl, self.window_s = seq, driven, itl, window_s
         self.tally = Tally()
+        self.texts: list[str] | None = None   # the answer's text, kept when a list is set (conversations)
 
     def token(self, now: float) -> None:
         seq = self.seq
@@ -118,6 +119,8 @@ async def _one(http: aiohttp.ClientSession, url: str, api: Api, body: dict[str, 
                 assert isinstance(chunk, Chunk)
                 if req.tally.add(chunk):
                     req.token(loop.time() - t0)
+                    if req.texts is not None:
+                        req.texts.append(chunk.text)
         req.finish()
     except TimeoutError:  # asyncio's and aiohttp's timeouts are TimeoutErrors
         driven.timed_out += 1

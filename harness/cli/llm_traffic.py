@@ -1,0 +1,85 @@
+"""The traffic options of LLM URL commands (`run URL`, `sweep URL`): a data set and a load mode.
+
+Each option is one line in a command's signature; `traffic_of(...)` turns them into a
+`harness.live.openai.traffic.Traffic` (reading the data set) or ends the command with exit 2
+and one line naming the file, line or option; `given(...)` lists them for commands that refuse them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from harness.cli.common import fail
+
+__all__ = ["CONCURRENCY", "CONCURRENCY_LEVELS", "DATASET", "DATASET_FORMAT", "MAX_CONCURRENCY", "PREFIX_GROUPS",
+           "PREFIX_TOKENS", "THINK_TIME", "given", "levels_of", "sweep_traffic_of", "traffic_of"]
+
+DATASET: Optional[Path] = typer.Option(None, "--dataset", help="LLM URL: prompts from a data set file: ShareGPT "
+                                       ".json (every turn), .jsonl/.csv of prompt or messages, or a Mooncake "
+                                       "trace .jsonl (hash_ids); format from the file or --dataset-format.")
+DATASET_FORMAT: Optional[str] = typer.Option(None, "--dataset-format", help="LLM URL: sharegpt, jsonl, csv or "
+                                             "mooncake (default: from the file).")
+CONCURRENCY: Optional[int] = typer.Option(None, "--concurrency", help="LLM URL: a closed loop of N users, each "
+                                          "sending its next request as the last ends (not with --rate).")
+CONCURRENCY_LEVELS: Optional[str] = typer.Option(None, "--concurrency", help="LLM URL: sweep these closed-loop "
+                                                 "concurrencies (e.g. 1,2,4,8,16) in place of rates; reports the knee.")
+MAX_CONCURRENCY: Optional[int] = typer.Option(None, "--max-concurrency", help="LLM URL: cap the open loop at N "
+                                              "requests in flight (the wait for a slot is reported apart).")
+THINK_TIME: float = typer.Option(0.0, "--think-time", help="LLM URL: seconds between an answer and the same "
+                                 "conversation's next turn.")
+PREFIX_TOKENS: int = typer.Option(0, "--prefix-tokens", help="LLM URL: open every conversation with a shared "
+                                  "system prompt of N tokens (a prefix cache's work; 0: none).")
+PREFIX_GROUPS: int = typer.Option(1, "--prefix-groups", help="LLM URL, with --prefix-tokens: this many distinct "
+                                  "system prompts, conversation k sending the (k mod N)th.")
+
+
+def given(dataset: Any, dataset_format: Any, concurrency: Any, max_concurrency: Any, think_time: float,
+          prefix_tokens: int = 0, prefix_groups: int = 1) -> list[tuple[str, bool]]:
+    return [("--dataset", dataset is not None), ("--dataset-format", dataset_format is not None),
+            ("--concurrency", concurrency is not None), ("--max-concurrency", max_concurrency is not None),
+            ("--think-time", think_time != 0.0), ("--prefix-tokens", prefix_tokens != 0),
+            ("--prefix-groups", prefix_groups != 1)]
+
+
+def levels_of(text: str) -> list[int]:
+    """`1,2,4,8` as whole numbers >= 1, increasing; exit 2 naming --concurrency otherwise."""
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        fail(f"--concurrency '{text}': expected whole numbers such as 1,2,4,8,16")
+    if not levels or any(n < 1 for n in levels):
+        fail(f"--concurrency '{text}': every level must be >= 1")
+    if sorted(set(levels)) != levels:
+        fail(f"--concurrency '{text}': give the levels increasing, each once")
+    return levels
+
+
+def traffic_of(dataset: Path | None, dataset_format: str | None, rate: float | None, concurrency: int | None,
+               max_concurrency: int | None, think_time: float, default_rate_rps: float, prefix_tokens: int = 0,
+               prefix_groups: int = 1) -> Any:
+    """The run's traffic, or None when no traffic option was given (today's synthetic open loop)."""
+    if not any(on for _, on in given(dataset, dataset_format, concurrency, max_concurrency, think_time,
+                                     prefix_tokens, prefix_groups)):
+        return None
+    from harness.live.openai.traffic import Traffic
+
+    try:
+        return Traffic.of(str(dataset) if dataset is not None else None, dataset_format, rate, concurrency,
+                          max_concurrency, think_time, default_rate_rps=default_rate_rps,
+                          prefix_tokens=prefix_tokens, prefix_groups=prefix_groups)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def sweep_traffic_of(dataset: Path | None, dataset_format: str | None, concurrency: str | None,
+                     think_time: float, prefix_tokens: int = 0, prefix_groups: int = 1) -> tuple[Any, list[int]]:
+    """A concurrency sweep's traffic and levels (`--concurrency 1,2,4,...`, needed with --dataset)."""
+    if concurrency is None:
+        fail("--dataset, --think-time and --prefix-tokens in a sweep of an LLM URL need --concurrency LEVELS "
+             "(e.g. 1,2,4,8,16): the rate sweep sends the length mix")
+    levels = levels_of(concurrency)
+    return traffic_of(dataset, dataset_format, None, levels[0], None, think_time, 1.0, prefix_tokens,
+                      prefix_groups), levels

@@ -1,0 +1,61 @@
+"""The traffic parts of the `llm` URL view: load mode, data set, TTFT per turn, slots, a concurrency sweep.
+
+Reads only `harness.results.llm_traffic` (through the run and result that carry it).
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from harness.results.llm_traffic import ConcurrencySweep, TrafficFigures
+from reports.fmt import fmt_ms, fmt_n
+
+__all__ = ["concurrency_table", "traffic_line", "turn_table"]
+
+
+def traffic_line(t: TrafficFigures) -> str:
+    source = f"data set {t.dataset} ({t.dataset_format})" if t.dataset else "the length mix"
+    text = (f"load: {t.load_label}; {source}: {t.conversations:,} conversations, {t.turns_sent:,} requests "
+            f"({fmt_n(t.requests_per_s)} req/s sent, {fmt_n(t.finished_per_s)} answered), at most {t.max_in_flight:,} in flight")
+    if t.context_tokens_max is not None:
+        text += f", context up to {t.context_tokens_max:,} tokens"
+    if t.slot_wait_s is not None:
+        text += (f"; slot wait (the client's, not in TTFT) p50 {fmt_ms(t.slot_wait_s.p50)} ms, p99 "
+                 f"{fmt_ms(t.slot_wait_s.p99)} ms" + (": the slots were the bound" if t.slots_bound else ""))
+    if t.prefix_tokens:
+        text += f"; a shared system prompt of {t.prefix_tokens:,} tokens, {t.prefix_groups:,} groups"
+    if t.slot_timeouts:
+        text += f"; {t.slot_timeouts:,} requests never got a slot"
+    return text
+
+
+def turn_table(t: TrafficFigures) -> Table | None:
+    """TTFT and context per turn number; None for single-turn traffic."""
+    if len(t.per_turn) < 2:
+        return None
+    table = Table(title="per turn (later turns carry the earlier turns and answers)", box=box.SIMPLE_HEAD,
+                  pad_edge=False, padding=(0, 1))
+    for h in ("turn", "reqs", "done", "TTFT\np50", "TTFT\np90", "ITL\np50", "ITL\np90", "TPOT\np50", "context\nmean",
+              "context\nmax"):
+        table.add_column(h, justify="right", no_wrap=True)
+    last = t.per_turn[-1].turn
+    for row in t.per_turn:
+        label = f"{row.turn}+" if row.turn == last and row.turn >= 8 else str(row.turn)
+        table.add_row(label, f"{row.requests:,}", f"{row.finished:,}", fmt_ms(row.ttft_s.p50), fmt_ms(row.ttft_s.p90),
+                      fmt_ms(row.itl_s.p50), fmt_ms(row.itl_s.p90), fmt_ms(row.tpot_s.p50),
+                      fmt_n(row.context_tokens_mean), f"{row.context_tokens_max:,}" if row.context_tokens_max else "-")
+    table.caption = "ms; context: prompt tokens sent (the server's usage where it gave one)"
+    return table
+
+
+def concurrency_table(c: ConcurrencySweep) -> Table:
+    table = Table(title=f"concurrency sweep, {c.step_duration_s:g} s a level"
+                  + (f": knee at concurrency {c.knee_concurrency}" if c.knee_concurrency is not None else ""),
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for h in ("users", "req/s", "out tok/s", "TTFT p50 ms", "TTFT p90 ms", "E2E p50 ms", "in flight"):
+        table.add_column(h, justify="right", no_wrap=True)
+    for k, p in enumerate(c.points):
+        table.add_row(f"{p.concurrency}{' *' if k == c.knee else ''}", fmt_n(p.requests_per_s), fmt_n(p.output_tok_s),
+                      fmt_ms(p.ttft_p50_s), fmt_ms(p.ttft_p90_s), fmt_ms(p.e2e_p50_s), f"{p.max_in_flight:,}")
+    return table
