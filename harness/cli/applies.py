@@ -148,6 +148,7 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     _o("--balancer", Panel.LIVE, STARTED_LIVE, tolerated={"*": LLM_URL | LLM_POLICY}),
     # LLM URLs (OpenAI-compatible servers)
     _o("--api-key-env", Panel.LLM, LLM_URL, tolerated={"run": SIM | LIVE}),
+    *(_o(name, Panel.LLM, LLM_URL) for name in ("--server-metrics", "--server-metrics-url", "--tokenizer")),
     # what is written and shown
     *(_o(name, Panel.OUTPUT) for name in ("--json", "--out", "--quiet", "--html", "--junit", "--markdown")),
 ]}

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.results.base import Figures, Result
+from harness.results.server_metrics import ServerMetricsFigures
 from harness.results.stats import Interval
 
 __all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmFlawCost", "LlmResult", "LlmRun",
@@ -120,8 +121,9 @@ class LlmRun(Figures):
     small_tenants_ttft_p99_s: float | None = None
     per_tenant: dict[str, TenantFigures] = Field(default_factory=dict)
     url: UrlRunFigures | None = None   # a run against a URL: how its answers were read
+    server_metrics: ServerMetricsFigures | None = None   # --server-metrics: the engine's own series
 
-    OMIT_IF_NONE = frozenset({"url"})
+    OMIT_IF_NONE = frozenset({"url", "server_metrics"})
 
     def figure(self, name: str) -> float | None:
         """A flaw's symptom by name: a field of this run, or "itl_max_s" (the longest inter-token gap)."""
