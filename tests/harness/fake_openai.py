@@ -4,7 +4,7 @@
 127.0.0.1 that answers every request after `ttft_s` (plus `queue_s` per request in flight:
 a server that slows under load), then one chunk per `tokens_per_chunk` tokens every
 `itl_s`, exactly `max_tokens` tokens; usage in a last chunk without choices when asked
-(`usage`); none after `hang_after` requests; a prompt counts `tokens_per_word` per word plus `overhead` tokens. It runs
+(`usage`; on every chunk too with `continuous_usage`); none after `hang_after` requests; a prompt counts `tokens_per_word` per word plus `overhead` tokens. It runs
 on its own thread and loop, so code under test may run its own `asyncio.run`.
 """
 
@@ -31,6 +31,7 @@ class FakeOpenAI:
     tokens_per_word: int = 2
     overhead: int = 3
     hang_after: int | None = None   # answer this many requests, then never answer again
+    continuous_usage: bool = False  # usage (completion tokens so far) on every content chunk, as vLLM's option
     model: str = "fake-model"
     seen: list[dict] = field(default_factory=list)
     inflight: int = 0
@@ -62,8 +63,12 @@ def app_of(cfg: FakeOpenAI) -> web.Application:
             while sent < n:
                 k = min(cfg.tokens_per_chunk, n - sent)
                 piece = {"delta": {"content": "x" * k}} if chat else {"text": "x" * k}
-                await resp.write(f"data: {json.dumps({'choices': [{**piece, 'finish_reason': None}]})}\n\n".encode())
+                doc: dict = {"choices": [{**piece, "finish_reason": None}]}
                 sent += k
+                if cfg.continuous_usage:
+                    doc["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent,
+                                    "total_tokens": prompt_tokens + sent}
+                await resp.write(f"data: {json.dumps(doc)}\n\n".encode())
                 if sent < n:
                     await asyncio.sleep(cfg.itl_s * k)
             end = {"delta": {}} if chat else {"text": ""}
