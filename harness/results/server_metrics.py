@@ -20,20 +20,20 @@ __all__ = ["ServerMetricsFigures"]
 
 
 class ServerMetricsFigures(Figures):
-    url: str
-    interval_s: float
+    url: str                           # the /metrics scraped
+    interval_s: float                  # between scrapes
     flavor: str | None = None          # whose metric names matched: vllm, sglang, tgi
-    scrapes: int
-    failures: int = 0
-    first_error: str | None = None
-    t_s: list[float] = Field(default_factory=list)
-    running: list[float | None] = Field(default_factory=list)
-    waiting: list[float | None] = Field(default_factory=list)
-    kv_cache_usage: list[float | None] = Field(default_factory=list)
-    prefix_cache_hit_rate: list[float | None] = Field(default_factory=list)
-    preemptions: list[float | None] = Field(default_factory=list)
-    client_in_flight: list[int] = Field(default_factory=list)
-    client_ttft_p50_s: list[float | None] = Field(default_factory=list)
+    scrapes: int                       # that answered; each one entry of the lists below
+    failures: int = 0                  # scrapes that failed (no answer in time, not 200, not metrics)
+    first_error: str | None = None     # the first failure's text
+    t_s: list[float] = Field(default_factory=list)                     # each scrape, from the run's origin
+    running: list[float | None] = Field(default_factory=list)          # requests the engine runs
+    waiting: list[float | None] = Field(default_factory=list)          # requests it holds queued
+    kv_cache_usage: list[float | None] = Field(default_factory=list)   # share of KV cache held, 0-1
+    prefix_cache_hit_rate: list[float | None] = Field(default_factory=list)   # over the interval before
+    preemptions: list[float | None] = Field(default_factory=list)      # since the first scrape
+    client_in_flight: list[int] = Field(default_factory=list)          # the run's requests open during it
+    client_ttft_p50_s: list[float | None] = Field(default_factory=list)   # of those sent in the interval before
     running_max: float | None = None
     waiting_max: float | None = None
     client_in_flight_max: int | None = None
