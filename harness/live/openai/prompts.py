@@ -177,7 +177,7 @@ def load_tokenizer(spec: str) -> Tokenizer:
     if kind not in _KINDS and is_tokenizer_path(spec):
         return HfTokenizerFile(spec)
     if not sep or not name or kind not in _KINDS:
-        raise ValueError(f"tokenizer '{spec}': give a tokenizer.json (or its folder), tiktoken:ENCODING or hf:PATH")
+        raise ValueError(f"tokenizer '{spec}': give tiktoken:ENCODING or hf:PATH, or a tokenizer.json (or its folder)")
     package, make = _KINDS[kind]
     if importlib.util.find_spec(package) is None:
         raise ValueError(f"tokenizer '{spec}' needs the {package} package (pip install {package}); without a "
