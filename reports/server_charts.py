@@ -27,14 +27,16 @@ def server_line(run: LlmRun) -> str | None:
     m = run.server_metrics
     if m is None:
         return None
-    names = f"{m.flavor} names" if m.flavor else "no known engine names"
+    names = f"{m.flavor} names" if m.flavor else "no known names"
     kv = [v for v in m.kv_cache_usage if v is not None]
-    line = (f"server metrics ({names}) from {m.url}: {m.scrapes} scrapes, {m.failures} failed; running max "
-            f"{_n(m.running_max)}, waiting max {_n(m.waiting_max)} (client in flight max {_n(m.client_in_flight_max)})")
+    line = (f"server ({names}): {m.scrapes} scrapes, {m.failures} failed; running max {_n(m.running_max)}, "
+            f"waiting max {_n(m.waiting_max)}, client in flight max {_n(m.client_in_flight_max)}")
     if kv:
-        line += f"; KV cache max {max(kv):.0%}"
+        line += f"; KV max {max(kv):.0%}"
     if m.first_error:
         line += f". First failure: {m.first_error}"
+    else:
+        line += f" ({m.url})"
     return line
 
 

@@ -26,7 +26,7 @@ def test_the_served_engines_series_are_in_the_result_beside_the_clients_in_fligh
         proc.terminate()
         proc.wait(20)
     assert res.exit_code == 0, res.output
-    assert "server metrics (vllm names)" in " ".join(res.output.split())
+    assert "server (vllm names)" in " ".join(res.output.split())
     result = load_result(tmp_path / "r.json")
     m = result.runs[0].server_metrics
     assert m is not None and m.flavor == "vllm" and m.failures == 0 and m.scrapes >= 4
