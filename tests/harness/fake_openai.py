@@ -2,8 +2,7 @@
 
 `serve(FakeOpenAI(ttft_s=0.05, itl_s=0.01))` yields the completions URL of a server on
 127.0.0.1 that answers every request after `ttft_s` (plus `queue_s` per request in flight:
-a server that slows under load), then one chunk per `tokens_per_chunk` tokens every
-`itl_s`, exactly `max_tokens` tokens; usage in a last chunk without choices when asked
+a server that slows under load), then one chunk per `tokens_per_chunk` tokens, each `itl_s` per token it holds after the one before, exactly `max_tokens` tokens; usage in a last chunk without choices when asked
 (`usage`; on every chunk too with `continuous_usage`); none after `hang_after` requests; a prompt counts `tokens_per_word` per word plus `overhead` tokens. It runs
 on its own thread and loop, so code under test may run its own `asyncio.run`.
 """
@@ -34,6 +33,9 @@ class FakeOpenAI:
     continuous_usage: bool = False  # usage (completion tokens so far) on every content chunk, as vLLM's option
     model: str = "fake-model"
     seen: list[dict] = field(default_factory=list)
+    # What it did, by its own clock: per answer, (received -> first chunk written, per-token gaps: each
+    # gap between chunk writes over the chunk's tokens), the truth a client's TTFT and ITL are held to.
+    wrote: list[tuple[float, list[float]]] = field(default_factory=list)
     inflight: int = 0
 
 
@@ -52,6 +54,8 @@ def app_of(cfg: FakeOpenAI) -> web.Application:
         text = body["messages"][0]["content"] if chat else body["prompt"]
         prompt_tokens = cfg.tokens_per_word * len(text.split()) + cfg.overhead
         cfg.inflight += 1
+        loop = asyncio.get_running_loop()
+        received, writes = loop.time(), []
         try:
             await asyncio.sleep(cfg.ttft_s + cfg.queue_s * (cfg.inflight - 1))
             if cfg.hang_after is not None and len(cfg.seen) > cfg.hang_after:
@@ -62,6 +66,8 @@ def app_of(cfg: FakeOpenAI) -> web.Application:
             sent = 0
             while sent < n:
                 k = min(cfg.tokens_per_chunk, n - sent)
+                if sent:  # a chunk of k tokens comes k token-times after the one before it
+                    await asyncio.sleep(cfg.itl_s * k)
                 piece = {"delta": {"content": "x" * k}} if chat else {"text": "x" * k}
                 doc: dict = {"choices": [{**piece, "finish_reason": None}]}
                 sent += k
@@ -69,14 +75,15 @@ def app_of(cfg: FakeOpenAI) -> web.Application:
                     doc["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent,
                                     "total_tokens": prompt_tokens + sent}
                 await resp.write(f"data: {json.dumps(doc)}\n\n".encode())
-                if sent < n:
-                    await asyncio.sleep(cfg.itl_s * k)
+                writes.append((loop.time(), k))
             end = {"delta": {}} if chat else {"text": ""}
             await resp.write(f"data: {json.dumps({'choices': [{**end, 'finish_reason': 'length'}]})}\n\n".encode())
             if cfg.usage and (body.get("stream_options") or {}).get("include_usage"):
                 usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
                 await resp.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
             await resp.write(b"data: [DONE]\n\n")
+            gaps = [(t - t0) / k for (t0, _), (t, k) in zip(writes, writes[1:]) for _ in range(k)]
+            cfg.wrote.append((writes[0][0] - received, gaps))
             return resp
         finally:
             cfg.inflight -= 1
