@@ -315,6 +315,10 @@ def sections(result: LlmResult) -> list[Section]:
         out.append(Section("URL targets: how they were driven", html="<br>".join(_html.escape(x) for x in lines)))
     if not result.curves:
         out.append(Section("Runs", html=_html_table(RUN_HEADERS, run_rows(result))))
+    if result.settings.targets:
+        from reports.server_charts import server_sections
+
+        out += server_sections(result)
     if result.ratios:
         out.append(Section("Continuous vs run-to-completion batching at the same SLO" if not result.settings.targets
                            else "B against A at the same SLO",

@@ -129,6 +129,10 @@ def render_url(result: LlmResult, console: Console) -> None:
             console.print(f"goodput {fmt_n(run.goodput_rps)} req/s ({fmt_pct(run.slo_attainment)} of requests within "
                           f"the SLO); {fmt_n(run.output_tok_s)} output tokens/s. {slo}", highlight=False)
             console.print(counted_line(run), highlight=False)
+            if run.server_metrics is not None:
+                from reports.server_charts import server_line
+
+                console.print(server_line(run), highlight=False)
             if len(run.per_tenant) > 1:
                 table = Table(title="per tenant", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
                 for h in TENANT_HEADERS:

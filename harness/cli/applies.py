@@ -152,6 +152,7 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     # LLM URL traffic: a data set, a load mode, conversations (harness.cli.llm_traffic)
     *(_o(name, Panel.LLM, LLM_URL) for name in ("--dataset", "--dataset-format", "--concurrency", "--max-concurrency",
                                                "--think-time", "--prefix-tokens", "--prefix-groups")),
+    *(_o(name, Panel.LLM, LLM_URL) for name in ("--server-metrics", "--server-metrics-url", "--tokenizer")),
     # what is written and shown
     *(_o(name, Panel.OUTPUT) for name in ("--json", "--out", "--quiet", "--html", "--junit", "--markdown")),
 ]}

@@ -237,6 +237,12 @@ URL_MODEL = typer.Option(None, "--model", help="live: torch model of the GPU wor
 API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env", help="LLM URL: the environment variable whose value is "
                            "sent as 'Authorization: Bearer' (none sent when it is unset; results name it, never the key).")
 ALLOW_REMOTE = typer.Option(False, "--allow-remote", help="live: allow a URL target outside loopback.")
+SERVER_METRICS = typer.Option(False, "--server-metrics", help="LLM URL: scrape the server's Prometheus /metrics "
+                              "every second during each run (vLLM, SGLang and TGI names) into the result and report.")
+SERVER_METRICS_URL = typer.Option(None, "--server-metrics-url", help="LLM URL, with --server-metrics: scrape this URL "
+                                  "instead of the target's own /metrics.")
+TOKENIZER = typer.Option(None, "--tokenizer", help="LLM URL: a local tokenizer.json (or its folder; the tokenizer "
+                         "extra) to size prompts to exact token counts and count answers with.")
 URL_TEMPLATE = typer.Option(None, "--template", help="URL target: a JSON body template ({{input}}, ...); an LLM URL: "
                             "a JSON object of fields added to every request (e.g. {\"temperature\": 0}).",
                             callback=existing_file("--template"))

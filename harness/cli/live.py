@@ -209,6 +209,8 @@ def serve(
     token: Optional[str] = typer.Option(None, "--token", envvar="HARNESS_TOKEN",
                                         help="Bearer token /predict and /metrics require (LLM: every /v1/ path)."),
     balancer: str = BALANCER,
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="LLM policy: count usage's tokens with this "
+                                            "local tokenizer.json (or its folder); the decoder keeps its bytes."),
 ) -> None:
     """Start a target for real (proxy, API servers, GPU workers; an LLM policy: the tiny decoder) until Ctrl-C.
 
@@ -232,7 +234,9 @@ def serve(
                                            ("--pad-to-s", pad_to_s is not None), ("--scale", scale is not None),
                                            ("--tenant", bool(tenant)), ("--balancer", balancer != "python"))
                   if given]
-        return serve_llm_cmd(target, port, host, expose, token, set_ or [], unused)
+        return serve_llm_cmd(target, port, host, expose, token, set_ or [], unused, tokenizer)
+    if tokenizer is not None:
+        fail("--tokenizer: only an LLM policy (llm-static, llm-dynamic, llm-continuous) counts tokens")
     from harness.live.scaling import shrink
     from harness.live.host import GC_THRESHOLDS, HostSpec, TargetHost
     from targets.frameworks import framework_name

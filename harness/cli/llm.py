@@ -163,7 +163,7 @@ def profile_llm_cmd(out_path: Path | None, repeats: int, threads: int | None) ->
 
 
 def serve_llm_cmd(policy: str, port: int, host: str, expose: bool, token: str | None, set_: list[str],
-                  unused: list[str]) -> None:
+                  unused: list[str], tokenizer: str | None = None) -> None:
     """`harness serve llm-POLICY`: the tiny decoder behind /v1/completions on host:port until Ctrl-C.
     `--set` takes the engine knobs (and cost=FILE) as `compare llm-A llm-B`; `unused`: the `serve` flags
     given that an LLM target cannot honour (an exit 2 naming them)."""
@@ -195,15 +195,20 @@ def serve_llm_cmd(policy: str, port: int, host: str, expose: bool, token: str | 
             base = replace(base, cost=load_cost(knobs.pop(_COST_FILE)))
         spec = engine_with(base, knobs)
         create_scheduler(spec)  # bad knob values fail here, before binding
+        counter = None
+        if tokenizer is not None:
+            from harness.live.openai import load_tokenizer
+
+            counter = load_tokenizer(tokenizer).count
     except ValueError as exc:
         fail(str(exc))
 
     async def main() -> None:
         try:
-            server = await start_llm_server(spec, host, port, token=token or None)
+            server = await start_llm_server(spec, host, port, token=token or None, count_tokens=counter)
         except OSError as exc:
             fail(f"cannot serve on {host}:{port}: {exc}", code=1)
-        out.print(f"serving {policy} at {server.url} (and /v1/models)\n"
+        out.print(f"serving {policy} at {server.url} (and /v1/models, /metrics)\n"
                   f"  the tiny decoder (model \"{MODEL_NAME}\", {MAX_LEN} tokens of context) on the CPU, "
                   f"{spec.max_seqs if policy == LlmPolicy.CONTINUOUS.value else spec.batch_size} sequences at "
                   "most per step\n"

@@ -32,8 +32,12 @@ DEFAULT_START_RPS = 1.0
 _SLO_KEYS = ("slo_ttft_s", "slo_tpot_s", "attainment")
 
 
+Extras = tuple[bool, str | None, str | None]   # (--server-metrics, --server-metrics-url, --tokenizer)
+NO_EXTRAS: Extras = (False, None, None)
+
+
 def _target(url: str, allow_remote: bool, model: str | None, api_key_env: str, template: Path | None,
-            set_: list[str] | None) -> tuple[Any, dict[str, float]]:
+            set_: list[str] | None, extras: Extras = NO_EXTRAS) -> tuple[Any, dict[str, float]]:
     from harness.live.openai import UrlTarget
 
     knobs: dict[str, str] = {}
@@ -54,9 +58,39 @@ def _target(url: str, allow_remote: bool, model: str | None, api_key_env: str, t
             knobs[key] = raw
     try:
         text = template.read_text() if template is not None else None
-        return UrlTarget.parse(url, allow_remote, model, api_key_env, text, knobs), slo
+        target = UrlTarget.parse(url, allow_remote, model, api_key_env, text, knobs)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         fail(str(exc))
+    return _with_extras(target, allow_remote, extras), slo
+
+
+def _with_extras(target: Any, allow_remote: bool, extras: Extras) -> Any:
+    """The target with --server-metrics (its own /metrics, or --server-metrics-url) and --tokenizer
+    (loaded once here, so a path that is not a tokenizer ends it before anything is sent)."""
+    from dataclasses import replace
+
+    from harness.live.openai import load_tokenizer
+    from harness.live.plan import parse_url
+
+    scrape, scrape_url, tokenizer = extras
+    if scrape_url is not None and not scrape:
+        fail("--server-metrics-url needs --server-metrics")
+    if scrape:
+        if scrape_url is not None:
+            try:
+                parse_url(scrape_url, allow_remote)
+            except ValueError as exc:
+                fail(f"--server-metrics-url: {exc}")
+        target = replace(target, server_metrics_url=scrape_url or target.metrics_url)
+    if tokenizer is not None:
+        if target.tokenizer is not None:
+            fail("--tokenizer and --set tokenizer= both name a tokenizer: give one of them")
+        try:
+            load_tokenizer(tokenizer)
+        except ValueError as exc:
+            fail(str(exc))
+        target = replace(target, tokenizer=tokenizer)
+    return target
 
 
 def _plan(labels: tuple[str, ...], mixes: list[str] | None, rates: tuple[float, ...], duration_s: float, seed: int,
@@ -90,7 +124,8 @@ def run_llm_url(target: str, workload: str | None, seed: int, duration: float | 
                 allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool, dataset: Path | None = None,
                 dataset_format: str | None = None, concurrency: int | None = None,
                 max_concurrency: int | None = None, think_time: float = 0.0, prefix_tokens: int = 0,
-                prefix_groups: int = 1) -> None:
+                prefix_groups: int = 1, server_metrics: bool = False, server_metrics_url: str | None = None,
+                tokenizer: str | None = None) -> None:
     """`harness run URL -w MIX`: one run at `rate` (default DEFAULT_RATE_RPS) for `duration` s; with
     a data set or a load mode (`llm_traffic.traffic_of`), that traffic."""
     from harness.analysis.llm.traffic import traffic_url_run
@@ -100,7 +135,8 @@ def run_llm_url(target: str, workload: str | None, seed: int, duration: float | 
     traffic = traffic_of(dataset, dataset_format, rate, concurrency, max_concurrency, think_time, DEFAULT_RATE_RPS,
                          prefix_tokens, prefix_groups)
 
-    url, slo = _target(target, allow_remote, model, api_key_env, template, set_)
+    url, slo = _target(target, allow_remote, model, api_key_env, template, set_,
+                       (server_metrics, server_metrics_url, tokenizer))
     sweep = _plan((url.label,), [workload] if workload else None, (rate or DEFAULT_RATE_RPS,),
                   duration or DEFAULT_RUN_S, seed, slo)
     result = _drive(f"llm: driving {url.label}", quiet or as_json,
@@ -113,7 +149,9 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
                      template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None,
                      quiet: bool, dataset: Path | None = None, dataset_format: str | None = None,
                      concurrency: int | None = None, max_concurrency: int | None = None,
-                     think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1) -> None:
+                     think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1,
+                     server_metrics: bool = False, server_metrics_url: str | None = None,
+                     tokenizer: str | None = None) -> None:
     """`harness compare URL_A URL_B`: both on the same arrivals at each rate (default URL_RATES,
     DEFAULT_COMPARE_S s each) of each mix (-w, or an LLM suite: `--suite llm-bad-day`), B's capacity
     at the SLO against A's; with a data set or a load mode (`llm_traffic.traffic_of`), that traffic."""
@@ -132,8 +170,11 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
         except ValueError as exc:
             fail(str(exc))
 
-    ta, slo = _target(a, allow_remote, model, api_key_env, template, set_)
-    tb, _ = _target(b, allow_remote, model, api_key_env, template, set_)
+    if server_metrics_url is not None:
+        fail("--server-metrics-url names one server: a compare scrapes each side's own /metrics")
+    extras = (server_metrics, None, tokenizer)
+    ta, slo = _target(a, allow_remote, model, api_key_env, template, set_, extras)
+    tb, _ = _target(b, allow_remote, model, api_key_env, template, set_, extras)
     if ta.url == tb.url:
         fail(f"A and B are both '{a}': compare two different servers")
     same_path = ta.path == tb.path
@@ -152,7 +193,8 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
 def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | None, step_s: float | None,
                   rel_tol: float, attainment: float, set_: list[str] | None, model: str | None, api_key_env: str,
                   template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool,
-                  html: Path | None, search: Callable[[float, float], Any], checks: list[str] | None = None) -> None:
+                  html: Path | None, search: Callable[[float, float], Any], checks: list[str] | None = None,
+                  extras: Extras = NO_EXTRAS) -> None:
     """`harness sweep URL`: the highest rate within the TTFT + TPOT SLO (`attainment`: --min-goodput);
     `checks` (--check) judge its knee as the request-level sweep's are (exit 1 when one fails)."""
     from harness.analysis.llm.url import url_sweep
@@ -163,7 +205,7 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
         parsed = parse_sweep_checks(checks or [])
     except ConfigError as exc:
         fail(str(exc))
-    target, slo = _target(url, allow_remote, model, api_key_env, template, set_)
+    target, slo = _target(url, allow_remote, model, api_key_env, template, set_, extras)
     slo.setdefault("attainment", attainment)
     start = start_rps or DEFAULT_START_RPS
     sweep = _plan((target.label,), [workload] if workload else None, (start,), step_s or DEFAULT_STEP_S, seed, slo)
@@ -189,11 +231,11 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
 def sweep_llm_url_concurrency(url: str, workload: str | None, seed: int, step_s: float | None, set_: list[str] | None,
                               model: str | None, api_key_env: str, template: Path | None, allow_remote: bool,
                               as_json: bool, out_path: Path | None, quiet: bool, html: Path | None, traffic: Any,
-                              levels: list[int]) -> None:
+                              levels: list[int], extras: Extras = NO_EXTRAS) -> None:
     """`harness sweep URL --concurrency 1,2,4,...`: each level closed loop for `step_s` s, and the knee."""
     from harness.analysis.llm.traffic import traffic_url_sweep
 
-    target, slo = _target(url, allow_remote, model, api_key_env, template, set_)
+    target, slo = _target(url, allow_remote, model, api_key_env, template, set_, extras)
     sweep = _plan((target.label,), [workload] if workload else None, (1.0,), step_s or DEFAULT_STEP_S, seed, slo)
 
     def shown(run: Any) -> None:

@@ -10,7 +10,7 @@ import typer
 from harness.analysis.compare import compare as run_compare
 from harness.analysis.seeds import run_seeds
 from harness.analysis.stats import seeds_from
-from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, DURATION, EXECUTOR, INTERRUPTED, JOBS, JSON,
+from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, DURATION, SERVER_METRICS, SERVER_METRICS_URL, TOKENIZER, EXECUTOR, INTERRUPTED, JOBS, JSON,
                                 LIVE_SCALE, MODE, NO_CACHE, OUT, QUIET, RATE, SEED, SEEDS, SET, URL_MODEL, URL_TEMPLATE, bounded,
                                 cache_noted, check_target_mode, err, existing_file, fail, interruptible, one_of,
                                 publish, sim_jobs, torch_model)
@@ -48,6 +48,9 @@ def run(
     template: Optional[Path] = URL_TEMPLATE,
     allow_remote: bool = ALLOW_REMOTE,
     api_key_env: str = API_KEY_ENV,
+    server_metrics: bool = SERVER_METRICS,
+    server_metrics_url: Optional[str] = SERVER_METRICS_URL,
+    tokenizer: Optional[str] = TOKENIZER,
     warmup: Optional[float] = WARMUP,
     driver: str = typer.Option("builtin", "--driver", help="live: builtin (open loop) or locust (closed-loop users).",
                                callback=one_of("--driver", ("builtin", "locust"))),
@@ -143,6 +146,9 @@ def compare(
     model: Optional[str] = typer.Option(None, "--model", help="LLM URLs: the served model's name (default: the first "
                                         "each server's /v1/models lists)."),
     api_key_env: str = API_KEY_ENV,
+    server_metrics: bool = SERVER_METRICS,
+    server_metrics_url: Optional[str] = SERVER_METRICS_URL,
+    tokenizer: Optional[str] = TOKENIZER,
     template: Optional[Path] = typer.Option(None, "--template", help="LLM URLs: a JSON object of fields added to "
                                             "every request.", callback=existing_file("--template")),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="LLM URLs: allow servers outside loopback."),

@@ -15,7 +15,8 @@ from typing import List, Optional
 import typer
 
 from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, HTML, JSON, LIVE_SCALE, MODE, OUT, QUIET, SEED,
-                                SET, URL_MODEL, URL_TEMPLATE, bounded, check_target_mode, err, fail, out, publish,
+                                SERVER_METRICS, SERVER_METRICS_URL, SET, TOKENIZER, URL_MODEL, URL_TEMPLATE, bounded,
+                                check_target_mode, err, fail, out, publish,
                                 torch_model)
 from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
 from harness.cli.llm_traffic import CONCURRENCY_LEVELS, DATASET, DATASET_FORMAT, PREFIX_GROUPS, PREFIX_TOKENS, THINK_TIME
@@ -52,6 +53,9 @@ def sweep(
                                              callback=bounded("--pad-to-s", ge=0, unit=" s")),
     allow_remote: bool = ALLOW_REMOTE,
     api_key_env: str = API_KEY_ENV,
+    server_metrics: bool = SERVER_METRICS,
+    server_metrics_url: Optional[str] = SERVER_METRICS_URL,
+    tokenizer: Optional[str] = TOKENIZER,
     template: Optional[Path] = URL_TEMPLATE,
     workload: Optional[str] = typer.Option(None, "--workload", "-w", help="LLM URL: the length mix or LLM trace "
                                            "file of every step (default short)."),
@@ -84,7 +88,9 @@ def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[f
               template: Optional[Path], allow_remote: bool, as_json: bool, out_path: Optional[Path], quiet: bool,
               html: Optional[Path], check: Optional[List[str]], dataset: Optional[Path] = None,
               dataset_format: Optional[str] = None, concurrency: Optional[str] = None,
-              think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1) -> None:
+              think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1,
+              server_metrics: bool = False, server_metrics_url: Optional[str] = None,
+              tokenizer: Optional[str] = None) -> None:
     """`sweep` of an OpenAI-compatible LLM URL: its TTFT + TPOT SLO, its own rate search; with
     --concurrency LEVELS (and a data set), a closed-loop run at each level and the knee."""
     from harness.analysis.sweep.search import RateSearch
@@ -102,10 +108,12 @@ def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[f
         traffic, levels = sweep_traffic_of(dataset, dataset_format, concurrency, think_time, prefix_tokens,
                                            prefix_groups)
         return sweep_llm_url_concurrency(target, workload, seed, duration, set_, model, api_key_env, template,
-                                         allow_remote, as_json, out_path, quiet, html, traffic, levels)
+                                         allow_remote, as_json, out_path, quiet, html, traffic, levels,
+                                         (server_metrics, server_metrics_url, tokenizer))
     sweep_llm_url(target, workload, seed, start, duration, rel_tol, min_ratio, set_, model, api_key_env, template,
                   allow_remote, as_json, out_path, quiet, html,
-                  lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol), list(check or []))
+                  lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol), list(check or []),
+                  (server_metrics, server_metrics_url, tokenizer))
 
 
 def sweep_target(target: str, mode: str, start: Optional[float], duration: Optional[float], rel_tol: float,

@@ -18,6 +18,7 @@ what it is given.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from aiohttp import web
 
@@ -48,18 +49,20 @@ class LlmServer:
 
 async def start_llm_server(spec: LlmEngineSpec, host: str = "127.0.0.1", port: int = 0, *,
                            token: str | None = None, tenants: tuple[str, ...] = (), max_len: int = MAX_LEN,
-                           seed: int = 0, threads: int | None = 1, shutdown_timeout_s: float = 1.0) -> LlmServer:
+                           seed: int = 0, threads: int | None = 1, shutdown_timeout_s: float = 1.0,
+                           count_tokens: Callable[[str], int] | None = None) -> LlmServer:
     """The tiny decoder (`seed`, `max_len`) served with `spec`'s scheduler on `host:port`, knowing
     `tenants` up front (`LiveEngine.for_spec`). torch runs on `threads` intra-op threads (one by
     default: the tiny model gains nothing from more, which only contend with the server for the
-    cores; None leaves torch's setting). OSError when the address cannot be bound."""
+    cores; None leaves torch's setting). `count_tokens`: how `usage` counts tokens (a tokenizer's
+    count, `--tokenizer`; None: the decoder's bytes). OSError when the address cannot be bound."""
     from targets.gpu.executor import torch_threads
     from targets.llm.decoder import TinyDecoder
     from targets.llm.server import create_llm_app
 
     torch_threads(threads)
     engine = LiveEngine.for_spec(TinyDecoder(seed=seed, max_len=max_len), spec, tenants)
-    runner = web.AppRunner(create_llm_app(engine, MODEL_NAME, token=token), shutdown_timeout=shutdown_timeout_s)
+    runner = web.AppRunner(create_llm_app(engine, MODEL_NAME, token=token, count_tokens=count_tokens), shutdown_timeout=shutdown_timeout_s)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

@@ -25,6 +25,7 @@ from pydantic import Field
 
 from harness.results.base import Figures, Result
 from harness.results.llm_traffic import ConcurrencySweep, TrafficFigures
+from harness.results.server_metrics import ServerMetricsFigures
 from harness.results.stats import Interval
 
 __all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmFlawCost", "LlmResult", "LlmRun",
@@ -122,8 +123,9 @@ class LlmRun(Figures):
     per_tenant: dict[str, TenantFigures] = Field(default_factory=dict)
     url: UrlRunFigures | None = None   # a run against a URL: how its answers were read
     traffic: TrafficFigures | None = None   # a run with a data set or a load mode (harness.results.llm_traffic)
+    server_metrics: ServerMetricsFigures | None = None   # --server-metrics: the engine's own series
 
-    OMIT_IF_NONE = frozenset({"url", "traffic"})
+    OMIT_IF_NONE = frozenset({"url", "traffic", "server_metrics"})
 
     def figure(self, name: str) -> float | None:
         """A flaw's symptom by name: a field of this run, or "itl_max_s" (the longest inter-token gap)."""

@@ -57,6 +57,7 @@ class Completion:
     stream: bool
     include_usage: bool
     user: str | None = None    # the tenant it names; None: not named in the body
+    prompt_text: str | None = None   # the prompt as sent, when it was text (not token ids)
 
 
 def _bad(code: str, message: str, param: str | None = None, status: int = 400) -> BadCompletion:
@@ -159,4 +160,5 @@ def parse_completion(body: Any, model: str, max_len: int) -> Completion:
     usage = (options or {}).get("include_usage", False)
     if not isinstance(usage, bool):
         raise _bad("invalid-type", "'stream_options.include_usage' must be true or false", "stream_options")
-    return Completion(model, prompt, max_tokens, stream, usage, user)
+    text = body["prompt"] if isinstance(body["prompt"], str) else None
+    return Completion(model, prompt, max_tokens, stream, usage, user, text)

@@ -30,6 +30,9 @@ evictions), beside `GET /v1/models`. None needs the token: a probe has none.
 With a `token` (`harness serve llm-... --token`), every `/v1/` path needs
 ``Authorization: Bearer <token>``; without it the answer is a 401 in OpenAI's
 shape (`invalid_api_key`) and the engine never sees the request.
+
+`GET /metrics` is the engine's state in Prometheus text under vLLM's names
+(`targets.llm.engine_metrics`), outside /v1/ and so without the token, as vLLM serves it.
 """
 
 from __future__ import annotations
@@ -39,13 +42,15 @@ import json
 import math
 import time
 import uuid
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from targets.http.limits import bearer_ok
 from targets.llm.decoder import FIRST_PRINTABLE, VOCAB
+from targets.llm.engine_metrics import EngineCollector
 from targets.llm.live_engine import DEFAULT_TENANT, LiveEngine, RateLimited
 from targets.llm.openai_request import BadCompletion, Completion, parse_completion, tenant_name
 
@@ -132,9 +137,11 @@ def _auth(token: str) -> Middleware:
     return auth
 
 
-def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | None = None) -> web.Application:
+def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | None = None,
+                   count_tokens: Callable[[str], int] | None = None) -> web.Application:
     """The app; its engine loop starts and stops with it. `token`: the bearer token every /v1/ path
-    needs (None: none)."""
+    needs (None: none). `count_tokens`: how `usage` counts a text prompt's and an answer's tokens (a
+    tokenizer's count; None: the decoder's bytes); the decoder itself always runs on bytes."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_auth(token)] if token else [])
     app[_ENGINE] = engine
 
@@ -146,12 +153,17 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         except BadCompletion as exc:
             return _error(exc)
         rid, created = f"cmpl-{named or uuid.uuid4().hex[:24]}", int(time.time())
-        usage = {"prompt_tokens": len(req.prompt), "completion_tokens": req.max_tokens,
-                 "total_tokens": len(req.prompt) + req.max_tokens}
+        prompt_tokens = len(req.prompt) if count_tokens is None or req.prompt_text is None else \
+            count_tokens(req.prompt_text)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": req.max_tokens,
+                 "total_tokens": prompt_tokens + req.max_tokens}
         try:
             tokens = engine.generate(req.prompt, req.max_tokens, named, tenant)
             if not req.stream:
                 text = "".join([chr(t) async for t in tokens])
+                if count_tokens is not None:
+                    usage["completion_tokens"] = count_tokens(text)
+                    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 return web.json_response({
                     "id": rid, "object": "text_completion", "created": created, "model": model,
                     "choices": [{"index": 0, "text": text, "finish_reason": "length", "logprobs": None}],
@@ -163,10 +175,15 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
             return _error(BadCompletion(400, "context-length-exceeded", str(exc), "max_tokens"))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
-        await resp.write(_chunk(rid, created, model, chr(first), None))
+        made = [chr(first)]
+        await resp.write(_chunk(rid, created, model, made[0], None))
         async for token in tokens:
-            await resp.write(_chunk(rid, created, model, chr(token), None))
+            made.append(chr(token))
+            await resp.write(_chunk(rid, created, model, made[-1], None))
         await resp.write(_chunk(rid, created, model, "", "length"))
+        if count_tokens is not None:  # the answer's bytes as the tokenizer counts them
+            usage["completion_tokens"] = count_tokens("".join(made))
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if req.include_usage:
             await resp.write(_chunk(rid, created, model, None, None, usage))
         await resp.write(b"data: [DONE]\n\n")
@@ -201,6 +218,12 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         return web.json_response({rid: {"arrival_s": s.arrival_s, "first_token_s": s.first_token_s,
                                         "finish_s": s.finish_s} for rid, s in engine.seen.items()})
 
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(EngineCollector(engine.scheduler, model))
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         engine.start()
         yield
@@ -215,5 +238,6 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         app.router.add_get(path, handler)
     app.router.add_get("/model_info", model_info)       # sglang-router asks the new names first
     app.router.add_get("/server_info", server_info)
+    app.router.add_get("/metrics", metrics)
     app.cleanup_ctx.append(lifecycle)
     return app

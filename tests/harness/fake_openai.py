@@ -2,9 +2,8 @@
 
 `serve(FakeOpenAI(ttft_s=0.05, itl_s=0.01))` yields the completions URL of a server on
 127.0.0.1 that answers every request after `ttft_s` (plus `queue_s` per request in flight:
-a server that slows under load), then one chunk per `tokens_per_chunk` tokens every
-`itl_s`, exactly `max_tokens` tokens; usage in a last chunk without choices when asked
-(`usage`); none after `hang_after` requests; a prompt counts `tokens_per_word` per word plus `overhead` tokens. It runs
+a server that slows under load), then one chunk per `tokens_per_chunk` tokens, each `itl_s` per token it holds after the one before, exactly `max_tokens` tokens; usage in a last chunk without choices when asked
+(`usage`; on every chunk too with `continuous_usage`); none after `hang_after` requests; a prompt counts `tokens_per_word` per word plus `overhead` tokens. It runs
 on its own thread and loop, so code under test may run its own `asyncio.run`.
 """
 
@@ -31,10 +30,14 @@ class FakeOpenAI:
     tokens_per_word: int = 2
     overhead: int = 3
     hang_after: int | None = None   # answer this many requests, then never answer again
+    continuous_usage: bool = False  # usage (completion tokens so far) on every content chunk, as vLLM's option
     model: str = "fake-model"
     tag_answers: bool = False       # each answer's first chunk is "<aN>" (N: the request's number), to trace it
     max_concurrent: int | None = None   # serve at most this many at once; the rest wait (as guidellm's mock)
     seen: list[dict] = field(default_factory=list)
+    # What it did, by its own clock: per answer, (received -> first chunk written, per-token gaps: each
+    # gap between chunk writes over the chunk's tokens), the truth a client's TTFT and ITL are held to.
+    wrote: list[tuple[float, list[float]]] = field(default_factory=list)
     inflight: int = 0
     max_inflight: int = 0
     inflight_at: list[int] = field(default_factory=list)   # parallel to seen: requests in flight, this one included
@@ -68,6 +71,8 @@ def app_of(cfg: FakeOpenAI) -> web.Application:
         if cfg.max_concurrent is not None and "slots" not in state:
             state["slots"] = asyncio.Semaphore(cfg.max_concurrent)
         slot = state.get("slots")
+        loop = asyncio.get_running_loop()
+        received, writes = loop.time(), []
         try:
             if slot is not None:
                 await slot.acquire()
@@ -80,18 +85,25 @@ def app_of(cfg: FakeOpenAI) -> web.Application:
             sent = 0
             while sent < n:
                 k = min(cfg.tokens_per_chunk, n - sent)
+                if sent:  # a chunk of k tokens comes k token-times after the one before it
+                    await asyncio.sleep(cfg.itl_s * k)
                 word = f"<a{number}>" if cfg.tag_answers and sent == 0 else "x" * k
                 piece = {"delta": {"content": word}} if chat else {"text": word}
-                await resp.write(f"data: {json.dumps({'choices': [{**piece, 'finish_reason': None}]})}\n\n".encode())
+                doc: dict = {"choices": [{**piece, "finish_reason": None}]}
                 sent += k
-                if sent < n:
-                    await asyncio.sleep(cfg.itl_s * k)
+                if cfg.continuous_usage:
+                    doc["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent,
+                                    "total_tokens": prompt_tokens + sent}
+                await resp.write(f"data: {json.dumps(doc)}\n\n".encode())
+                writes.append((loop.time(), k))
             end = {"delta": {}} if chat else {"text": ""}
             await resp.write(f"data: {json.dumps({'choices': [{**end, 'finish_reason': 'length'}]})}\n\n".encode())
             if cfg.usage and (body.get("stream_options") or {}).get("include_usage"):
                 usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
                 await resp.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
             await resp.write(b"data: [DONE]\n\n")
+            gaps = [(t - t0) / k for (t0, _), (t, k) in zip(writes, writes[1:]) for _ in range(k)]
+            cfg.wrote.append((writes[0][0] - received, gaps))
             return resp
         finally:
             cfg.inflight -= 1

@@ -25,17 +25,21 @@ D, F, U, LU, LP = Kind.DESIGN, Kind.FRAMEWORK, Kind.URL, Kind.LLM_URL, Kind.LLM_
 SIM, LIVE = Mode.SIM, Mode.LIVE
 B, L = Driver.BUILTIN, Driver.LOCUST
 
-_RUN_SIM = {"--scale", "--template", "--allow-remote", "--warmup", "--driver-procs", "--balancer", "--driver"}
-_NOT_LLM_URLS = {"--model", "--template", "--allow-remote", "--api-key-env"}  # compare: two LLM URLs only
-_SWEEP_NOT_LLM = {"--workload", "--template", "--api-key-env"}                # sweep: an LLM URL only
+_RUN_SIM = {"--scale", "--template", "--allow-remote", "--warmup", "--driver-procs", "--balancer", "--driver",
+            "--server-metrics", "--server-metrics-url", "--tokenizer"}
+_NOT_LLM_URLS = {"--model", "--template", "--allow-remote", "--api-key-env", "--server-metrics", "--server-metrics-url",
+                 "--tokenizer"}  # compare: two LLM URLs only
+_SWEEP_NOT_LLM = {"--workload", "--template", "--api-key-env", "--server-metrics", "--server-metrics-url",
+                  "--tokenizer"}                # sweep: an LLM URL only
 _LLM_COMPARE = {"--scale", "--warmup", "--driver-procs"}
+_URL_ONLY = {"--server-metrics", "--server-metrics-url", "--tokenizer"}      # added with the table: LLM URLs only
 
 OLD: dict[tuple[str, Where], set[str]] = {
     ("run", Where(D, SIM, B)): _RUN_SIM,
     ("run", Where(D, SIM, L)): _RUN_SIM,
-    **{("run", Where(k, LIVE, B)): {"--seeds"} for k in (D, F)},
-    ("run", Where(U, LIVE, B)): {"--seeds", "--balancer"},  # harness.live.plan: not to a URL
-    **{("run", Where(k, LIVE, L)): {"--seeds", "--balancer", "--driver-procs"} for k in (D, F, U)},
+    **{("run", Where(k, LIVE, B)): {"--seeds"} | _URL_ONLY for k in (D, F)},
+    ("run", Where(U, LIVE, B)): {"--seeds", "--balancer"} | _URL_ONLY,  # harness.live.plan: not to a URL
+    **{("run", Where(k, LIVE, L)): {"--seeds", "--balancer", "--driver-procs"} | _URL_ONLY for k in (D, F, U)},
     ("run", Where(LU, LIVE, B)): {"--seeds", "--jobs", "--executor", "--scale", "--device", "--warmup", "--driver",
                                   "--workers", "--driver-procs"},
     ("compare", Where(D, SIM)): _NOT_LLM_URLS | {"--warmup", "--driver-procs", "--balancer"},

@@ -78,6 +78,7 @@ def traffic_figures(sd: SessionsDriven, traffic: Traffic) -> TrafficFigures:
 def traffic_run(target: UrlTarget, label: str, prepared: Prepared, traffic: Traffic, sweep: LlmSweep,
                 timeout_s: float) -> LlmRun:
     """One run of `traffic` on `sweep.mixes[0]` for `sweep.duration_s` s (see the module doc)."""
+    from harness.analysis.llm.server_view import server_figures
     from harness.analysis.llm.url import url_figures
 
     mix = sweep.mixes[0]
@@ -85,7 +86,8 @@ def traffic_run(target: UrlTarget, label: str, prepared: Prepared, traffic: Traf
     rate = traffic.load.rate_rps or len(sd.driven.trace.seqs) / sweep.duration_s
     name = traffic.dataset.path if traffic.dataset is not None else mix
     run = run_figures(sd.driven.trace, label, name, rate, ("default",), sweep.slo_ttft_s, sweep.slo_tpot_s)
-    return run.model_copy(update={"url": url_figures(sd.driven), "traffic": traffic_figures(sd, traffic)})
+    return run.model_copy(update={"url": url_figures(sd.driven), "traffic": traffic_figures(sd, traffic),
+                                  "server_metrics": server_figures(sd.driven)})
 
 
 def concurrency_knee(levels: list[int], rps: list[float]) -> int | None:

@@ -29,6 +29,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from harness.analysis.llm.compare import LlmSweep, curves_and_ratios, schedule_of
+from harness.analysis.llm.server_view import server_figures
 from harness.engine.llm_metrics import run_figures
 from harness.live.llm_drive import request_timeout_s
 from harness.live.openai import UrlTarget
@@ -96,7 +97,7 @@ def _one_run(target: UrlTarget, label: str, prepared: Prepared, mix: str, rate: 
     timeout = _timeout_s(target, sweep, int(schedule.output_tokens.max(initial=1)))
     _, driven = prepare_and_drive(target, schedule, sweep.seed, timeout, prepared)
     run = run_figures(driven.trace, label, mix, rate, schedule.tenants, sweep.slo_ttft_s, sweep.slo_tpot_s)
-    return run.model_copy(update={"url": url_figures(driven)})
+    return run.model_copy(update={"url": url_figures(driven), "server_metrics": server_figures(driven)})
 
 
 def _settings(sweep: LlmSweep, targets: list[UrlTargetSettings], rates: list[float] | None = None) -> LlmSettings:

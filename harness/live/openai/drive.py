@@ -11,7 +11,10 @@ An answer is finished when the server says so (a `finish_reason`, or `data: [DON
 after at least one content chunk; its output tokens are then the server's
 `usage.completion_tokens` when sent, else its content chunks (`stream.Tally`), and the
 sequence's `output_tokens` become that count, so TPOT is (last - first) / (tokens - 1)
-as vLLM's `bench serve` computes it. ITL is the gap between content chunks. A 429 is
+as vLLM's `bench serve` computes it. ITL is per token: a content chunk holding several
+tokens (counted from the growth of a usage the server sends on every chunk, else with
+the tokenizer, else one) spreads the gap before it evenly over them, one ITL each
+(vllm #27485 is the bug of reading one gap per chunk; #42661 its fix). A 429 is
 the server shedding the request (`Sequence.shed`), not an error; any other status, a
 stream line that is not JSON, or a broken connection is an error (the first ones kept);
 a stream that ends before the server said it finished is `cut`.
@@ -33,6 +36,7 @@ import aiohttp
 
 from harness.engine.hdr import new_histogram
 from harness.engine.llm_run import EngineTrace
+from harness.live.openai.server_metrics import ScrapeSeries
 from harness.live.openai.stream import DONE, Api, Chunk, Tally, parse_line
 from targets.llm import Sequence
 from workloads.llm import LlmSchedule
@@ -42,6 +46,7 @@ __all__ = ["BodyOf", "Driven", "drive_stream"]
 _US = 1_000_000
 MAX_ERRORS_KEPT = 5
 BodyOf = Callable[[Sequence, str], dict[str, Any]]   # (the request, its tenant) -> its JSON body
+CountTokens = Callable[[str], int]                   # a tokenizer's count of a text's tokens
 
 
 @dataclass
@@ -56,6 +61,8 @@ class Driven:
     timed_out: int = 0
     cut: int = 0
     http_status: Counter[str] = field(default_factory=Counter)
+    server: ScrapeSeries | None = None        # --server-metrics: the server's own series, from the origin
+    ended_s: list[float] = field(default_factory=list)   # per request: when its answer ended, any outcome
 
     def error(self, text: str) -> None:
         self.error_count += 1
@@ -66,20 +73,34 @@ class Driven:
 class _Request:
     """One request's reading of its answer (times in s since the drive's origin)."""
 
-    def __init__(self, seq: Sequence, driven: Driven, itl: list[float], window_s: float) -> None:
+    def __init__(self, seq: Sequence, driven: Driven, itl: list[float], window_s: float,
+                 count_tokens: CountTokens | None = None) -> None:
         self.seq, self.driven, self.itl, self.window_s = seq, driven, itl, window_s
+        self.count_tokens = count_tokens
         self.tally = Tally()
         self.texts: list[str] | None = None   # the answer's text, kept when a list is set (conversations)
 
-    def token(self, now: float) -> None:
+    def tokens_in(self, chunk: Chunk, usage_before: int | None) -> int:
+        """How many tokens a content chunk holds: the growth of the server's running usage when it
+        sends usage on every chunk, else the tokenizer's count of its text, else one."""
+        if chunk.completion_tokens is not None and usage_before is not None:
+            return max(1, chunk.completion_tokens - usage_before)
+        if self.count_tokens is not None:
+            return max(1, self.count_tokens(chunk.text))
+        return 1
+
+    def token(self, now: float, n: int = 1) -> None:
+        """A content chunk of `n` tokens came at `now`: the gap since the last one is spread evenly
+        over its `n` tokens (one ITL each), as vLLM's fix for multi-token chunks does (vllm #42661)."""
         seq = self.seq
         if seq.generated:
-            self.itl.append(now - seq.last_token_s)
+            self.itl.extend([(now - seq.last_token_s) / n] * n)
         else:
             seq.first_token_s = now
         seq.last_token_s = now
-        seq.generated += 1
-        self.driven.trace.tokens_in_window += now <= self.window_s
+        seq.generated += n
+        if now <= self.window_s:
+            self.driven.trace.tokens_in_window += n
 
     def finish(self) -> None:
         seq, tally, trace = self.seq, self.tally, self.driven.trace
@@ -117,8 +138,9 @@ async def _one(http: aiohttp.ClientSession, url: str, api: Api, body: dict[str, 
                     req.tally.done = True
                     break
                 assert isinstance(chunk, Chunk)
+                before = req.tally.usage_tokens
                 if req.tally.add(chunk):
-                    req.token(loop.time() - t0)
+                    req.token(loop.time() - t0, req.tokens_in(chunk, before if req.tally.chunks > 1 else 0))
                     if req.texts is not None:
                         req.texts.append(chunk.text)
         req.finish()
@@ -126,18 +148,23 @@ async def _one(http: aiohttp.ClientSession, url: str, api: Api, body: dict[str, 
         driven.timed_out += 1
     except (aiohttp.ClientError, ValueError) as exc:  # ValueError: a stream line that is not JSON
         driven.error(f"{type(exc).__name__}: {exc}")
+    finally:
+        driven.ended_s[index] = loop.time() - t0
 
 
 async def drive_stream(url: str, api: Api, schedule: LlmSchedule, body_of: BodyOf,
-                       headers: dict[str, str] | None = None, timeout_s: float = 60.0) -> Driven:
-    """The schedule sent open loop to `url`; see the module doc. ValueError when `timeout_s` <= 0."""
+                       headers: dict[str, str] | None = None, timeout_s: float = 60.0,
+                       count_tokens: CountTokens | None = None) -> Driven:
+    """The schedule sent open loop to `url`; see the module doc. `count_tokens`: a tokenizer's count,
+    for the tokens of a chunk. ValueError when `timeout_s` <= 0."""
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
     loop = asyncio.get_running_loop()
     seqs = [Sequence(i, float(a), int(p), int(o), int(t)) for i, (a, p, o, t) in
             enumerate(zip(schedule.arrival_s, schedule.prompt_tokens, schedule.output_tokens, schedule.tenant))]
     trace = EngineTrace(seqs, schedule.duration_s, 0.0, new_histogram())
-    driven = Driven(trace, [None] * len(seqs), [s.output_tokens for s in seqs])
+    driven = Driven(trace, [None] * len(seqs), [s.output_tokens for s in seqs],
+                    ended_s=[float("nan")] * len(seqs))
     itl: list[float] = []
     bodies = [body_of(seq, schedule.tenants[seq.tenant]) for seq in seqs]  # built before the clock starts
     # No session-wide timeout (aiohttp's default is 5 minutes in total): each request has its own bound.
@@ -147,7 +174,7 @@ async def drive_stream(url: str, api: Api, schedule: LlmSchedule, body_of: BodyO
         tasks = []
         for i, seq in enumerate(seqs):
             await asyncio.sleep(max(0.0, t0 + seq.arrival_s - loop.time()))
-            req = _Request(seq, driven, itl, schedule.duration_s)
+            req = _Request(seq, driven, itl, schedule.duration_s, count_tokens)
             tasks.append(asyncio.create_task(_one(http, url, api, bodies[i], headers or {}, req, t0, timeout_s, i)))
         await asyncio.gather(*tasks)
         trace.end_s = loop.time() - t0

@@ -118,12 +118,17 @@ class PromptBuilder:
 
     def exact(self, index: int, tokens: int, tokenizer: Tokenizer, calibration: Calibration) -> str:
         """Words for request `index` that `tokenizer` counts as close to `tokens` as whole words allow
-        (never over, unless one word is)."""
+        (never over, unless one word is); exactly `tokens` with a tokenizer that can `cut` a text."""
         n = calibration.words_for(tokens)
         text = self.text(index, n)
         while tokenizer.count(text) < tokens:  # grow by the estimate of what is missing
             n += max(1, int((tokens - tokenizer.count(text)) / calibration.tokens_per_word))
             text = self.text(index, n)
+        cut = getattr(tokenizer, "cut", None)
+        if cut is not None:  # a tokenizer that can cut between tokens: exactly `tokens`
+            exact: str = cut(text, tokens)
+            if exact:
+                return exact
         words = text.split(" ")
         while len(words) > 1 and tokenizer.count(" ".join(words)) > tokens:
             words.pop()
@@ -163,11 +168,16 @@ _KINDS: dict[str, tuple[str, Callable[[str], Tokenizer]]] = {"tiktoken": ("tikto
 
 
 def load_tokenizer(spec: str) -> Tokenizer:
-    """`tiktoken:ENCODING` or `hf:PATH` (a tokenizer already on this machine). Optional: the package
-    is not a dependency, so a missing one is a ValueError saying what to install."""
+    """A local `tokenizer.json` or a folder holding one (`tokens.HfTokenizerFile`), `tiktoken:ENCODING`
+    or `hf:PATH` (a tokenizer already on this machine). Optional: the package is not a dependency, so
+    a missing one is a ValueError saying what to install."""
+    from harness.live.openai.tokens import HfTokenizerFile, is_tokenizer_path
+
     kind, sep, name = spec.partition(":")
+    if kind not in _KINDS and is_tokenizer_path(spec):
+        return HfTokenizerFile(spec)
     if not sep or not name or kind not in _KINDS:
-        raise ValueError(f"tokenizer '{spec}': give tiktoken:ENCODING or hf:PATH")
+        raise ValueError(f"tokenizer '{spec}': give tiktoken:ENCODING or hf:PATH, or a tokenizer.json (or its folder)")
     package, make = _KINDS[kind]
     if importlib.util.find_spec(package) is None:
         raise ValueError(f"tokenizer '{spec}' needs the {package} package (pip install {package}); without a "

@@ -20,22 +20,26 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any, Coroutine
 
 import aiohttp
 
 from harness.live.openai.drive import Driven, drive_stream
+from harness.live.openai.scrape import scrape_every
+from harness.live.openai.server_metrics import ScrapeSeries
 from harness.live.openai.prompts import Calibration, PromptBuilder, Tokenizer, load_tokenizer
 from harness.live.openai.stream import DONE, Chunk, Tally, parse_line
 from harness.live.openai.target import UrlTarget
 from targets.llm import Sequence
 from workloads.llm import LlmSchedule
 
-__all__ = ["PROBE_WORDS", "Prepared", "ProbeFailed", "drive_url", "prepare", "prepare_and_drive"]
+__all__ = ["PROBE_WORDS", "Prepared", "ProbeFailed", "drive_url", "prepare", "prepare_and_drive", "scraped"]
 
 PROBE_WORDS = (4, 12, 24)    # words in each calibration probe (short: a small context must take them)
 PROBE_PATIENCE_S = 5.0       # a server that answers no probe by then may be waiting for a full batch...
 PROBE_BURST = 32             # ...so this many probes are sent in all, to fill one
 PROBE_TIMEOUT_S = 60.0
+SCRAPE_INTERVAL_S = 1.0      # --server-metrics: one scrape a second, as AIPerf's default
 
 
 class ProbeFailed(RuntimeError):
@@ -179,7 +183,23 @@ async def drive_url(target: UrlTarget, prepared: Prepared, schedule: LlmSchedule
         return target.body(prepared.model, prompt, seq.output_tokens, tenant, ignore_eos=prepared.ignore_eos,
                            include_usage=prepared.include_usage)
 
-    return await drive_stream(target.url, target.api, schedule, body, target.headers(), timeout_s)
+    count = prepared.tokenizer.count if prepared.tokenizer is not None else None
+    return await drive_stream(target.url, target.api, schedule, body, target.headers(), timeout_s, count)
+
+
+async def scraped(url: str, drive: Coroutine[Any, Any, Driven]) -> Driven:
+    """`drive` awaited while `url` is scraped every SCRAPE_INTERVAL_S (`scrape.scrape_every`); the
+    series, in seconds from the drive's origin, on the result."""
+    series = ScrapeSeries(url, SCRAPE_INTERVAL_S)
+    stop = asyncio.Event()
+    scraper = asyncio.create_task(scrape_every(url, SCRAPE_INTERVAL_S, series, stop))
+    try:
+        driven = await drive
+    finally:
+        stop.set()
+        await scraper
+    driven.server = series.shifted(driven.trace.origin_s)
+    return driven
 
 
 def prepare_and_drive(target: UrlTarget, schedule: LlmSchedule, seed: int = 0, timeout_s: float = 60.0,
@@ -190,7 +210,9 @@ def prepare_and_drive(target: UrlTarget, schedule: LlmSchedule, seed: int = 0, t
 
     async def main() -> tuple[Prepared, Driven]:
         ready = prepared or await prepare(target, seed)
-        return ready, await drive_url(target, ready, schedule, seed, timeout_s)
+        if target.server_metrics_url is None:
+            return ready, await drive_url(target, ready, schedule, seed, timeout_s)
+        return ready, await scraped(target.server_metrics_url, drive_url(target, ready, schedule, seed, timeout_s))
 
     with asyncio.Runner(loop_factory=new_loop) as runner:
         return runner.run(main())

@@ -29,7 +29,7 @@ import aiohttp
 
 from harness.engine.hdr import new_histogram
 from harness.engine.llm_run import EngineTrace
-from harness.live.openai.drive import _US, Driven, _one, _Request
+from harness.live.openai.drive import _US, CountTokens, Driven, _one, _Request
 from harness.live.openai.load import Load, LoadMode
 from harness.live.openai.stream import Api
 from targets.llm import Sequence
@@ -79,7 +79,8 @@ class _InFlight:
 async def drive_sessions(url: str, api: Api, conversations: Seq[Conversation], load: Load, request_of: RequestOf,
                          duration_s: float, starts_s: Seq[float] | None = None, headers: dict[str, str] | None = None,
                          timeout_s: float = 60.0,
-                         opening: Callable[[int], tuple[Message, ...]] | None = None) -> SessionsDriven:
+                         opening: Callable[[int], tuple[Message, ...]] | None = None,
+                         count_tokens: CountTokens | None = None) -> SessionsDriven:
     """See the module doc. `starts_s`: each conversation's start (s from the drive's start) for an open
     loop or replay (one per conversation); unused in a closed loop. `opening(conversation)`: the
     messages every turn of it starts with (a shared system prompt). ValueError for a bad bound."""
@@ -116,11 +117,12 @@ async def drive_sessions(url: str, api: Api, conversations: Seq[Conversation], l
                 seq = Sequence(index, sent_s if slots is not None or closed else ready_s, prompt_tokens, max_tokens)
                 trace.seqs.append(seq)
                 out.driven.tallies.append(None)
+                out.driven.ended_s.append(float("nan"))
                 out.driven.asked_tokens.append(max_tokens)
                 out.turns.append(TurnRecord(conv, k, ready_s, max(0.0, sent_s - ready_s) if slots else 0.0,
                                             prompt_tokens))
                 gaps: list[float] = []
-                req = _Request(seq, out.driven, gaps, duration_s)
+                req = _Request(seq, out.driven, gaps, duration_s, count_tokens)
                 req.texts = []
                 flight.enter()
                 try:

@@ -75,6 +75,7 @@ class UrlTarget:
     include_usage: bool = True
     tokenizer: str | None = None
     timeout_s: float | None = None
+    server_metrics_url: str | None = None   # --server-metrics: scrape this Prometheus /metrics during runs
 
     @classmethod
     def parse(cls, url: str, allow_remote: bool = False, model: str | None = None,
@@ -114,6 +115,11 @@ class UrlTarget:
         bare = self.path.split("?", 1)[0].rstrip("/")
         root = bare.rsplit("/chat/completions", 1)[0] if self.api is Api.CHAT else bare.rsplit("/completions", 1)[0]
         return f"{self.base}{root}/models"
+
+    @property
+    def metrics_url(self) -> str:
+        """The server's own Prometheus endpoint, as vLLM, SGLang and TGI serve it: /metrics at its root."""
+        return f"{self.base}/metrics"
 
     @property
     def label(self) -> str:

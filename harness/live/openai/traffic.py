@@ -26,7 +26,8 @@ import numpy as np
 
 from harness.live.openai.load import Load
 from harness.live.openai.prompts import PromptBuilder
-from harness.live.openai.run import Prepared
+from harness.live.openai.drive import Driven
+from harness.live.openai.run import Prepared, scraped
 from harness.live.openai.sessions import SessionsDriven, drive_sessions
 from harness.live.openai.target import UrlTarget
 from harness.live.openai.turns import DEFAULT_BLOCK_TOKENS, TurnBuilder
@@ -154,9 +155,20 @@ def drive_traffic(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: 
         body.update(builder.payload(turn))
         return body, turn.messages, turn.prompt_tokens, turn.output_tokens
 
+    count = prepared.tokenizer.count if prepared.tokenizer is not None else None
+
     async def main() -> SessionsDriven:
-        return await drive_sessions(target.url, target.api, convs, traffic.load, request_of, duration_s, starts,
-                                    headers, timeout_s, opening if traffic.prefix_tokens else None)
+        drive = drive_sessions(target.url, target.api, convs, traffic.load, request_of, duration_s, starts,
+                               headers, timeout_s, opening if traffic.prefix_tokens else None, count)
+        if target.server_metrics_url is None:
+            return await drive
+        done: list[SessionsDriven] = []
+
+        async def driven() -> Driven:  # the scrape wraps the drive (run.scraped) and sets its `server`
+            done.append(await drive)
+            return done[0].driven
+        await scraped(target.server_metrics_url, driven())
+        return done[0]
 
     def opening(conv: int) -> tuple[Message, ...]:
         return (builder.system_prefix(conv % traffic.prefix_groups, traffic.prefix_tokens),)
