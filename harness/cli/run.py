@@ -139,6 +139,8 @@ def compare(
     allow_remote: bool = typer.Option(False, "--allow-remote", help="LLM URLs: allow servers outside loopback."),
     balancer: str = BALANCER,
     no_cache: bool = NO_CACHE,
+    also: Optional[List[str]] = typer.Option(None, "--also", help="LLM fleets: more fleets beside A and B "
+                                             "(repeatable), simulated on the same days and ranked with them."),
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep;
     two LLM URLs: both driven live on the same arrivals at each rate (default 2, 4 and 8 req/s, 10 s each),

@@ -1,0 +1,77 @@
+"""Closed forms for a fleet's prefix hit rate, from a day's schedule alone: what the sim must come near.
+
+A request's cached prefix on a replica is the deepest earlier turn of its conversation
+that went to the same replica (that turn's prompt and answer blocks, committed when it
+ran), else its tenant's shared head (system prompt, document) once any request with that
+head has run there. What the engine may take is at most (prompt - 1) // block_size blocks
+(`targets.llm.prefix_cache.PrefixCache.match`: the last token is always prefilled).
+
+- `round_robin_hit_rate(schedule, R)`: a layer-4 round robin places each turn on a replica
+  independent of the conversation, uniform over R, so turn j's deepest match is turn k < j
+  with probability (1/R)(1 - 1/R)^(j-1-k), and with the rest, (1 - 1/R)^(j-1), it finds only
+  the shared head. Hit rate = sum of expected hit tokens / sum of prompt tokens. With T turns
+  of similar length the conversation part is about 1/R of what affinity gets: round robin
+  over 16 replicas keeps the heads and throws away the history.
+- `affinity_hit_rate(schedule)`: the ceiling, every turn where the turn before it went.
+
+Both assume every shared head is warm on every replica, every answer finished before the next
+turn arrives and nothing evicted: the sim's rate sits at or a little under them (cold heads,
+late answers, evictions), which is what the test checks.
+"""
+
+from __future__ import annotations
+
+from workloads.llm_days import FleetSchedule, own_block_base
+
+__all__ = ["affinity_hit_rate", "round_robin_hit_rate"]
+
+
+def _turns(schedule: FleetSchedule) -> dict[int, list[int]]:
+    """Request indices of each conversation, in turn order."""
+    by_conv: dict[int, list[int]] = {}
+    for i, c in enumerate(schedule.conversation.tolist()):
+        by_conv.setdefault(c, []).append(i)
+    turn = schedule.turn.tolist()
+    for rows in by_conv.values():
+        rows.sort(key=lambda i: turn[i])
+    return by_conv
+
+
+def _expected_hits(schedule: FleetSchedule, p_same: float | None) -> float:
+    """Expected hit tokens; `p_same` the chance a turn lands on a given earlier turn's replica (None: always
+    the last turn's replica)."""
+    bs = schedule.block_size
+    prompts = schedule.prompt_tokens.tolist()
+    own = own_block_base()
+    hits = 0.0
+    for rows in _turns(schedule).values():
+        context: list[int] = []   # blocks each earlier turn left cached (prompt and answer)
+        for i in rows:
+            ids = schedule.block_ids[i]
+            limit = (prompts[i] - 1) // bs
+            head = min(sum(1 for b in ids if b < own), limit)
+            if p_same is None:
+                best = max(head, min(context[-1], limit)) if context else head
+                hits += best * bs
+            else:
+                miss_all, expect = 1.0, 0.0
+                for k in range(len(context) - 1, -1, -1):     # deepest first
+                    expect += miss_all * p_same * max(head, min(context[k], limit))
+                    miss_all *= 1.0 - p_same
+                hits += (expect + miss_all * head) * bs
+            context.append(len(ids))
+    return hits
+
+
+def round_robin_hit_rate(schedule: FleetSchedule, replicas: int) -> float:
+    """Prompt tokens a layer-4 round robin over `replicas` finds cached / prompt tokens (expected)."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    total = int(schedule.prompt_tokens.sum())
+    return _expected_hits(schedule, 1.0 / replicas) / total if total else 0.0
+
+
+def affinity_hit_rate(schedule: FleetSchedule) -> float:
+    """The ceiling: each turn on the replica its conversation's last turn went to."""
+    total = int(schedule.prompt_tokens.sum())
+    return _expected_hits(schedule, None) / total if total else 0.0
