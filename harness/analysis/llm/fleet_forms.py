@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from workloads.llm_days import FleetSchedule, own_block_base
 
-__all__ = ["affinity_hit_rate", "round_robin_hit_rate"]
+__all__ = ["affinity_hit_rate", "exact_repeat_share", "round_robin_hit_rate"]
 
 
 def _turns(schedule: FleetSchedule) -> dict[int, list[int]]:
@@ -75,3 +75,21 @@ def affinity_hit_rate(schedule: FleetSchedule) -> float:
     """The ceiling: each turn on the replica its conversation's last turn went to."""
     total = int(schedule.prompt_tokens.sum())
     return _expected_hits(schedule, None) / total if total else 0.0
+
+
+def exact_repeat_share(schedule: FleetSchedule) -> float:
+    """Share of requests whose whole prompt an earlier request of the day sent, token for token: the most an
+    exact-response cache of unbounded size could serve (and only where decoding is greedy: a sampled answer
+    replayed is not the answer the user would have drawn). A prompt is its full blocks' ids, its length, and
+    the conversation its tail belongs to when the tail is the conversation's own (a question)."""
+    bs, own = schedule.block_size, own_block_base()
+    prompts, convs = schedule.prompt_tokens.tolist(), schedule.conversation.tolist()
+    seen: set[tuple[object, ...]] = set()
+    repeats = 0
+    for i, ids in enumerate(schedule.block_ids):
+        full = prompts[i] // bs
+        head = sum(1 for b in ids if b < own) * bs
+        key = (ids[:full], prompts[i], convs[i] if prompts[i] > head else -1)
+        repeats += key in seen
+        seen.add(key)
+    return repeats / len(prompts) if prompts else 0.0
