@@ -3,7 +3,8 @@
 A fleet flaw (`targets.llm.flaws`, `fleet=True`) names `llm-fleet` knobs (router,
 load_factor, prefix_caching, ...). Each is measured on `FLAW_REPLICAS` replicas at
 `FLAW_RATE_RPS` (the chat day's load per replica near its knee, scaled down from the
-16-replica fleet) for `FLAW_DURATION_S`, both sides on the same seeded conversations,
+16-replica fleet) for `duration_s` (default `FLAW_DURATION_S`; the rank and review give twice an
+engine flaw's arrivals, `harness.analysis.llm.review.FLEET_DURATION_X`), both sides on the same seeded conversations,
 with the engine and SLO of the caller's sweep. The cost carries the symptom (TTFT p50),
 goodput, both sides' prefix hit rates, the tokens the prefix cache saved with the fix, and
 the day's exact repeats (`fleet_forms.exact_repeat_share`): what the doc's exact-payload

@@ -14,9 +14,11 @@ head has run there. What the engine may take is at most (prompt - 1) // block_si
   over 16 replicas keeps the heads and throws away the history.
 - `affinity_hit_rate(schedule)`: the ceiling, every turn where the turn before it went.
 
-Both assume every shared head is warm on every replica, every answer finished before the next
-turn arrives and nothing evicted: the sim's rate sits at or a little under them (cold heads,
-late answers, evictions), which is what the test checks.
+Round robin's head is warm on a replica once any earlier request with that head landed there
+(1 - (1 - 1/R)^n after n such requests), so a short day's cold starts are in the form; the
+ceiling takes every head as warm. Both assume every answer finished before the next turn
+arrives and nothing evicted: the sim's rate sits at or a little under them (late answers,
+evictions, and a head whose first request is still prefilling), which is what the test checks.
 """
 
 from __future__ import annotations
@@ -37,12 +39,24 @@ def _turns(schedule: FleetSchedule) -> dict[int, list[int]]:
     return by_conv
 
 
+def _heads_before(schedule: FleetSchedule) -> list[int]:
+    """For each request, how many earlier requests (arrival order) carried its shared head."""
+    own, seen, out = own_block_base(), {}, []
+    for ids in schedule.block_ids:
+        key = ids[0] if ids and ids[0] < own else None
+        n = seen.get(key, 0)
+        out.append(n)
+        seen[key] = n + 1
+    return out
+
+
 def _expected_hits(schedule: FleetSchedule, p_same: float | None) -> float:
-    """Expected hit tokens; `p_same` the chance a turn lands on a given earlier turn's replica (None: always
-    the last turn's replica)."""
+    """Expected hit tokens; `p_same` the chance a turn lands on a given earlier request's replica (None: always
+    the last turn's replica, every head warm)."""
     bs = schedule.block_size
     prompts = schedule.prompt_tokens.tolist()
     own = own_block_base()
+    before = _heads_before(schedule)
     hits = 0.0
     for rows in _turns(schedule).values():
         context: list[int] = []   # blocks each earlier turn left cached (prompt and answer)
@@ -58,7 +72,9 @@ def _expected_hits(schedule: FleetSchedule, p_same: float | None) -> float:
                 for k in range(len(context) - 1, -1, -1):     # deepest first
                     expect += miss_all * p_same * max(head, min(context[k], limit))
                     miss_all *= 1.0 - p_same
-                hits += (expect + miss_all * head) * bs
+                # no turn of its own there: the head is warm if another conversation's request with it went there
+                warm = 1.0 - (1.0 - p_same) ** max(0, before[i] - len(context))
+                hits += (expect + miss_all * warm * head) * bs
             context.append(len(ids))
     return hits
 

@@ -33,6 +33,7 @@ __all__ = ["FLAW_RATE_RPS", "REVIEW_DURATION_S", "flaw_costs", "llm_answer"]
 REVIEW_DURATION_S = 60.0   # arrivals per sweep point; ~3 CPU-s for the whole sweep
 FLAW_RATE_RPS = 2.0        # well inside continuous batching's capacity on every exposing mix
 FLAW_DURATION_S = 60.0
+FLEET_DURATION_X = 2.0     # a fleet flaw's day runs this many times the arrivals of an engine flaw's
 
 
 def _spec(engine: LlmEngineSpec, knobs: dict[str, object]) -> LlmEngineSpec:
@@ -67,7 +68,9 @@ def flaw_costs(sweep: LlmSweep, rate_rps: float = FLAW_RATE_RPS,
     rate (else `rate_rps`)."""
     from harness.analysis.llm.fleet_flaws import fleet_flaw_cost
 
-    return [fleet_flaw_cost(flaw, mix, sweep.engine, sweep.seed, sweep.slo_ttft_s, sweep.slo_tpot_s) if flaw.fleet
+    fleet_s = FLEET_DURATION_X * duration_s   # a chat day needs a few think times for its turns to pile up
+    return [fleet_flaw_cost(flaw, mix, sweep.engine, sweep.seed, sweep.slo_ttft_s, sweep.slo_tpot_s,
+                            duration_s=fleet_s) if flaw.fleet
             else _flaw_cost(flaw, mix, sweep, flaw.rate_rps or rate_rps, duration_s)
             for flaw in LLM_FLAWS for mix in flaw.exposed_by]
 
