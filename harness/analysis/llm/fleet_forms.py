@@ -41,7 +41,9 @@ def _turns(schedule: FleetSchedule) -> dict[int, list[int]]:
 
 def _heads_before(schedule: FleetSchedule) -> list[int]:
     """For each request, how many earlier requests (arrival order) carried its shared head."""
-    own, seen, out = own_block_base(), {}, []
+    own = own_block_base()
+    seen: dict[int | None, int] = {}
+    out: list[int] = []
     for ids in schedule.block_ids:
         key = ids[0] if ids and ids[0] < own else None
         n = seen.get(key, 0)
