@@ -31,6 +31,8 @@ HANDWRITTEN: dict[str, str] = {
                                 "LLM endpoints",
     "guide/live-mode.md": "live mode: scaling, validity (who is at fault), the balancer, the front end, "
                           "framework targets",
+    "guide/llm-fleet.md": "a fleet of LLM replicas behind a router (sim): four routers side by side, the load "
+                          "bound on hot documents, the fleet flaws, the simulator's speed",
     "guide/reading-reports.md": "how to read a result: the outcome shares, the latencies, the verdicts, "
                                 "the HTML report, the result files",
     "design.md": "the architecture: two clocks, the data path, the layers and their import contracts, "
