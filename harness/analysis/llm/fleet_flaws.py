@@ -2,8 +2,9 @@
 
 A fleet flaw (`targets.llm.flaws`, `fleet=True`) names `llm-fleet` knobs (router,
 load_factor, prefix_caching, ...). Each is measured on `FLAW_REPLICAS` replicas at
-`FLAW_RATE_RPS` (the chat day's load per replica near its knee, scaled down from the
-16-replica fleet) for `duration_s` (default `FLAW_DURATION_S`; the rank and review give twice an
+`FLAW_RATE_RPS` (15 req/s per replica once its conversations pile up: past round robin's knee, so
+the flaw costs goodput, not only TTFT; at 6 per replica, near the knee, both flaws cost TTFT p50
+alone: 40 -> 28 ms and 194 -> 28 ms) for `duration_s` (default `FLAW_DURATION_S`; the rank and review give twice an
 engine flaw's arrivals, `harness.analysis.llm.review.FLEET_DURATION_X`), both sides on the same seeded conversations,
 with the engine and SLO of the caller's sweep. The cost carries the symptom (TTFT p50),
 goodput, both sides' prefix hit rates, the tokens the prefix cache saved with the fix, and
@@ -30,7 +31,7 @@ from workloads.llm_days import build_fleet_schedule
 __all__ = ["FLAW_DURATION_S", "FLAW_RATE_RPS", "FLAW_REPLICAS", "fleet_flaw_cost", "fleet_spec_text"]
 
 FLAW_REPLICAS = 4
-FLAW_RATE_RPS = 60.0      # 15 req/s per replica: the 16-replica chat day's load near its knee
+FLAW_RATE_RPS = 60.0      # 15 req/s per replica: past round robin's knee (16 replicas: 80-96 req/s)
 FLAW_DURATION_S = 120.0
 _DRAIN_S = 60.0
 
