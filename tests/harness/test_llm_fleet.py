@@ -8,12 +8,15 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.analysis.llm.fleet import FleetCompare, FleetPoint, day_of, run_fleets
 from harness.analysis.llm.fleet_forms import affinity_hit_rate, exact_repeat_share, round_robin_hit_rate
 from harness.engine.llm_fleet import simulate_fleet
 from targets.llm.fleet import parse_fleet
-from workloads.llm_days import build_fleet_schedule
+from targets.llm.routing import router_names
+from workloads.llm_days import FleetSchedule, build_fleet_schedule
 
 SMALL = "replicas=8"
 
@@ -119,3 +122,38 @@ def test_compare_also_prints_every_fleet_and_refuses_a_repeat(tmp_path):
     assert r.exit_code == 2 and "given twice" in r.output
     r = CliRunner().invoke(app, ["compare", "naive", "hardened", "--also", "llm-fleet"])
     assert r.exit_code == 2 and "--also" in r.output
+
+
+def _schedule(rows, lose_at):
+    """A hand-made day: (family, shared blocks, own blocks, output tokens, arrival) per request."""
+    rows = sorted(rows, key=lambda r: r[4])
+    ids = [tuple([f * 100 + k for k in range(sh)] + [10_000 + i * 100 + k for k in range(own)])
+           for i, (f, sh, own, _o, _t) in enumerate(rows)]
+    prompt = [max(1, len(b)) * 16 + 5 for b in ids]
+    return FleetSchedule(name="h", duration_s=6.0, block_size=16, tenants=("t",),
+                         arrival_s=np.array([r[4] for r in rows]), prompt_tokens=np.array(prompt),
+                         output_tokens=np.array([r[3] for r in rows]), tenant=np.zeros(len(rows), dtype=np.int64),
+                         conversation=np.arange(len(rows)), turn=np.ones(len(rows), dtype=np.int64),
+                         block_ids=[b + (90_000 + i,) for i, b in enumerate(ids)], lose_replica_at_s=lose_at)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 6), st.integers(1, 30),
+                          st.floats(0, 5)), min_size=1, max_size=20),
+       st.sampled_from(router_names()), st.integers(1, 4), st.sampled_from([None, 0.0, 1.5]))
+def test_any_traffic_any_router_each_request_ends_once(rows, router, replicas, lose_at):
+    """On a KV budget small enough to preempt and evict, with or without a replica lost: every request is
+    routed once and ends once (answered, or lost with the replica that held it), and every block of a replica
+    still alive is given back."""
+    sched = _schedule(rows, lose_at)
+    fleet = parse_fleet(f"llm-fleet:router={router},replicas={replicas},kv_blocks=24,max_seqs=4")
+    trace = simulate_fleet(fleet, sched, drain_s=600)
+    assert sum(r.routed for r in trace.replicas) == len(sched)
+    for s, lost in zip(trace.seqs, trace.lost):
+        assert s.done != lost                                     # exactly one end
+        assert not lost or s.replica == 0                        # only the lost replica's requests are lost
+    if lose_at is None or replicas == 1:
+        assert not any(trace.lost)
+    for rep in trace.replicas:
+        if rep.alive:
+            assert rep.cache is not None and rep.cache.used == 0
