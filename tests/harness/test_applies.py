@@ -29,6 +29,7 @@ _RUN_SIM = {"--scale", "--template", "--allow-remote", "--warmup", "--driver-pro
 _NOT_LLM_URLS = {"--model", "--template", "--allow-remote", "--api-key-env"}  # compare: two LLM URLs only
 _SWEEP_NOT_LLM = {"--workload", "--template", "--api-key-env"}                # sweep: an LLM URL only
 _LLM_COMPARE = {"--scale", "--warmup", "--driver-procs"}
+_ALSO = {"--also"}  # compare: more LLM fleets beside A and B (added after the chains; sim only)
 
 OLD: dict[tuple[str, Where], set[str]] = {
     ("run", Where(D, SIM, B)): _RUN_SIM,
@@ -38,11 +39,11 @@ OLD: dict[tuple[str, Where], set[str]] = {
     **{("run", Where(k, LIVE, L)): {"--seeds", "--balancer", "--driver-procs"} for k in (D, F, U)},
     ("run", Where(LU, LIVE, B)): {"--seeds", "--jobs", "--executor", "--scale", "--device", "--warmup", "--driver",
                                   "--workers", "--driver-procs"},
-    ("compare", Where(D, SIM)): _NOT_LLM_URLS | {"--warmup", "--driver-procs", "--balancer"},
-    **{("compare", Where(k, LIVE)): _NOT_LLM_URLS | {"--seeds"} for k in (D, F)},
-    ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup", "--driver-procs"},
+    ("compare", Where(D, SIM)): _NOT_LLM_URLS | {"--warmup", "--driver-procs", "--balancer"} | _ALSO,
+    **{("compare", Where(k, LIVE)): _NOT_LLM_URLS | {"--seeds"} | _ALSO for k in (D, F)},
+    ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup", "--driver-procs"} | _ALSO,
     ("compare", Where(LP, SIM)): _NOT_LLM_URLS | _LLM_COMPARE,
-    ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"},
+    ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"} | _ALSO,
     ("sweep", Where(D, SIM)): _SWEEP_NOT_LLM | {"--warmup", "--driver-procs", "--balancer"},
     **{("sweep", Where(k, LIVE)): _SWEEP_NOT_LLM for k in (D, F)},
     ("sweep", Where(U, LIVE)): _SWEEP_NOT_LLM | {"--balancer"},  # harness.live.plan: not to a URL
