@@ -86,6 +86,7 @@ def test_the_replica_loss_day_moves_the_lost_replicas_conversations():
     assert sum(lost) + sum(s.done for s in trace.seqs) == len(sched)
 
 
+@pytest.mark.slow  # two 8-replica fleets on 60 s of hot documents: ~2.7 s on a busy machine
 def test_hot_documents_the_bound_keeps_the_hot_replica_within_the_slo_and_most_of_the_hits():
     free = _run("llm-fleet:router=prefix,replicas=8,load_factor=0", "hot-docs", 24.0, 60.0)
     bound = _run("llm-fleet:router=prefix,replicas=8,load_factor=1.25", "hot-docs", 24.0, 60.0)
@@ -105,6 +106,7 @@ def test_four_fleets_side_by_side_are_ranked_and_b_judged_against_a():
     assert goodputs == sorted(goodputs, reverse=True) and result.ranking[0].of_best == 1.0
 
 
+@pytest.mark.slow  # three fleets through the CLI: ~2.5 s on a busy machine
 def test_compare_also_prints_every_fleet_and_refuses_a_repeat(tmp_path):
     from typer.testing import CliRunner
 
