@@ -25,7 +25,7 @@ from reports.charts import FONT, SIDE_COLORS, layout
 from reports.fmt import fmt_ms, fmt_n, fmt_pct, fmt_s, fmt_x
 from reports.page import Section
 
-__all__ = ["answer", "curve_figure", "flaw_rows", "ranking", "ratio_rows", "render", "render_answer", "run_rows", "sections",
+__all__ = ["answer", "cache_answer", "curve_figure", "flaw_rows", "ranking", "ratio_rows", "render", "render_answer", "run_rows", "sections",
            "seed_rows", "symptom_words", "title"]
 
 RATIO_HEADERS = ("mix", "A tok/s @SLO", "B tok/s @SLO", "B/A", "A tok/s @TPOT", "B tok/s @TPOT", "B/A @TPOT",
@@ -110,6 +110,10 @@ def symptom_words(f: LlmFlawCost) -> str:
     if f.symptom == "small_tenants_ttft_p99_s":
         return (f"other tenants' worst TTFT p99 {fmt_s(f.symptom_present, '-')} -> "
                 f"{fmt_s(f.symptom_fixed, '-')}")
+    if f.symptom == "ttft_p50_s":
+        hit = ("" if f.prefix_hit_present is None else
+               f", prefix hit rate {fmt_pct(f.prefix_hit_present, 0)} -> {fmt_pct(f.prefix_hit_fixed, 0)}")
+        return f"TTFT p50 {fmt_s(f.symptom_present, '-')} -> {fmt_s(f.symptom_fixed, '-')}{hit}"
     name = "SLO attainment" if f.symptom == "slo_attainment" else f.symptom
     return f"{name} {fmt_pct(f.symptom_present, 0)} -> {fmt_pct(f.symptom_fixed, 0)}"
 
@@ -159,7 +163,28 @@ def answer(result: LlmResult) -> list[str]:
             f"{f.id} ({_item(f.doc_item)}) on {f.mix} at {f.rate_rps:g} req/s, {f.present} -> {f.fixed}: "
             f"{symptom_words(f)}, goodput {fmt_n(f.goodput_present_rps)} -> {fmt_n(f.goodput_fixed_rps)} req/s, "
             f"TTFT p50 {fmt_s(f.ttft_p50_present_s)} -> {fmt_s(f.ttft_p50_fixed_s)}" for f in result.flaws) + ".")
+    lines.extend(cache_answer(result.flaws))
     return lines
+
+
+def cache_answer(flaws: list[LlmFlawCost]) -> list[str]:
+    """"Does the cache earn its place?" for generated text: the doc's exact-payload cache against the prefix
+    cache on the same fleet day, from the no-prefix-cache flaw's figures (none measured: no line)."""
+    f = next((c for c in flaws if c.exact_repeat_share is not None and c.tokens_saved_fixed is not None
+              and c.prompt_tokens), None)
+    if f is None or f.prompt_tokens is None or f.tokens_saved_fixed is None or f.exact_repeat_share is None:
+        return []
+    saved = f.tokens_saved_fixed / f.prompt_tokens
+    verdict = ("the prefix cache earns its place and the exact-response cache does not"
+               if saved > f.exact_repeat_share else "the exact-response cache serves as much as the prefix cache")
+    return [f"Does the cache earn its place (doc item 3) for generated text? On the {f.mix} day ({f.replicas} replicas, "
+            f"{f.rate_rps:g} req/s) an exact-response cache, even unbounded, could answer "
+            f"{fmt_pct(f.exact_repeat_share, 1)} of requests: a chat prompt carries its conversation's history and a "
+            f"new question, so it never repeats whole, and a sampled answer replayed is not one the user would have "
+            f"drawn. The prefix cache on the same day served {fmt_pct(saved, 0)} of prompt tokens "
+            f"({f.tokens_saved_fixed:,} of {f.prompt_tokens:,}) from blocks already computed, TTFT p50 "
+            f"{fmt_s(f.ttft_p50_present_s, '-')} without it -> {fmt_s(f.ttft_p50_fixed_s, '-')} with it, goodput "
+            f"{fmt_n(f.goodput_present_rps)} -> {fmt_n(f.goodput_fixed_rps)} req/s: {verdict}."]
 
 
 def _flaw_table(result: LlmResult) -> Table:

@@ -37,8 +37,11 @@ def rows(llm: LlmRank) -> list[tuple[str, ...]]:
 
 
 def _legend(llm: LlmRank) -> str:
+    fleet = next((c for f in llm.flaws for c in f.costs if c.replicas is not None), None)
+    fleets = ("" if fleet is None else f" A fleet flaw (its mix a fleet day) on {fleet.replicas} replicas behind "
+                                        "a router, the same conversations both ways.")
     return (f"LLM engine (sim): each flaw's knobs present and fixed on the same arrivals ({llm.duration_s:g} s, seed "
-            f"{llm.seed}) of the mix that exposes it. lost: goodput lost (share of the offered rate, SLO TTFT "
+            f"{llm.seed}) of the mix that exposes it.{fleets} lost: goodput lost (share of the offered rate, SLO TTFT "
             f"{llm.slo_ttft_s:g} s and TPOT {llm.slo_tpot_s:g} s); worse: how many times worse its symptom is. "
             f"Score: {llm.score}.")
 

@@ -29,10 +29,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workloads.llm import LengthDist
 
-__all__ = ["FLEET_DAYS", "FLEET_SUITES", "FleetDay", "FleetSchedule", "build_fleet_schedule", "fleet_day", "fleet_suite"]
+__all__ = ["FLEET_DAYS", "FLEET_SUITES", "FleetDay", "FleetSchedule", "build_fleet_schedule", "fleet_day", "fleet_suite",
+           "own_block_base"]
 
 _SHARED_BASE = 1 << 40   # ids of shared-head blocks: _SHARED_BASE + head * 2**20 + block index
 _OWN_BASE = 1 << 50      # ids of a conversation's own blocks: _OWN_BASE + conversation * 2**20 + block index
+
+
+def own_block_base() -> int:
+    """Block ids at or over this are a conversation's own; under it, a shared head's."""
+    return _OWN_BASE
 
 
 class FleetDay(BaseModel):

@@ -69,7 +69,7 @@ def _split_set(pairs: list[str]) -> tuple[dict[str, str], dict[str, float]]:
 
 def compare_llm(a: str, b: str, workload: list[str] | None, suite: str, seed: int, seeds: int, duration: float | None,
                 rate: float | None, set_: list[str] | None, n_jobs: int | None, executor: str, as_json: bool,
-                out_path: Path | None, quiet: bool, mode: str) -> None:
+                out_path: Path | None, quiet: bool, mode: str, also: list[str] | None = None) -> None:
     """`compare llm-A llm-B` (the options it cannot honour were refused before: harness.cli.applies).
     `--jobs` or `--executor` given: the sweep's points run there (sim). Two fleets (`llm-fleet:...`)
     go to `harness.cli.llm_fleet`."""
@@ -77,7 +77,9 @@ def compare_llm(a: str, b: str, workload: list[str] | None, suite: str, seed: in
 
     if is_fleet(a) or is_fleet(b):
         return compare_fleets(a, b, workload, suite, seed, seeds, duration, rate, set_,
-                              Jobs(Executor(executor), n_jobs), [], as_json, out_path, quiet, mode)
+                              Jobs(Executor(executor), n_jobs), [], as_json, out_path, quiet, mode, also or [])
+    if also:
+        fail("--also: more fleets beside A and B; two LLM policies are compared as a pair")
     for side, spec in (("A", a), ("B", b)):
         if spec not in policy_names():
             fail(f"{side} '{spec}': LLM policies are {', '.join(policy_names())}")

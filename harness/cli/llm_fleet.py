@@ -5,7 +5,9 @@ keep their `compare` meaning: `--workload` names days (`workloads.llm_days.FLEET
 repeatable; default chat), `--suite llm-bad-day` the fleet's bad days, `--rate` one
 offered rate (requests/s) for every day instead of each day's own, `--duration` seconds
 of each day, `--jobs`/`--executor` where the runs go, and `--set` engine knobs for
-both sides (a side's own `KEY=VALUE` wins) and slo_ttft_s, slo_tpot_s. An option it
+both sides (a side's own `KEY=VALUE` wins) and slo_ttft_s, slo_tpot_s; `--also` more fleets
+beside A and B (all four routers side by side: A, B and two `--also`), ranked with them, the
+verdicts staying B against A. An option it
 cannot honour (`--seeds`, `--mode live`, `--scale`, ...) ends it with exit 2 naming it.
 Builds a ``FleetCompare``, calls ``harness.analysis.llm.fleet.run_fleets`` and publishes
 the ``fleet`` result. No arithmetic lives here.
@@ -31,10 +33,11 @@ DEFAULT_SUITE = "bad-day"  # compare's --suite default: for fleets, the chat day
 
 def compare_fleets(a: str, b: str, workload: list[str] | None, suite: str, seed: int, seeds: int,
                    duration: float | None, rate: float | None, set_: list[str] | None, jobs: Jobs, unused: list[str],
-                   as_json: bool, out_path: Path | None, quiet: bool, mode: str) -> None:
+                   as_json: bool, out_path: Path | None, quiet: bool, mode: str, also: list[str] | None = None) -> None:
     from harness.analysis.llm.fleet import FleetCompare, run_fleets
 
-    for side, spec in (("A", a), ("B", b)):
+    more = list(also or [])
+    for side, spec in (("A", a), ("B", b), *(("--also", x) for x in more)):
         if not is_fleet(spec):
             fail(f"{side} '{spec}': compare a fleet with a fleet (llm-fleet:router=...,replicas=...)")
     unused = unused + [flag for flag, given in (("--seeds", seeds > 1), ("--mode live", mode != "sim")) if given]
@@ -62,9 +65,13 @@ def compare_fleets(a: str, b: str, workload: list[str] | None, suite: str, seed:
             fail(f"unknown fleet suite '{suite}': valid are {', '.join(FLEET_SUITES)}")
         days = tuple(workload) if workload else (fleet_suite(suite) if suite != DEFAULT_SUITE else ("chat",))
         base = engine_with(LlmEngineSpec(prefix_caching=True), engine)
-        fleets = (parse_fleet(a, base), parse_fleet(b, base))
+        fleets = tuple(parse_fleet(x, base) for x in (a, b, *more))
         if fleets[0].name == fleets[1].name:
             fail(f"A and B are both '{a}': compare two different fleets")
+        names = [f.name for f in fleets]
+        twice = next((x for x in names if names.count(x) > 1), None)
+        if twice is not None:
+            fail(f"--also: '{twice}' is given twice: each fleet once")
         compare = FleetCompare(fleets=fleets, days=days, rate_rps=rate, duration_s=duration, seed=seed, **slo)
     except ValueError as exc:
         fail(str(exc))

@@ -161,6 +161,8 @@ def compare(
     think_time: float = THINK_TIME,
     prefix_tokens: int = PREFIX_TOKENS,
     prefix_groups: int = PREFIX_GROUPS,
+    also: Optional[List[str]] = typer.Option(None, "--also", help="LLM fleets: more fleets beside A and B "
+                                             "(repeatable), simulated on the same days and ranked with them."),
 ) -> None:
     """Run two targets side by side over a suite (same seeds, same arrivals); two LLM policies: a rate sweep;
     two LLM URLs: both driven live on the same arrivals at each rate (default 2, 4 and 8 req/s, 10 s each),

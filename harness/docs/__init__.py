@@ -35,6 +35,8 @@ HANDWRITTEN: dict[str, str] = {
                           "framework targets",
     "guide/llm-fleet-live.md": "a live LLM fleet: the tiny decoder's prefix cache, the project's router and "
                                "sglang-router in front of the same replicas, the chat day live against sim",
+    "guide/llm-fleet.md": "a fleet of LLM replicas behind a router (sim): four routers side by side, the load "
+                          "bound on hot documents, the fleet flaws, the simulator's speed",
     "guide/reading-reports.md": "how to read a result: the outcome shares, the latencies, the verdicts, "
                                 "the HTML report, the result files",
     "design.md": "the architecture: two clocks, the data path, the layers and their import contracts, "

@@ -88,7 +88,7 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
     lost = [False] * len(seqs)
     duration, stop = schedule.duration_s, schedule.duration_s + drain_s
     trace = FleetTrace(seqs, lost, duration, stop, new_histogram(), reps)
-    record = trace.itl.record_value
+    itl_us: dict[int, int] = {}   # gap in us -> tokens: one histogram record per distinct gap, at the end
     in_flight: list[Step | None] = [None] * n
     epoch = [0] * n               # a heap entry of an older epoch is stale (its replica was lost)
     armed = [False] * n           # the replica has an event on the heap (a step's end or a wake-up)
@@ -135,7 +135,8 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
             if step is not None:
                 out = engines[r].complete(step, t)
                 for gap, count in out.gaps.items():
-                    record(max(1, round(gap * _US)), count)
+                    us = max(1, round(gap * _US))
+                    itl_us[us] = itl_us.get(us, 0) + count
                 for seq in out.finished:
                     settle(seq, r)
             kick(r, t)
@@ -154,6 +155,8 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
                 kick(r, t)
             i += 1
     trace.end_s = min(t, stop)
+    for us, count in itl_us.items():
+        trace.itl.record_value(us, count)
     trace.spills = getattr(router, "spills", 0)
     for rep, core in zip(reps, cores):
         rep.preemptions = getattr(core, "preemptions", 0)

@@ -19,7 +19,7 @@ sized (`UrlTargetSettings`) in place of an engine; a sweep adds `search` (`LlmSe
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -262,6 +262,18 @@ class LlmFlawCost(Figures):
     goodput_fixed_rps: float
     ttft_p50_present_s: float | None
     ttft_p50_fixed_s: float | None
+    # A fleet flaw (`targets.llm.flaws`, fleet=True) on a fleet day: the prefix cache's hit rate either way,
+    # and the day's exact repeats (the share of requests whose whole prompt an earlier one sent: what an
+    # exact-response cache could serve at best). None on an engine flaw.
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"replicas", "prefix_hit_present", "prefix_hit_fixed",
+                                                          "tokens_saved_fixed", "prompt_tokens", "exact_repeat_share"})
+
+    replicas: int | None = None
+    prefix_hit_present: float | None = None
+    prefix_hit_fixed: float | None = None
+    tokens_saved_fixed: int | None = None
+    prompt_tokens: int | None = None
+    exact_repeat_share: float | None = None
 
 
 class LlmSearch(Figures):

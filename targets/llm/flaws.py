@@ -9,6 +9,11 @@ its fix moves. `harness rank` measures every flaw present and fixed on each
 mix that exposes it and ranks them by that figure (its LLM section,
 `harness.analysis.llm.rank`); `harness review` cites those costs in its LLM
 answer.
+
+A fleet flaw (`fleet=True`) is a design of a fleet of replicas behind a router: its
+`present` and `fixed` are `llm-fleet` knobs (`targets.llm.fleet`: router, load_factor,
+and any engine knob such as prefix_caching), `exposed_by` names fleet days
+(`workloads.llm_days.FLEET_DAYS`), measured on a small fleet (`harness.analysis.llm.fleet_flaws`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from targets.flaws import Flaw
 __all__ = ["LLM_FLAWS", "LOWER_IS_BETTER", "LlmFlaw"]
 
 # Symptoms a fix lowers (seconds); every other symptom is a share a fix raises.
-LOWER_IS_BETTER = frozenset({"itl_max_s", "small_tenants_ttft_p99_s"})
+LOWER_IS_BETTER = frozenset({"itl_max_s", "small_tenants_ttft_p99_s", "ttft_p50_s"})
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class LlmFlaw(Flaw):
 
     symptom: str = "slo_attainment"   # the LlmRun figure the fix improves: a share up, or one of LOWER_IS_BETTER down
     rate_rps: float | None = None     # where the flaw shows (None: the caller's default rate)
+    fleet: bool = False               # present/fixed are llm-fleet knobs, exposed_by fleet days
 
     @property
     def lower_is_better(self) -> bool:
@@ -77,5 +83,30 @@ LLM_FLAWS: tuple[LlmFlaw, ...] = (
         exposed_by=("dominant-tenant",),
         symptom="small_tenants_ttft_p99_s",
         rate_rps=7.0,   # at 4 req/s the engine copes either way; at 7 bulk's tokens fill the KV cache
+    ),
+    LlmFlaw(
+        id="l4-round-robin",
+        doc_item="1",
+        failure="a layer-4 round robin cannot read the prompt: each turn of a conversation lands on a replica"
+                " that holds none of its earlier turns, which it prefills again",
+        fix="prefix-aware routing with bounded load: a turn goes where its prefix is cached unless that replica"
+            " is over load_factor x the mean",
+        present={"router": "round-robin"},
+        fixed={"router": "prefix", "load_factor": 1.25},
+        exposed_by=("chat",),
+        symptom="ttft_p50_s",
+        fleet=True,
+    ),
+    LlmFlaw(
+        id="no-prefix-cache",
+        doc_item="3",
+        failure="no prefix cache in the engines: every turn prefills its system prompt and whole history again,"
+                " and the doc's exact-payload cache never sees a chat prompt twice",
+        fix="prefix caching (prefix_caching=true): blocks named by a chained hash, shared and kept LRU",
+        present={"router": "prefix", "load_factor": 1.25, "prefix_caching": False},
+        fixed={"router": "prefix", "load_factor": 1.25, "prefix_caching": True},
+        exposed_by=("chat",),
+        symptom="ttft_p50_s",
+        fleet=True,
     ),
 )

@@ -33,6 +33,7 @@ _SWEEP_NOT_LLM = {"--workload", "--template", "--api-key-env", "--server-metrics
                   "--tokenizer"}                # sweep: an LLM URL only
 _LLM_COMPARE = {"--scale", "--warmup", "--driver-procs"}
 _URL_ONLY = {"--server-metrics", "--server-metrics-url", "--tokenizer"}      # added with the table: LLM URLs only
+_ALSO = {"--also"}  # compare: more LLM fleets beside A and B (added after the chains; sim only)
 
 OLD: dict[tuple[str, Where], set[str]] = {
     ("run", Where(D, SIM, B)): _RUN_SIM,
@@ -42,11 +43,11 @@ OLD: dict[tuple[str, Where], set[str]] = {
     **{("run", Where(k, LIVE, L)): {"--seeds", "--balancer", "--driver-procs"} | _URL_ONLY for k in (D, F, U)},
     ("run", Where(LU, LIVE, B)): {"--seeds", "--jobs", "--executor", "--scale", "--device", "--warmup", "--driver",
                                   "--workers", "--driver-procs"},
-    ("compare", Where(D, SIM)): _NOT_LLM_URLS | {"--warmup", "--driver-procs", "--balancer"},
-    **{("compare", Where(k, LIVE)): _NOT_LLM_URLS | {"--seeds"} for k in (D, F)},
-    ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup", "--driver-procs"},
+    ("compare", Where(D, SIM)): _NOT_LLM_URLS | {"--warmup", "--driver-procs", "--balancer"} | _ALSO,
+    **{("compare", Where(k, LIVE)): _NOT_LLM_URLS | {"--seeds"} | _ALSO for k in (D, F)},
+    ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup", "--driver-procs"} | _ALSO,
     ("compare", Where(LP, SIM)): _NOT_LLM_URLS | _LLM_COMPARE,
-    ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"},
+    ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"} | _ALSO,
     ("sweep", Where(D, SIM)): _SWEEP_NOT_LLM | {"--warmup", "--driver-procs", "--balancer", "--repeats"},
     **{("sweep", Where(k, LIVE)): _SWEEP_NOT_LLM for k in (D, F)},
     ("sweep", Where(U, LIVE)): _SWEEP_NOT_LLM | {"--balancer"},  # harness.live.plan: not to a URL

@@ -19,7 +19,7 @@ def spec_of(knobs: dict) -> LlmEngineSpec:
     return replace(engine_with(LlmEngineSpec(batch_size=8), rest), policy=LlmPolicy(knobs["policy"]))
 
 
-@pytest.mark.parametrize("flaw", LLM_FLAWS, ids=lambda f: f.id)
+@pytest.mark.parametrize("flaw", [f for f in LLM_FLAWS if not f.fleet], ids=lambda f: f.id)
 def test_fix_beats_flaw_where_exposed(flaw):
     assert set(flaw.exposed_by) <= set(LENGTH_MIXES)
     rate = flaw.rate_rps or 2.0
@@ -34,3 +34,15 @@ def test_fix_beats_flaw_where_exposed(flaw):
         assert good.figure(flaw.symptom) < bad.figure(flaw.symptom) / 2
     else:
         assert getattr(good, flaw.symptom) > getattr(bad, flaw.symptom) + 0.2
+
+
+@pytest.mark.parametrize("flaw", [f for f in LLM_FLAWS if f.fleet], ids=lambda f: f.id)
+def test_a_fleet_flaw_names_fleet_days_and_fleet_knobs(flaw):
+    """A fleet flaw's knobs make a fleet spec either way (its fix measured in tests/harness/test_llm_fleet_flaws.py)."""
+    from harness.analysis.llm.fleet_flaws import fleet_spec_text
+    from targets.llm.fleet import parse_fleet
+    from workloads.llm_days import FLEET_DAYS
+
+    assert set(flaw.exposed_by) <= set(FLEET_DAYS) and flaw.lower_is_better
+    present, fixed = (parse_fleet(fleet_spec_text(k)) for k in (flaw.present, flaw.fixed))
+    assert present != fixed

@@ -4,8 +4,8 @@
 (`workloads.llm_days`), and optionally one offered rate and duration for every day
 (a day's own otherwise; its events, the flash crowd and the lost replica, keep their
 place as a share of the day). Every (fleet, day) is one job (`FleetPoint`), so they
-spread over the cores as the other sweeps' points do. For two fleets each day gets
-the verdicts on the headline figures (`HEADLINE`): B against A, a tie within
+spread over the cores as the other sweeps' points do. Each day gets the verdicts of the
+second fleet against the first on the headline figures (`HEADLINE`): B against A, a tie within
 max(`TIE_ABS`, `TIE_REL` x the larger); for any number, the ranking by goodput
 summed over the days (`harness.results.fleet.FleetRanked`).
 """
@@ -146,9 +146,9 @@ def run_fleets(c: FleetCompare, jobs: Jobs | None = None,
     tell = None if on_done is None else (lambda i, p, _r: on_done(f"{c.fleets[p.fleet].name} on {p.day}"))
     runs = (jobs or Jobs(Executor.INLINE)).run(points, tell)
     verdicts = {}
-    if len(c.fleets) == 2:
+    if len(c.fleets) >= 2:
         for day in c.days:
-            a, b = (next(r for r in runs if r.day == day and r.fleet == n) for n in names)
+            a, b = (next(r for r in runs if r.day == day and r.fleet == n) for n in names[:2])
             verdicts[day] = judge_fleets(a, b)
     settings = FleetSettings(fleets=names, days=list(c.days), rate_rps=c.rate_rps,
                              duration_s=c.duration_s or max(fleet_day(d).duration_s for d in c.days), seed=c.seed,

@@ -9,7 +9,8 @@ equal TPOT SLO and the reasons measured at static's best point (idle slots,
 padding, head-of-line queue wait, useful decode rows per step). Then every flaw
 of the LLM catalogue (`targets.llm.flaws`) with its knobs present and fixed on
 each mix that exposes it, at the flaw's own rate or `FLAW_RATE_RPS`, on the
-same arrivals both ways (`flaw_costs`; `harness rank` runs the same and ranks
+same arrivals both ways (`flaw_costs`; a fleet flaw on a small fleet on its fleet day,
+`harness.analysis.llm.fleet_flaws`; `harness rank` runs the same and ranks
 them, `harness.analysis.llm.rank`). The review cites the rank's costs
 (`llm_answer(flaws=...)`) rather than measuring them twice.
 """
@@ -32,6 +33,7 @@ __all__ = ["FLAW_RATE_RPS", "REVIEW_DURATION_S", "flaw_costs", "llm_answer"]
 REVIEW_DURATION_S = 60.0   # arrivals per sweep point; ~3 CPU-s for the whole sweep
 FLAW_RATE_RPS = 2.0        # well inside continuous batching's capacity on every exposing mix
 FLAW_DURATION_S = 60.0
+FLEET_DURATION_X = 2.0     # a fleet flaw's day runs this many times the arrivals of an engine flaw's
 
 
 def _spec(engine: LlmEngineSpec, knobs: dict[str, object]) -> LlmEngineSpec:
@@ -64,7 +66,12 @@ def flaw_costs(sweep: LlmSweep, rate_rps: float = FLAW_RATE_RPS,
                duration_s: float = FLAW_DURATION_S) -> list[LlmFlawCost]:
     """Every LLM flaw on every mix that exposes it, on `sweep`'s engine, seed and SLO, at the flaw's own
     rate (else `rate_rps`)."""
-    return [_flaw_cost(flaw, mix, sweep, flaw.rate_rps or rate_rps, duration_s)
+    from harness.analysis.llm.fleet_flaws import fleet_flaw_cost
+
+    fleet_s = FLEET_DURATION_X * duration_s   # a chat day needs a few think times for its turns to pile up
+    return [fleet_flaw_cost(flaw, mix, sweep.engine, sweep.seed, sweep.slo_ttft_s, sweep.slo_tpot_s,
+                            duration_s=fleet_s) if flaw.fleet
+            else _flaw_cost(flaw, mix, sweep, flaw.rate_rps or rate_rps, duration_s)
             for flaw in LLM_FLAWS for mix in flaw.exposed_by]
 
 
