@@ -176,3 +176,20 @@ def test_review_after_compare_reuses_exactly_the_runs_they_share(tmp_path: Path)
     assert sorted(jobs.cache.hits) == [f"hardened on {tiny}, seed 1", f"naive on {tiny}, seed 1"]
     assert jobs.cache.misses == doc.rank.runs - 2 > 0  # hardened+full-batch-only, naive-full-batch-only, ...
     assert doc.rank.baselines["naive"][str(tiny)] == compared.scenarios[str(tiny)]["naive"]
+
+
+@pytest.mark.slow  # two small reviews, about 2.5 s on 2 cores
+def test_a_review_from_the_cache_has_the_figures_of_one_run_afresh(tmp_path: Path) -> None:
+    from harness.analysis.review.run import review
+
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text(TINY)
+    flaws = {"full-batch-only": [str(tiny)], "blind-retries": [str(tiny)]}
+    jobs = cached_jobs(tmp_path / "c")
+    review(flaw_scenarios=flaws, scale=1.0, jobs=jobs, alerts=False)
+    again = cached_jobs(tmp_path / "c")
+    cached = review(flaw_scenarios=flaws, scale=1.0, jobs=again, alerts=False)
+    assert again.cache is not None and again.cache.misses == 0 and len(again.cache.hits) == cached.rank.runs
+    fresh = review(flaw_scenarios=flaws, scale=1.0, jobs=Jobs(Executor.INLINE), alerts=False)
+    count, diffs = differences(cached.to_json(), fresh.to_json(), HOW_MADE)
+    assert count > 100 and diffs == []
