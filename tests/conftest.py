@@ -50,6 +50,7 @@ _GROUPED = frozenset(path.name for path in Path(__file__).parent.rglob("test_*.p
                      if any(s in path.read_text(encoding="utf-8") for s in _SHARED))
 
 
+@pytest.hookimpl(optionalhook=True)  # only xdist defines it (`-p no:xdist` leaves it unknown)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     if config.getvalue("dist") != "loadgroup":
         return None
