@@ -39,18 +39,29 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-# Modules whose module-scoped fixtures are expensive (a tiny rank, a capacity plan, a pool
-# experiment) stay on one worker (`--dist loadgroup`); every other test is spread one by one.
-_GROUPED = {"test_ablation.py", "test_review.py", "test_capacity.py", "test_pool_cmd.py", "test_pool_sim.py",
-            "test_gate.py", "test_rank_review_gate.py", "test_html.py", "test_models.py", "test_torch_gpu.py",
-            "test_server.py", "test_architecture.py", "test_capacity_and_pool.py", "test_result_contract.py"}
+# Modules with module-scoped fixtures or memos (a tiny rank, a capacity plan, a pool experiment, promtool's
+# bad days) stay on one worker, so each fixture is built once; every other test is spread one by
+# one. Found by reading the test files (a new module fixture groups its module by itself). The
+# scheduler does it by node id: xdist's own `xdist_group` mark no longer groups anything under
+# pytest 9.2 (xdist 3.8 renames the item through `_nodeid`, which pytest 9.2 no longer reads), so
+# every such module was spread over both workers and built its fixtures on each.
+_SHARED = ('scope="module"', "functools.cache", "lru_cache")  # what a module builds once and shares
+_GROUPED = frozenset(path.name for path in Path(__file__).parent.rglob("test_*.py")
+                     if any(s in path.read_text(encoding="utf-8") for s in _SHARED))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.name in _GROUPED:
-            item.add_marker(pytest.mark.xdist_group(name=item.path.name))
+@pytest.hookimpl(optionalhook=True)  # only xdist defines it (`-p no:xdist` leaves it unknown)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ModuleGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+            return name if name in _GROUPED else super()._split_scope(nodeid)
+
+    return ModuleGroups(config, log)
 
 
 # -- the run cache (harness.engine.run_cache) ---------------------------------------------

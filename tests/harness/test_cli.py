@@ -70,7 +70,7 @@ def test_listing_commands():
 # Every result file the CLI writes loads with from_json, round-trips, and renders again.
 KINDS = {
     "run": (["run", "hardened", "-w", "spike", "--duration", "3", "--rate", "1500"], RunResult, 3),
-    "compare": (["compare", "naive", "hardened", "-w", "steady", "-w", "night", "--duration", "2",
+    "compare": (["compare", "naive", "hardened", "-w", "steady", "-w", "night", "--duration", "1",
                  "--rate", "800", "--jobs", "1"], CompareResult, 4),
 }
 

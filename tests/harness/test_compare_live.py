@@ -43,7 +43,7 @@ def _in_sim(plan: Any) -> Any:
 
 @pytest.mark.slow  # over 2 s on 2 cores (issue 39: the fast tier under 45 s)
 def test_a_live_compare_records_its_shortening_and_the_sim_beside_it() -> None:
-    result = compare_live("naive", "hardened", ["steady", "spike"], 1, {}, None, None, 0.05, run_one=_in_sim)
+    result = compare_live("naive", "hardened", ["steady", "spike"], 1, {}, None, None, 0.02, run_one=_in_sim)
     block = result.live or {}
     assert block["shortened"]["steady"]["run_s"] == LIVE_RUN_S < block["shortened"]["steady"]["full_s"]
     assert result.runs["steady"]["naive"].summary.duration_s == LIVE_RUN_S

@@ -107,7 +107,7 @@ def test_compare_hardened_with_a_framework_live_on_the_spike(framework, tmp_path
     _needs(framework)
     out = tmp_path / "c.json"
     res = runner.invoke(app, ["compare", "hardened", framework, "--mode", "live", "-w", "spike", "--scale", "0.1",
-                              "--duration", "4", "--warmup", "1", "--json", "--out", str(out)])
+                              "--duration", "2", "--warmup", "0.5", "--json", "--out", str(out)])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     pair = doc["scenarios"]["spike"]

@@ -146,3 +146,50 @@ def test_compare_twice_reuses_every_run_and_says_so(tmp_path: Path) -> None:
     for x, y in ((a, b), (a, c)):
         count, diffs = differences(x, y, HOW_MADE)
         assert count > 100 and diffs == []
+
+
+# A scenario the review's plan keeps whole (0.5 s at 400 req/s, 200 requests): its baseline
+# runs in the review are then the very runs `compare` made (same knobs, workload, seed).
+TINY = """name = "tiny"
+[[answers]]
+figure = "goodput_ratio"
+[[phases]]
+kind = "constant"
+duration_s = 0.5
+rate_rps = 400
+"""
+
+
+def test_review_after_compare_reuses_exactly_the_runs_they_share(tmp_path: Path) -> None:
+    """What is the same run (resolved target, workload, seed) is run once: the review's
+    baselines of hardened and naive on a scenario it keeps whole are compare's two runs, and
+    no other of its runs comes from the cache (their workloads or knobs differ)."""
+    from harness.analysis.compare.run import compare
+    from harness.analysis.review.run import review
+
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text(TINY)
+    compared = compare("naive", "hardened", [str(tiny)], jobs=cached_jobs(tmp_path / "c"))
+    jobs = cached_jobs(tmp_path / "c")
+    doc = review(flaw_scenarios={"full-batch-only": [str(tiny)]}, scale=1.0, jobs=jobs, alerts=False)
+    assert doc.rank.durations[str(tiny)].kept == "whole"
+    assert sorted(jobs.cache.hits) == [f"hardened on {tiny}, seed 1", f"naive on {tiny}, seed 1"]
+    assert jobs.cache.misses == doc.rank.runs - 2 > 0  # hardened+full-batch-only, naive-full-batch-only, ...
+    assert doc.rank.baselines["naive"][str(tiny)] == compared.scenarios[str(tiny)]["naive"]
+
+
+@pytest.mark.slow  # two small reviews, about 2.5 s on 2 cores
+def test_a_review_from_the_cache_has_the_figures_of_one_run_afresh(tmp_path: Path) -> None:
+    from harness.analysis.review.run import review
+
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text(TINY)
+    flaws = {"full-batch-only": [str(tiny)], "blind-retries": [str(tiny)]}
+    jobs = cached_jobs(tmp_path / "c")
+    review(flaw_scenarios=flaws, scale=1.0, jobs=jobs, alerts=False)
+    again = cached_jobs(tmp_path / "c")
+    cached = review(flaw_scenarios=flaws, scale=1.0, jobs=again, alerts=False)
+    assert again.cache is not None and again.cache.misses == 0 and len(again.cache.hits) == cached.rank.runs
+    fresh = review(flaw_scenarios=flaws, scale=1.0, jobs=Jobs(Executor.INLINE), alerts=False)
+    count, diffs = differences(cached.to_json(), fresh.to_json(), HOW_MADE)
+    assert count > 100 and diffs == []

@@ -43,7 +43,7 @@ policy_ops = st.lists(st.one_of(
 ), max_size=80)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(policy_ops, st.integers(1, 6))
 @example([("offer", 0, 0, None), ("offer", 0, 0, 50), ("tick", 100, None, None)], 6)  # a follower past its deadline
 @example([("offer", 0, 0, None), ("offer", 0, 0, None), ("lost", 0, None, None)], 6)  # a follower of a lost leader

@@ -174,7 +174,7 @@ def check_decision(spec: PoolSpec, s: PoolState, now: float, d: Decision) -> Non
     assert d.reservation_s is None or d.reservation_s >= now
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(pool_states(), st.sampled_from(policy_names()))
 def test_every_decision_respects_the_pool(sn: tuple[PoolState, float], name: str) -> None:
     s, now = sn

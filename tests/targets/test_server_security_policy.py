@@ -63,7 +63,7 @@ def test_waiters_on_one_id_are_capped() -> None:
     assert [r.status for _, r in log] == [Status.TOO_MANY, Status.TOO_MANY] and d.stats.refused == 2
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["offer", "offer", "finish", "tick"]), st.sampled_from(["A", "B"]),
                           st.integers(0, 2), st.integers(0, 2)), max_size=80))
 def test_no_answer_reaches_a_request_whose_tenant_id_or_input_differs(script) -> None:
