@@ -66,6 +66,7 @@ def start_server(target: str, extra: list[str], ready_s: float = 180.0) -> tuple
 def body(shape: str, i: int, run: int, deadline_ms: int | None) -> dict:
     x = [float((i * 7 + k) % 13) for k in range(INPUT_LEN)]
     x[0] = float(i)
+    x[1] = float(run) + (0.5 if shape != "distinct" else 0.0)  # inputs of its own: a cached input never meets the dedupe
     doc: dict = ({"tenant": f"t{i}", "request_id": f"fresh-{run}-{i}"} if shape == "distinct"
                  else {"tenant": "t0", "request_id": f"fresh-{run}"})
     doc["input"] = x
