@@ -24,23 +24,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from harness.results.base import Figures, Result
-from harness.results.llm_traffic import ConcurrencySweep, TrafficFigures
+from harness.results.llm_traffic import ConcurrencySweep, Pcts, TrafficFigures
 from harness.results.server_metrics import ServerMetricsFigures
 from harness.results.stats import Interval
 
 __all__ = ["CapacityRatio", "Curve", "CurvePoint", "EngineSettings", "LlmFlawCost", "LlmResult", "LlmRun",
            "LlmSearch", "LlmSeeds", "LlmSettings", "Pcts", "RATIO_FIGURES", "RUN_FIGURES", "TenantFigures",
            "UrlRunFigures", "UrlTargetSettings", "run_key"]
-
-
-class Pcts(Figures):
-    """Percentiles (s) over finished requests (ITL: over tokens); None where there are none."""
-
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    max: float | None = None
 
 
 class TenantFigures(Figures):

@@ -26,7 +26,8 @@ __all__ = ["ConcurrencyPoint", "ConcurrencySweep", "Pcts", "TrafficFigures", "Tu
 
 
 class Pcts(Figures):
-    """Percentiles (s); None where there are none (as `harness.results.llm.Pcts`)."""
+    """Percentiles (s) over finished requests (ITL: over tokens); None where there are none. One
+    class for the run's figures (`harness.results.llm`, which imports it from here) and a turn's."""
 
     mean: float | None = None
     p50: float | None = None
