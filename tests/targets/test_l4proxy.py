@@ -181,21 +181,32 @@ def _client_burst(port: int, n: int, gap_s: float, accepted) -> tuple[list, tupl
 
 @pytest.mark.live
 async def test_guarded_proxy_refuses_a_burst_it_cannot_serve_and_keeps_its_connections() -> None:
-    """100 requests 5 ms apart into a front end that serves one per 10 ms (twice what it can
+    """200 requests 5 ms apart into a front end that serves one per 10 ms (twice what it can
     serve): once three requests in flight (their time at the GPUs aside) have waited 20 ms (a
-    twentieth of the SLO), the proxy answers 503 itself (here 18-44 of the 100 in five runs: the
-    signal lags the handlers, which each run in one blocking go). aiohttp's client parses those answers, and its keep-alive
-    connections carry on after them."""
+    twentieth of the SLO), the proxy answers 503 itself (38-48 of 100 in six runs, quiet and beside
+    two CPU burners: the signal lags the handlers, which each run in one blocking go). aiohttp's
+    client parses those answers, and its keep-alive connections carry on after them.
+
+    A burst that reaches the proxy in one loop turn is all relayed (each request's wait starts at
+    its head's last byte), by design: the guard judges waits, not counts. CI once saw that (1 of
+    100 refused, at 273 ms): the server's loop here is the test worker's, whose heap other tests
+    filled, so a full collection can stall it for much of a 0.5 s burst. Hence 200 requests (1 s)
+    and no collections during the burst: this tests the proxy's rule, not the worker's heap."""
+    import gc
+
     servers, proxy, port, parsed = await _guarded(0.05)
+    gc.collect()
+    gc.disable()
     try:
-        burst, after, new_connections = await asyncio.to_thread(_client_burst, port, 100, 0.005,
+        burst, after, new_connections = await asyncio.to_thread(_client_burst, port, 200, 0.005,
                                                                 lambda: proxy.stats.accepted)
     finally:
+        gc.enable()
         await proxy.stop()
         await servers.stop()
     statuses = [a[0] for a in burst]
     refused = [a for a in burst if a[0] == 503]
-    assert set(statuses) <= {200, 503} and statuses.count(200) >= 20 and len(refused) >= 10, statuses
+    assert set(statuses) <= {200, 503} and statuses.count(200) >= 40 and len(refused) >= 20, statuses
     assert all(ra is not None and int(ra) >= 1 and b["error"] == "overloaded" and "in flight" in b["reason"]
                for _, ra, b in refused)
     assert proxy.stats.refused_overload == len(refused)      # every 503 came from the proxy
