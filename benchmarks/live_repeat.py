@@ -91,11 +91,19 @@ def main() -> int:
                     "--served: 5)")
     ap.add_argument("--served", action="store_true", help="drive a fresh `harness serve` by URL, two runs each")
     ap.add_argument("--rate", type=float, default=200.0, help="--served: req/s (default 200)")
+    ap.add_argument("--runs", type=int, default=2, help="--served: runs per fresh server (default 2); "
+                    "a third shows whether the second is warm or still warming")
+    ap.add_argument("--warmup", type=float, default=None, help="--served: each run's --warmup seconds "
+                    "(default: harness run's)")
     ap.add_argument("--sweep", action="store_true", help="also sweep the target live N times")
     args = ap.parse_args()
     if not 1 <= args.n <= 20:
         print("live_repeat.py: --n must be 1-20", file=sys.stderr)
         return 2
+    if not 2 <= args.runs <= 5:
+        print("live_repeat.py: --runs must be 2-5", file=sys.stderr)
+        return 2
+    warm = [] if args.warmup is None else ["--warmup", f"{args.warmup:g}"]
     figures: dict[str, list[float | None]] = {}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,20 +112,22 @@ def main() -> int:
                 proc, url = start_serve(args.target, ["--pad-to-s", "0"])
                 try:
                     runs = [run_figures(harness(["run", url, "--mode", "live", "-w", "steady", "--rate",
-                                                 f"{args.rate:g}", "--duration", f"{args.duration or 5:g}"],
-                                                Path(tmp) / f"run-{i}-{k}.json")) for k in (1, 2)]
+                                                 f"{args.rate:g}", "--duration", f"{args.duration or 5:g}", *warm],
+                                                Path(tmp) / f"run-{i}-{k}.json")) for k in range(1, args.runs + 1)]
                 finally:
                     stop_serve(proc)
                 for k, f in enumerate(runs, 1):
                     for name, v in f.items():
                         figures.setdefault(f"run {k} {name}", []).append(v)
-                first, second = runs
+                first, second = runs[:2]
                 ratio = {q: (first[q] / second[q] if first[q] and second[q] else None) for q in ("p50_ms", "p99_ms")}
                 for q, r in ratio.items():
                     figures.setdefault(f"first/second {q[:3]}", []).append(r)
                 print(f"repeat {i}: first p50 {fmt(first['p50_ms'])} p99 {fmt(first['p99_ms'])} ms | second p50 "
                       f"{fmt(second['p50_ms'])} p99 {fmt(second['p99_ms'])} ms | first/second p50 "
-                      f"{fmt(ratio['p50_ms'])}x p99 {fmt(ratio['p99_ms'])}x", flush=True)
+                      f"{fmt(ratio['p50_ms'])}x p99 {fmt(ratio['p99_ms'])}x"
+                      + "".join(f" | run {k} p50 {fmt(f['p50_ms'])} p99 {fmt(f['p99_ms'])} ms"
+                                for k, f in enumerate(runs[2:], 3)), flush=True)
             else:
                 extra = [] if args.duration is None else ["--duration", f"{args.duration:g}"]
                 f = run_figures(harness(["run", args.target, "--mode", "live", *extra], Path(tmp) / f"run-{i}.json"))

@@ -78,7 +78,7 @@ def render(result: SweepResult, console: Console) -> None:
     console.print("offered and goodput in req/s; p99 in ms; t/o: timed out; "
                   + ("lag p99: the driver's send lag; " if lag else "") + "KNEE: the highest rate that passed. "
                   f"SLO: {result.min_goodput_ratio:.0%} of requests within {result.slo_s * 1000:,.0f} ms; "
-                  f"search to {result.rel_tol:.0%}; {len(result.steps)} steps in {result.wall_s:,.0f} s"
+                  f"search to {result.rel_tol:.0%}; {_step_count(result)} in {result.wall_s:,.0f} s"
                   + (f"; first failing rate {fail:,.0f} req/s" if fail else ""), highlight=False)
     for s in result.steps:
         if s.passed is False and not s.valid:
@@ -119,3 +119,12 @@ def _chart(result: SweepResult) -> go.Figure:
 def sections(result: SweepResult) -> list[Section]:
     return [Section("Goodput and p99 against offered load", figure=_chart(result),
                     note="the knee is the highest offered rate whose requests met the SLO")]
+
+
+def _step_count(result) -> str:
+    """The footer's step count: this search's, and with --repeats every repeat's together (the
+    table shows the median repeat's steps only)."""
+    if not result.repeats:
+        return f"{len(result.steps)} steps"
+    total = sum(len(r.steps) for r in result.repeats)
+    return f"{len(result.steps)} steps shown, {total} over {len(result.repeats)} repeats"

@@ -21,7 +21,8 @@ can reach the target at all. `judge(...)` sorts what went wrong by who did it
 `invalid_reasons(...)` is the judgement's invalid reasons (empty: valid). Pure
 functions of the figures a run records (the `live` block and the request
 counts), so their table-driven tests need no server and no clock.
-docs/validity.md sets the rule beside MLPerf LoadGen's.
+docs/guide/live-mode.md ("Validity: who is at fault") tells it to a user, and docs/frameworks.md
+("Beside MLPerf LoadGen") sets the rule beside LoadGen's.
 
 Thresholds (`Limits`) are deliberately plain numbers a user can read in the
 reason: more than 1% of the sends over 10 ms late, or a send lag p99.9 over

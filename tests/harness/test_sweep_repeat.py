@@ -146,6 +146,8 @@ def test_repeats_render_the_spread_and_every_repeat_within_80_columns() -> None:
     assert cuts == [], cuts
     assert "(median of 3)" in text and "median 923, min 880, max 1,960 req/s, spread 117.0%" in text, text
     assert "repeat 3: knee 1,960 req/s" in text
+    shown, total = len(reps[0].steps), sum(len(r.steps) for r in reps)
+    assert f"{shown} steps shown, {total} over 3 repeats" in " ".join(text.split()), text  # the footer counts all
     assert from_json(res.to_json()) == res
 
 
