@@ -136,6 +136,7 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     _o("--pad-to-s", Panel.LIVE, LIVE, tolerated={"sweep": SIM}),
     _o("--send-lag-limit", Panel.LIVE, LIVE, tolerated={"sweep": SIM}),
     _o("--repeats", Panel.LIVE, LIVE),
+    _o("--confirm-failures", Panel.LIVE, LIVE),
     _o("--prometheus", Panel.LIVE, LIVE),
     _o("--template", Panel.URL, URL_LIVE | LLM_URL, per_command={"compare": LLM_URL, "sweep": LLM_URL},
        panel_in={"compare": Panel.LLM, "sweep": Panel.LLM}, tolerated={"run": where([Kind.DESIGN, Kind.FRAMEWORK],

@@ -44,6 +44,9 @@ def sweep(
                                    callback=bounded("--send-lag-limit", gt=0, unit=" s")),
     repeats: int = typer.Option(1, "--repeats", help="live: run the whole search N times; print the knee's median, "
                                 "min, max and spread.", callback=bounded("--repeats", ge=1, le=20)),
+    confirm_failures: int = typer.Option(1, "--confirm-failures", help="live: run a failing step again up to N "
+                                         "times; its rate fails only if every try fails (0: believe one failure).",
+                                         callback=bounded("--confirm-failures", ge=0, le=3)),
     set_: Optional[List[str]] = SET,
     seed: int = SEED,
     scale: Optional[float] = LIVE_SCALE,
@@ -121,7 +124,7 @@ def sweep_target(target: str, mode: str, start: Optional[float], duration: Optio
                  set_: Optional[List[str]], seed: int, scale: Optional[float], model: Optional[str], device: str,
                  pad_to_s: Optional[float], allow_remote: bool, warmup: Optional[float], driver_procs: int,
                  balancer: str, as_json: bool, out_path: Optional[Path], quiet: bool, html: Optional[Path],
-                 repeats: int = 1) -> None:
+                 repeats: int = 1, confirm_failures: int = 1) -> None:
     """`sweep` of a target the harness drives (a design, a framework, a /predict URL), sim or live.
     The options that do not apply were refused before (harness.cli.applies)."""
     model = torch_model(model)
@@ -147,7 +150,8 @@ def sweep_target(target: str, mode: str, start: Optional[float], duration: Optio
                            device=device, pad_to_s=pad_to_s, allow_remote=allow_remote,
                            capacity_check=capacity_agreement if check_capacity else None, on_step=shown,
                            warmup_s=warmup, send_lag_limit_s=send_lag, driver_procs=driver_procs,
-                           balancer=balancer, repeats=repeats, on_repeat=repeat_header)
+                           balancer=balancer, repeats=repeats, confirm_failures=confirm_failures,
+                           on_repeat=repeat_header)
         outcomes = judge_sweep(result, list(check or []))
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))

@@ -161,3 +161,68 @@ def test_a_check_on_a_sweep_with_no_valid_knee_says_so_and_a_gate_cannot_judge_i
     gate.write_text('[[sweep]]\ntarget = "hardened"\nchecks = ["max_rate_within_slo >= 100"]\n')
     verdict = run_gate(str(gate), results=[_result()])
     assert verdict.cannot_judge and verdict.exit_code == 2
+
+
+class MomentTarget(FakeTarget):
+    """Passes up to `knee_rps`, except that the first try of each rate in `moments` fails (a
+    clump of sheds, not the rate): a second try there passes."""
+
+    def __init__(self, knee_rps: float, moments: set[float], invalid: dict[float, int] | None = None) -> None:
+        super().__init__(knee_rps, invalid)
+        self.moments = moments
+
+    def __call__(self, rate: float, duration_s: float) -> SweepStep:
+        step = super().__call__(rate, duration_s)
+        if step.valid and rate in self.moments and self.tried[rate] - self.invalid.get(rate, 0) == 1:
+            return _step(rate, False)
+        return step
+
+
+def _confirmed(target: FakeTarget, confirm: int, retries: int = 2) -> list[SweepStep]:
+    return search_with_retries(RateSearch(100.0, rel_tol=0.05), target, lambda rate: 1.0, retries=retries,
+                               confirm=confirm)
+
+
+def _knee(steps: list[SweepStep]) -> float:
+    return max(s.rate_rps for s in steps if s.passed)
+
+
+def test_a_failure_that_does_not_repeat_does_not_end_the_climb() -> None:
+    clean = _confirmed(FakeTarget(300.0), 0)
+    believed = _confirmed(MomentTarget(300.0, {200.0}), 0)
+    confirmed = _confirmed(MomentTarget(300.0, {200.0}), 1)
+    assert _knee(believed) < 200.0  # one moment at 200 req/s sets the knee below it
+    assert _knee(confirmed) == _knee(clean)
+    assert [(s.rate_rps, s.try_no, s.passed) for s in confirmed[1:3]] == [(200.0, 1, False), (200.0, 2, True)]
+
+
+def test_a_sustained_failure_is_tried_1_plus_confirm_times_and_believed() -> None:
+    clean = _confirmed(FakeTarget(300.0), 0)
+    for confirm in (1, 2):
+        steps = _confirmed(FakeTarget(300.0), confirm)
+        assert _knee(steps) == _knee(clean)
+        tries = Counter(s.rate_rps for s in steps)
+        failing = {s.rate_rps for s in clean if not s.passed}
+        assert failing and all(tries[r] == 1 + confirm for r in failing), tries
+        assert all(tries[s.rate_rps] == 1 for s in clean if s.passed)  # a pass is never run again
+    with pytest.raises(ValueError, match="confirm"):
+        _confirmed(FakeTarget(1.0), -1)
+
+
+def test_invalid_tries_do_not_count_as_failures_to_confirm() -> None:
+    # 200 req/s: one invalid try, then its moment, then a pass: three tries, the rate passes
+    steps = _confirmed(MomentTarget(300.0, {200.0}, invalid={200.0: 1}), 1)
+    at = [(s.try_no, s.valid, s.passed) for s in steps if s.rate_rps == 200.0]
+    assert at == [(1, False, False), (2, True, False), (3, True, True)]
+    rep = one_search(MomentTarget(300.0, {200.0}), 1, 100.0, 1.0, 0.3, 0.05, None, 2, confirm=1)
+    assert rep.max_rate_within_slo == _knee(_confirmed(FakeTarget(300.0), 0))
+    assert rep.first_failing_rate is not None and rep.first_failing_rate > rep.max_rate_within_slo
+
+
+def test_the_cli_refuses_confirm_failures_in_sim() -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    res = CliRunner().invoke(app, ["sweep", "hardened", "--confirm-failures", "2"])
+    assert res.exit_code == 2 and "--confirm-failures" in res.output, res.output

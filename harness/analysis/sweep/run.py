@@ -3,7 +3,8 @@
 A sweep runs a target (sim, a live host, or a URL) under constant Poisson
 traffic at one rate per step (``sweep.steps``), each step stopped as soon as
 it has certainly failed (an invalid live step is run again, up to twice, and
-the search stops on a rate invalid in every try: ``sweep.repeat``), and lets ``sweep.search.RateSearch`` choose the next
+the search stops on a rate invalid in every try; a valid live failure is run
+again once, and the rate fails only when it fails every time: ``sweep.repeat``), and lets ``sweep.search.RateSearch`` choose the next
 rate: gallop from the target's design peak, then bisect to ``rel_tol``. A step
 passes when at least ``min_ratio`` of its unique requests answer within the
 SLO (requests never answered count as late): the same verdict as
@@ -40,6 +41,7 @@ OnRepeat = Callable[[int, int], None]  # (repeat, of N), before each search of a
 # The fleet `harness capacity` buys for (config, swept rate in req/s, seed).
 CapacityCheck = Callable[[TargetConfig, float, int], CapacityAgreement]
 MAX_REPEATS = 20
+CONFIRM_FAILURES = 1  # live: a valid failing step is run once more before its rate is believed to fail
 
 
 def step_duration_s(rate_rps: float, duration_s: float | None, slo_s: float, rel_tol: float) -> float:
@@ -55,18 +57,19 @@ def step_duration_s(rate_rps: float, duration_s: float | None, slo_s: float, rel
 
 def search(run_step: StepRunner, start_rps: float, duration_s: float | None, slo_s: float, rel_tol: float,
            on_step: OnStep | None = None, max_rps: float | None = None,
-           retries: int = MAX_RETRIES) -> list[SweepStep]:
-    """Every try the search ran, in order (an invalid step re-run up to ``retries`` times:
-    ``sweep.repeat.search_with_retries``)."""
+           retries: int = MAX_RETRIES, confirm: int = 0) -> list[SweepStep]:
+    """Every try the search ran, in order (an invalid step re-run up to ``retries`` times, a
+    valid failure up to ``confirm`` times: ``sweep.repeat.search_with_retries``)."""
     return search_with_retries(RateSearch(start_rps, rel_tol=rel_tol, max_rps=max_rps), run_step,
-                               lambda rate: step_duration_s(rate, duration_s, slo_s, rel_tol), on_step, retries)
+                               lambda rate: step_duration_s(rate, duration_s, slo_s, rel_tol), on_step, retries,
+                               confirm=confirm)
 
 
 def one_search(run_step: StepRunner, repeat: int, start_rps: float, duration_s: float | None, slo_s: float,
-               rel_tol: float, on_step: OnStep | None, retries: int) -> SweepRepeat:
+               rel_tol: float, on_step: OnStep | None, retries: int, confirm: int = 0) -> SweepRepeat:
     """One search, its knee and first (valid) failing rate above it."""
     started = time.perf_counter()
-    steps = search(run_step, start_rps, duration_s, slo_s, rel_tol, on_step, retries=retries)
+    steps = search(run_step, start_rps, duration_s, slo_s, rel_tol, on_step, retries=retries, confirm=confirm)
     ok = [s.rate_rps for s in steps if s.passed]
     bad = [s.rate_rps for s in steps if s.valid and not s.passed and (not ok or s.rate_rps > max(ok))]
     return SweepRepeat(repeat=repeat, max_rate_within_slo=max(ok) if ok else None,
@@ -81,7 +84,7 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
               on_step: OnStep | None = None, warmup_s: float | None = None,
               send_lag_limit_s: float = SWEEP_LIMITS.send_lag_p999_s, driver_procs: int = 1,
               balancer: str = "python", repeats: int = 1, retries: int = MAX_RETRIES,
-              on_repeat: OnRepeat | None = None) -> SweepResult:
+              confirm_failures: int = CONFIRM_FAILURES, on_repeat: OnRepeat | None = None) -> SweepResult:
     """Sweep ``target`` (a spec, TOML file or http URL) in ``mode`` ("sim" or "live").
 
     ``start_rps`` defaults to the target's peak (live: as scaled for this machine).
@@ -96,6 +99,8 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
     ``repeats`` (live only): run the whole search this many times; the result's knee and steps
     are the median repeat's, ``repeats`` keeps every one and ``knee_spread`` their spread.
     ``retries``: how many times an invalid step is run again before the search stops on it.
+    ``confirm_failures`` (live only; a sim step under one seed fails the same way every time):
+    how many times a valid failing step is run again; its rate fails only if every try fails.
     Raises ValueError / ConfigError naming the problem.
     """
     started = time.perf_counter()
@@ -103,6 +108,8 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
     notes: list[str] = []
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValueError(f"--repeats must be 1-{MAX_REPEATS}, got {repeats}")
+    if not 0 <= confirm_failures <= 3:
+        raise ValueError(f"--confirm-failures must be 0-3, got {confirm_failures}")
     if mode == "sim":
         if warmup_s is not None:
             raise ValueError("--warmup applies to --mode live only (this sweep is sim)")
@@ -133,7 +140,8 @@ def run_sweep(target: str, mode: str = "sim", *, overrides: dict[str, Any] | Non
     for i in range(1, repeats + 1):
         if on_repeat is not None and repeats > 1:
             on_repeat(i, repeats)
-        done.append(one_search(runner, i, start, duration_s, cfg.slo_s, rel_tol, on_step, retries))
+        done.append(one_search(runner, i, start, duration_s, cfg.slo_s, rel_tol, on_step, retries,
+                               confirm_failures if kind != "sim" else 0))
     mid = median_repeat(done)
     best, steps = mid.max_rate_within_slo, mid.steps
     agreement = capacity_check(cfg, best, seed) if capacity_check is not None and kind == "sim" and best else None
