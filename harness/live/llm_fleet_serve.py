@@ -115,12 +115,15 @@ class RunningFleet:
     started_s: float = 0.0
 
     async def figures(self) -> dict[str, Any]:
-        """Each replica's prefix figures (their sum: hit rate by tokens) and the project's router's cost."""
+        """Each replica's prefix figures (their sum: hit rate by tokens), its engine's busy seconds
+        (`busy_s`, one per replica) and the project's router's cost."""
         out: dict[str, Any] = {"router": self.live.router_name, "replicas": []}
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
             for base in self.replica_urls:
                 async with http.get(base + "/get_server_info") as resp:
-                    out["replicas"].append((await resp.json())["prefix_cache"])
+                    info = await resp.json()
+                out["replicas"].append(info["prefix_cache"])
+                out.setdefault("busy_s", []).append(float(info.get("busy_s", 0.0)))
             if self.runner is not None:
                 async with http.get(self.url.rsplit("/v1/", 1)[0] + "/router_stats") as resp:
                     out["router_cost"] = await resp.json()
