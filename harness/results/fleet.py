@@ -70,7 +70,7 @@ class FleetRun(Figures):
     front_in_s: float | None = None        # scheduled start to the replica's engine (median live; sim: applied)
     front_out_s: float | None = None       # a first token from the engine to the client (likewise)
     router_in_s: float | None = None       # of which the router's own cost, measured live by probes
-    router_out_s: float | None = None
+    router_out_s: float | None = None      # and its relay of the answer back (s)
     per_replica: list[ReplicaFigures] = Field(default_factory=list)
 
 

@@ -64,7 +64,8 @@ PROBES: dict[str, str] = {
     "/health": '200 {"status": "ok"} while the engine loop runs, else 503',
     "/health_generate": "200 once a one-token generation went through the engine; 503 after 10 s",
     "/get_model_info": "the model, its context (`max_model_len`), `is_generation` (also as `/model_info`)",
-    "/get_server_info": "the engine's state and its prefix cache's figures: `prefix_cache.hit_rate` by tokens, "
+    "/get_server_info": "the engine's state (`steps`, `busy_s`: wall seconds of its steps) and its prefix cache's "
+                        "figures: `prefix_cache.hit_rate` by tokens, "
                         "`tokens_saved`, `evictions`, `blocks_kept` (also as `/server_info`)",
     "/request_times": "per `X-Request-Id` the engine saw: `arrival_s`, `first_token_s`, `finish_s` on the "
                       "replica's monotonic clock (one clock for every process of the machine)",

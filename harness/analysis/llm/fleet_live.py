@@ -32,10 +32,10 @@ from harness.engine.llm_fleet import FleetTrace, ReplicaTrace, simulate_fleet
 from harness.engine.llm_fleet_metrics import fleet_figures
 from harness.live.llm_fleet_cost import RouterCost, measure_router_cost
 from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, split_ttft
-from harness.live.llm_fleet_serve import LiveFleet, parse_live_fleet, start_fleet
+from harness.live.llm_fleet_serve import LiveFleet, start_fleet
 from harness.results.fleet import FleetResult, FleetRun, FleetSettings
 from targets.llm.cost import StepCost
-from targets.llm.fleet import FleetSpec
+from targets.llm.fleet import FleetSpec, parse_fleet
 from targets.llm.prefix_cache import PrefixStats
 from workloads.llm_days import FleetSchedule, build_fleet_schedule
 
@@ -85,9 +85,9 @@ class LiveFleetCompare:
 def sim_fleet_of(live: LiveFleet, cost: StepCost | None, router: RouterCost | None) -> FleetSpec:
     """The sim fleet that models `live`: its sim router (SIM_OF for sglang's), `cost`, the router's cost."""
     text = f"llm-fleet:router={SIM_OF.get(live.router_name, live.router_name)},replicas={live.fleet.replicas}"
-    spec = parse_live_fleet(text).fleet
     engine = replace(live.fleet.engine, cost=cost) if cost is not None else live.fleet.engine
-    return replace(spec, engine=engine, label=live.label or text,
+    spec = parse_fleet(text, base=engine)   # the live fleet's engine knobs, its cost: the sim's
+    return replace(spec, label=live.label or text,
                    router_in_s=router.router_in_s if router else 0.0,
                    router_out_s=router.router_out_s if router else 0.0)
 
