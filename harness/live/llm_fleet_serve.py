@@ -115,8 +115,8 @@ class RunningFleet:
     started_s: float = 0.0
 
     async def figures(self) -> dict[str, Any]:
-        """Each replica's prefix figures (their sum: hit rate by tokens), its engine's busy seconds
-        (`busy_s`, one per replica) and the project's router's cost."""
+        """Each replica's prefix figures (their sum: hit rate by tokens), its engine's busy seconds and
+        steps (`busy_s`, `steps`: one per replica) and the project's router's cost."""
         out: dict[str, Any] = {"router": self.live.router_name, "replicas": []}
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
             for base in self.replica_urls:
@@ -124,6 +124,7 @@ class RunningFleet:
                     info = await resp.json()
                 out["replicas"].append(info["prefix_cache"])
                 out.setdefault("busy_s", []).append(float(info.get("busy_s", 0.0)))
+                out.setdefault("steps", []).append(int(info.get("steps", 0)))
             if self.runner is not None:
                 async with http.get(self.url.rsplit("/v1/", 1)[0] + "/router_stats") as resp:
                     out["router_cost"] = await resp.json()
@@ -141,6 +142,15 @@ class RunningFleet:
                 async with http.get(base + "/request_times") as resp:
                     merged.update(await resp.json())
         return merged
+
+    async def step_logs(self, since: list[int]) -> list[list[tuple[int, int, int, float]]]:
+        """Every replica's `/step_log` from its step `since[r]` on (prefill, decode rows, context, wall s)."""
+        logs = []
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            for base, n in zip(self.replica_urls, since):
+                async with http.get(base + "/step_log", params={"since": str(n)}) as resp:
+                    logs.append([tuple(row) for row in await resp.json()])
+        return logs
 
     async def close(self) -> None:
         if self.runner is not None:

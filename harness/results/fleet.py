@@ -71,6 +71,7 @@ class FleetRun(Figures):
     front_out_s: float | None = None       # a first token from the engine to the client (likewise)
     router_in_s: float | None = None       # of which the router's own cost, measured live by probes
     router_out_s: float | None = None      # and its relay of the answer back (s)
+    step_slowdown: float | None = None     # live: median of the replicas' step wall time / the sim cost's for it
     per_replica: list[ReplicaFigures] = Field(default_factory=list)
 
 

@@ -69,6 +69,8 @@ PROBES: dict[str, str] = {
                         "`tokens_saved`, `evictions`, `blocks_kept` (also as `/server_info`)",
     "/request_times": "per `X-Request-Id` the engine saw: `arrival_s`, `first_token_s`, `finish_s` on the "
                       "replica's monotonic clock (one clock for every process of the machine)",
+    "/step_log": "the engine's steps (first 100,000), each `[prefill_tokens, decode_rows, context_tokens, "
+                 "wall_s]`: what `harness profile llm` fits the sim's step cost to; `?since=N` from step N on",
 }
 HEALTH_TENANT = "health-probe"   # a probe's generation is its own tenant's, not a client's
 _ENGINE = web.AppKey("engine", LiveEngine)
@@ -219,6 +221,13 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         return web.json_response({rid: {"arrival_s": s.arrival_s, "first_token_s": s.first_token_s,
                                         "finish_s": s.finish_s} for rid, s in engine.seen.items()})
 
+    async def step_log(request: web.Request) -> web.Response:
+        try:
+            since = max(0, int(request.query.get("since", "0")))
+        except ValueError:
+            return web.json_response({"error": "since: expected a step number"}, status=400)
+        return web.json_response(engine.step_log[since:])
+
     registry = CollectorRegistry(auto_describe=False)
     registry.register(EngineCollector(engine.scheduler, model))
 
@@ -233,7 +242,7 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
     probes = {"/health": health, "/health_generate": health_generate, "/get_model_info": model_info,
-              "/get_server_info": server_info, "/request_times": request_times}
+              "/get_server_info": server_info, "/request_times": request_times, "/step_log": step_log}
     assert probes.keys() == PROBES.keys()
     for path, handler in probes.items():
         app.router.add_get(path, handler)

@@ -150,6 +150,6 @@ def test_compare_two_live_fleets_gives_the_sim_compares_verdicts_and_each_live_r
         assert live["requests"] == sim["requests"] > 0 and live["finished"] == live["requests"]
         assert 0 <= live["router_in_s"] < 0.05 and 0 <= live["router_out_s"] < 0.05
         assert sim["router_in_s"] == live["router_in_s"]                      # the sim took the measured cost
-        assert live["front_in_s"] > 0 and live["ttft_s"]["p50"] > 0
+        assert live["front_in_s"] > 0 and live["ttft_s"]["p50"] > 0 and live["step_slowdown"] > 0
         assert sum(p["requests"] for p in live["per_replica"]) == live["requests"]
         assert abs(live["prefix_hit_rate"] - sim["prefix_hit_rate"]) <= 0.05, (router, live, sim)

@@ -48,3 +48,9 @@ async def test_server_info_carries_the_prefix_cache_figures(client):
     figures = info["prefix_cache"]
     assert figures["lookups"] == 2 and figures["hit_tokens"] == 96 and figures["evictions"] == 0
     assert figures["hit_rate"] == pytest.approx(96 / (102 + 103))
+    assert info["steps"] >= 2 and info["busy_s"] > 0                      # at least one prefill each
+    log = await (await client.get("/step_log")).json()
+    assert len(log) == info["steps"] and all(len(row) == 4 and row[3] > 0 for row in log)
+    assert sum(row[0] for row in log) == (102 - 0) + (103 - 96)             # the second prefilled past its hit
+    assert await (await client.get("/step_log", params={"since": str(len(log) - 1)})).json() == log[-1:]
+    assert (await client.get("/step_log", params={"since": "x"})).status == 400

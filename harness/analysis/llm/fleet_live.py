@@ -7,7 +7,8 @@ the tiny decoder's 512 tokens), the seed and the SLO. For each fleet in turn:
 its replicas and router start (`start_fleet`), the router's own cost is measured
 (`harness.live.llm_fleet_cost`: probes through the front against probes direct), the
 day is driven open loop (the same conversations, text and arrivals for every fleet),
-and the replicas' figures are read before and after. Beside each live run, the sim of
+and the replicas' figures are read before and after, with their step logs over the day
+(`step_slowdown`: how much slower than the sim's cost each step ran). Beside each live run, the sim of
 the same schedule (`harness.engine.llm_fleet`) with the sim's step cost (`cost`: from
 `harness profile llm`, `--set cost=FILE`), its front end, and the router cost just
 measured, under the sim router that models the live one (`SIM_OF`: sglang's
@@ -23,6 +24,7 @@ errors ends the compare with a ValueError naming the first.
 from __future__ import annotations
 
 import asyncio
+import statistics
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -133,6 +135,7 @@ async def _one(c: LiveFleetCompare, live: LiveFleet, schedule: FleetSchedule, te
         before = await fleet.figures()
         driven = await drive_fleet(fleet.url, schedule, texts, timeout_s=c.timeout_s)
         after = await fleet.figures()
+        steps = [row for log in await fleet.step_logs(before["steps"]) for row in log]
         replica_of: dict[str, int] = {}
         times: dict[str, dict[str, float]] = {}
         for r, base in enumerate(fleet.replica_urls):
@@ -146,7 +149,9 @@ async def _one(c: LiveFleetCompare, live: LiveFleet, schedule: FleetSchedule, te
                          + (f" (and {driven.error_count - 1} more)" if driven.error_count > 1 else ""))
     run = live_run(live, schedule, driven, before, after, times, replica_of, f"{LIVE_DAY} live", c.rate_rps,
                    c.slo_ttft_s, c.slo_tpot_s, cost)
-    return run, cost
+    step_cost = c.cost or live.fleet.engine.cost
+    slowdown = statistics.median(wall / step_cost.time_s(p, d, x) for p, d, x, wall in steps) if steps else None
+    return run.model_copy(update={"step_slowdown": slowdown}), cost
 
 
 async def _replica_times(base: str) -> dict[str, dict[str, float]]:
