@@ -98,14 +98,14 @@ def main() -> None:
     print("\nwhere TTFT went (ms): live medians of each request against the sim's constants; the router's own "
           "cost (probes, idle fleet) is part of the sim's")
     print(f"  {'router':<20}{'in live':>8}{'sim':>6}{'out live':>9}{'sim':>6}{'router in':>10}{'out':>6}"
-          f"{'engine live':>12}{'sim':>6}")
+          f"{'engine live':>12}{'sim':>6}{'steps l/s':>10}")
     for name in names:
         lv, sm = runs[(name, "chat live")], runs[(name, "chat sim")]
         eng = (lv.ttft_s.p50 - (lv.front_in_s or 0) - (lv.front_out_s or 0)) if lv.ttft_s.p50 else None
         eng_sim = (sm.ttft_s.p50 - (sm.front_in_s or 0) - (sm.front_out_s or 0)) if sm.ttft_s.p50 else None
         print(f"  {name:<20}{fmt(lv.front_in_s):>8}{fmt(sm.front_in_s):>6}{fmt(lv.front_out_s):>9}"
               f"{fmt(sm.front_out_s):>6}{fmt(lv.router_in_s):>10}{fmt(lv.router_out_s):>6}{fmt(eng):>12}"
-              f"{fmt(eng_sim):>6}")
+              f"{fmt(eng_sim):>6}{'-' if lv.step_slowdown is None else f'{lv.step_slowdown:.2f}':>10}")
     for key, label in ((lambda r: r.ttft_s.p50 or float("inf"), "TTFT p50"),
                        (lambda r: -(r.prefix_hit_rate or 0.0), "hit rate")):
         for mode in ("live", "sim"):
