@@ -13,7 +13,8 @@ back), the two fleet knobs the sim adds to its front end (`targets.llm.fleet`).
 
 The probes are one at a time on an idle fleet, so this is the router's cost alone,
 not its queueing under the day's load. Their prompts are shorter than one KV block, so
-they leave nothing in any replica's prefix cache. Bounded: `probes` <= MAX_PROBES, each
+they leave nothing in any replica's prefix cache; their number is rounded up to whole rounds over the
+replicas, so a round-robin front meets the day's first request at the replica it would have. Bounded: `probes` <= MAX_PROBES, each
 request `timeout_s`.
 """
 
@@ -74,6 +75,8 @@ async def measure_router_cost(front_url: str, replica_urls: list[str], probes: i
     probe fails or the front does not pass `X-Request-Id` through (no replica saw the front's probes)."""
     if not 1 <= probes <= MAX_PROBES:
         raise ValueError(f"router cost probes: 1-{MAX_PROBES}, got {probes}")
+    # A whole number of rounds over the replicas, so a round robin front starts the day where it would have.
+    probes = -(-probes // len(replica_urls)) * len(replica_urls)
     rng = random.Random(seed)
     sent: dict[str, tuple[str, float, float]] = {}    # rid -> (way, send, first chunk)
     async with aiohttp.ClientSession() as http:
