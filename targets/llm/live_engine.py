@@ -128,6 +128,15 @@ class LiveEngine:
                 "pending": self.scheduler.pending(), "running": self.scheduler.running(),
                 "prefix_caching": self.store is not None, "prefix_cache": self.prefix_figures()}
 
+    def flush_cache(self) -> int | None:
+        """Drop the prefix cache's free blocks and their tensors while nothing is pending or running
+        (the blocks dropped); None when busy (or no prefix cache: 0)."""
+        if self.store is None:
+            return 0
+        if self.scheduler.pending() or self.scheduler.running() or self._live:
+            return None
+        return self.store.flush()
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="llm-engine")
 

@@ -13,6 +13,11 @@ reads it): the answer's id is then `cmpl-<that id>` and the engine keeps the
 request's engine-side times under it (`LiveEngine.seen`), which is how
 `harness profile llm` measures the front end from the client's side.
 
+`POST /flush_cache` (SGLang's name; `/reset_prefix_cache`, vLLM's) drops the prefix cache's
+free blocks while the engine is idle (409 while requests are pending or running), so one
+set of replicas can serve one fleet's day after another's cold; like the probes it needs no
+token (the server binds loopback unless exposed).
+
 A request's tenant, whose limits and priority class it takes, is OpenAI's `user`
 field, else an `X-Tenant` header, else `DEFAULT_TENANT`; a malformed name in
 either is a 400. A request its tenant's limits shed is a 429 in OpenAI's shape
@@ -228,6 +233,12 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
             return web.json_response({"error": "since: expected a step number"}, status=400)
         return web.json_response(engine.step_log[since:])
 
+    async def flush_cache(request: web.Request) -> web.Response:
+        dropped = engine.flush_cache()
+        if dropped is None:
+            return web.json_response({"error": "not flushed: requests are pending or running"}, status=409)
+        return web.json_response({"flushed_blocks": dropped})
+
     registry = CollectorRegistry(auto_describe=False)
     registry.register(EngineCollector(engine.scheduler, model))
 
@@ -249,5 +260,7 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
     app.router.add_get("/model_info", model_info)       # sglang-router asks the new names first
     app.router.add_get("/server_info", server_info)
     app.router.add_get("/metrics", metrics)
+    app.router.add_post("/flush_cache", flush_cache)          # SGLang's name ...
+    app.router.add_post("/reset_prefix_cache", flush_cache)   # ... and vLLM's
     app.cleanup_ctx.append(lifecycle)
     return app
