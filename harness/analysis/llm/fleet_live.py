@@ -4,7 +4,9 @@
 project's router with any sim policy, or `router=sglang:POLICY`), the day's offered
 rate and length (the live chat day, `harness.live.llm_fleet_drive.LIVE_CHAT`, sized for
 the tiny decoder's 512 tokens), the seed and the SLO. For each fleet in turn:
-its replicas and router start (`start_fleet`), the router's own cost is measured
+its replicas and router start (`start_fleet`; a fleet of the same replicas and engine as
+the one before keeps those replica processes, their prefix caches flushed, behind its own
+front: `RunningFleet.switch_front`), the router's own cost is measured
 (`harness.live.llm_fleet_cost`: probes through the front against probes direct), the
 day is driven open loop (the same conversations, text and arrivals for every fleet),
 and the replicas' figures are read before and after, with their step logs over the day
@@ -34,7 +36,7 @@ from harness.engine.llm_fleet import FleetTrace, ReplicaTrace, simulate_fleet
 from harness.engine.llm_fleet_metrics import fleet_figures
 from harness.live.llm_fleet_cost import RouterCost, measure_router_cost
 from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, split_ttft
-from harness.live.llm_fleet_serve import LiveFleet, start_fleet
+from harness.live.llm_fleet_serve import LiveFleet, RunningFleet, start_fleet
 from harness.results.fleet import FleetResult, FleetRun, FleetSettings
 from targets.llm.cost import StepCost
 from targets.llm.fleet import FleetSpec, parse_fleet
@@ -127,23 +129,23 @@ def live_run(live: LiveFleet, schedule: FleetSchedule, driven: Any, before: dict
                                   "router_out_s": router.router_out_s if router else None})
 
 
-async def _one(c: LiveFleetCompare, live: LiveFleet, schedule: FleetSchedule, texts: list[str]
+async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule, texts: list[str]
                ) -> tuple[FleetRun, RouterCost]:
-    fleet = await start_fleet(live)
-    try:
-        cost = await measure_router_cost(fleet.url, fleet.replica_urls, c.probes, seed=c.seed)
-        before = await fleet.figures()
-        driven = await drive_fleet(fleet.url, schedule, texts, timeout_s=c.timeout_s)
-        after = await fleet.figures()
-        steps = [row for log in await fleet.step_logs(before["steps"]) for row in log]
-        replica_of: dict[str, int] = {}
-        times: dict[str, dict[str, float]] = {}
-        for r, base in enumerate(fleet.replica_urls):
-            mine = await _replica_times(base)
-            times.update(mine)
-            replica_of.update({rid: r for rid in mine})
-    finally:
-        await fleet.close()
+    """One fleet's day on running replicas behind its front: the router's cost, the drive, the figures."""
+    live = fleet.live
+    cost = await measure_router_cost(fleet.url, fleet.replica_urls, c.probes, seed=c.seed)
+    before = await fleet.figures()
+    driven = await drive_fleet(fleet.url, schedule, texts, timeout_s=c.timeout_s)
+    after = await fleet.figures()
+    steps = [row for log in await fleet.step_logs(before["steps"]) for row in log]
+    origin = driven.trace.origin_s
+    replica_of: dict[str, int] = {}
+    times: dict[str, dict[str, float]] = {}
+    for r, base in enumerate(fleet.replica_urls):
+        # Request ids repeat from one fleet's day to the next on the same replicas: this day's only.
+        mine = {rid: t for rid, t in (await _replica_times(base)).items() if t["arrival_s"] >= origin}
+        times.update(mine)
+        replica_of.update({rid: r for rid in mine})
     if driven.errors:
         raise ValueError(f"{live.label or live.router_name} live: {driven.errors[0]}"
                          + (f" (and {driven.error_count - 1} more)" if driven.error_count > 1 else ""))
@@ -152,6 +154,30 @@ async def _one(c: LiveFleetCompare, live: LiveFleet, schedule: FleetSchedule, te
     step_cost = c.cost or live.fleet.engine.cost
     slowdown = statistics.median(wall / step_cost.time_s(p, d, x) for p, d, x, wall in steps) if steps else None
     return run.model_copy(update={"step_slowdown": slowdown}), cost
+
+
+async def _days(c: LiveFleetCompare, schedule: FleetSchedule, texts: list[str],
+                on_run: Callable[[str], None] | None) -> list[tuple[FleetRun, RouterCost]]:
+    """Every fleet's day in turn; fleets of one shape (replicas, engine) share one set of replicas, each
+    fleet's day starting from flushed caches behind its own front."""
+    out = []
+    fleet: RunningFleet | None = None
+    try:
+        for live in c.fleets:
+            if on_run:
+                on_run(f"{live.label or live.router_name}: serving and driving")
+            if fleet is not None and fleet.serves(live):
+                await fleet.switch_front(live)
+            else:
+                if fleet is not None:
+                    await fleet.close()
+                    fleet = None
+                fleet = await start_fleet(live)
+            out.append(await _day(c, fleet, schedule, texts))
+    finally:
+        if fleet is not None:
+            await fleet.close()
+    return out
 
 
 async def _replica_times(base: str) -> dict[str, dict[str, float]]:
@@ -170,10 +196,7 @@ def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = 
     schedule = c.schedule()
     texts = day_texts(schedule)
     runs: list[FleetRun] = []
-    for live in c.fleets:
-        if on_run:
-            on_run(f"{live.label or live.router_name}: serving and driving")
-        run, cost = asyncio.run(_one(c, live, schedule, texts))
+    for live, (run, cost) in zip(c.fleets, asyncio.run(_days(c, schedule, texts, on_run))):
         runs.append(run)
         spec = sim_fleet_of(live, c.cost, cost)
         sim = fleet_figures(simulate_fleet(spec, schedule), run.fleet, live.router_name, f"{LIVE_DAY} sim",
