@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+import uuid
 from dataclasses import dataclass
 
 import aiohttp
@@ -78,14 +79,16 @@ async def measure_router_cost(front_url: str, replica_urls: list[str], probes: i
     # A whole number of rounds over the replicas, so a round robin front starts the day where it would have.
     probes = -(-probes // len(replica_urls)) * len(replica_urls)
     rng = random.Random(seed)
+    # Ids of this call only: replicas keep the times of every id they saw, and fleets share replicas.
+    tag = uuid.uuid4().hex[:8]
     sent: dict[str, tuple[str, float, float]] = {}    # rid -> (way, send, first chunk)
     async with aiohttp.ClientSession() as http:
         for r, base in enumerate(replica_urls):        # warm-up: a replica's first forward pass is slower
-            await _probe(http, base + "/v1/completions", f"warm-{r}-{seed}", model, rng, timeout_s)
+            await _probe(http, base + "/v1/completions", f"warm-{tag}-{r}", model, rng, timeout_s)
         for k in range(probes):
             direct = replica_urls[k % len(replica_urls)] + "/v1/completions"
             for way, url in (("direct", direct), ("front", front_url)):
-                rid = f"cost-{way}-{seed}-{k}"
+                rid = f"cost-{tag}-{way}-{k}"
                 s, f = await _probe(http, url, rid, model, rng, timeout_s)
                 sent[rid] = (way, s, f)
         times = await _times(http, replica_urls)
