@@ -137,6 +137,15 @@ class RunningFleet:
                    evictions=sum(r["evictions"] for r in reps), lookups=[r["lookups"] for r in reps])
         return out
 
+    async def replica_times(self) -> list[dict[str, dict[str, float]]]:
+        """Each replica's `/request_times`, one dict per replica (ids repeat when fleets share replicas)."""
+        out = []
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            for base in self.replica_urls:
+                async with http.get(base + "/request_times") as resp:
+                    out.append(dict(await resp.json()))
+        return out
+
     async def request_times(self) -> dict[str, dict[str, float]]:
         """Every replica's `/request_times`, merged (request ids are the driver's, unique over the fleet)."""
         merged: dict[str, dict[str, float]] = {}

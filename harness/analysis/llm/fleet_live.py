@@ -141,9 +141,9 @@ async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule
     origin = driven.trace.origin_s
     replica_of: dict[str, int] = {}
     times: dict[str, dict[str, float]] = {}
-    for r, base in enumerate(fleet.replica_urls):
+    for r, seen in enumerate(await fleet.replica_times()):
         # Request ids repeat from one fleet's day to the next on the same replicas: this day's only.
-        mine = {rid: t for rid, t in (await _replica_times(base)).items() if t["arrival_s"] >= origin}
+        mine = {rid: t for rid, t in seen.items() if t["arrival_s"] >= origin}
         times.update(mine)
         replica_of.update({rid: r for rid in mine})
     if driven.errors:
@@ -178,14 +178,6 @@ async def _days(c: LiveFleetCompare, schedule: FleetSchedule, texts: list[str],
         if fleet is not None:
             await fleet.close()
     return out
-
-
-async def _replica_times(base: str) -> dict[str, dict[str, float]]:
-    import aiohttp
-
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
-        async with http.get(base + "/request_times") as resp:
-            return dict(await resp.json())
 
 
 def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = None) -> FleetResult:
