@@ -126,7 +126,7 @@ def test_a_live_fleet_compare_refuses_what_it_cannot_bound_before_serving_anythi
 
 
 @pytest.mark.live
-@pytest.mark.slow  # one set of 2 replicas, two fronts in turn, 3 s of chat each: 32 CPU-s, 80 s wall at load 7
+@pytest.mark.slow  # one set of 2 replicas, two fronts in turn, 3 s of chat each: 37-80 s wall at load 5-8
 def test_compare_two_live_fleets_gives_the_sim_compares_verdicts_and_each_live_run_beside_its_sim(tmp_path):
     import json
 
