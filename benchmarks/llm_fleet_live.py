@@ -1,4 +1,4 @@
-"""Live LLM fleet on the chat day: routers ranked behind the project's router and behind sglang-router, sim beside.
+"""Live LLM fleet on the chat day through `harness compare --mode live`'s library: routers ranked live and sim.
 
 Usage (from the repository root)::
 
@@ -6,16 +6,19 @@ Usage (from the repository root)::
     python benchmarks/llm_fleet_live.py --routers prefix,sglang:cache_aware --duration 20
 
 First `harness profile llm`'s calibration (`--profile-s` seconds) fits the tiny
-decoder's step cost and front end on this machine. Then for each router a fleet of
-`--replicas` `serve llm-continuous` processes (prefix caching on) starts behind it
-(`harness.live.llm_fleet_serve`) and is driven with the live chat day
-(`harness.live.llm_fleet_drive.LIVE_CHAT`: the same conversations, the same text,
-the same arrivals for every router), open loop; the replicas' prefix figures and
-the project's router's own cost are read after. Beside each live row, the sim of
-the same schedule with the profiled cost and the sim router that models it
-(sglang's round_robin -> round-robin, cache_aware -> prefix). Printed: TTFT p50
-and p99, prefix hit rate by tokens, live - sim in points and live / sim TTFT p50,
-and the ranking by TTFT p50 in each mode.
+decoder's step cost and front end on this machine. Then the live fleet compare
+(`harness.analysis.llm.fleet_live`, what `harness compare llm-fleet:... --mode live`
+runs) serves each router's fleet of `--replicas` `serve llm-continuous` processes
+(prefix caching on) on loopback in turn, measures the router's own cost (probes
+through the front against probes direct), drives the live chat day (the same
+conversations, text and arrivals for every router) and simulates the same schedule
+with the profiled cost, its front end and that router cost, under the sim router
+that models the live one (sglang's round_robin -> round-robin, cache_aware -> prefix
+without a load bound). Printed: TTFT p50 and p99 live and sim, live / sim, prefix
+hit rate by tokens and live - sim in points, where TTFT went (front in and out, live
+medians against the sim's applied constants; the router's share), the checks (hit
+rate within 5 points, TTFT p50 within 20%), and the rankings by TTFT p50 and by hit
+rate in each mode. The load average is printed before and after.
 
 Every live figure is taken on the machine it runs on, with the driver, the router
 and every replica sharing its cores: say what else was running.
@@ -24,64 +27,29 @@ and every replica sharing its cores: say what else was running.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
+import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.engine.llm_fleet import simulate_fleet  # noqa: E402
-from harness.engine.llm_fleet_metrics import fleet_figures  # noqa: E402
-from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, split_ttft, ttft_figures  # noqa: E402
-from harness.live.llm_fleet_serve import parse_live_fleet, sglang_available, start_fleet  # noqa: E402
+from harness.analysis.llm.fleet_live import LiveFleetCompare, run_live_fleets  # noqa: E402
+from harness.live.llm_fleet_drive import LIVE_CHAT  # noqa: E402
+from harness.live.llm_fleet_serve import parse_live_fleet, sglang_available  # noqa: E402
 from harness.live.llm_profile import profile_llm  # noqa: E402
-from workloads.llm_days import build_fleet_schedule  # noqa: E402
 
-# The sim router that models each sglang policy. cache_aware sends a request to the worker with the longest
-# prefix match unless the load is imbalanced past its thresholds (64 requests, 1.5x): at this load, never;
-# so prefix affinity without a load bound (whose hit rate it matched: 83.3% both, in the first run).
-SIM_OF = {"sglang:round_robin": "round-robin", "sglang:cache_aware": "prefix,load_factor=0",
-          "sglang:power_of_two": "least-tokens"}
-
-
-async def live_row(router: str, replicas: int, schedule, texts) -> dict:
-    live = parse_live_fleet(f"llm-fleet:router={router},replicas={replicas}")
-    fleet = await start_fleet(live)
-    try:
-        before = await fleet.figures()
-        driven = await drive_fleet(fleet.url, schedule, texts)
-        after = await fleet.figures()
-        split = split_ttft(driven, await fleet.request_times())
-    finally:
-        await fleet.close()
-    hit = after["hit_tokens"] - before["hit_tokens"]
-    prompt = after["prompt_tokens"] - before["prompt_tokens"]
-    lookups = [a - b for a, b in zip(after["lookups"], before["lookups"])]
-    return {**ttft_figures(driven), "error_texts": driven.errors, "hit_rate": hit / prompt if prompt else None, "per_replica": lookups,
-            "router_cost": after.get("router_cost"), "evictions": after["evictions"], "split": split}
-
-
-def sim_row(router: str, replicas: int, schedule, cost, front_s: float) -> dict:
-    """The sim of the same schedule. The fleet sim (harness.engine.llm_fleet) prices steps only: it does not
-    apply StepCost's front-end terms, which a single engine's sim does, so they are added here, `front_s` =
-    in + out: a constant delay of every arrival shifts the whole day, and adds exactly that to each TTFT."""
-    live = parse_live_fleet(f"llm-fleet:router={SIM_OF.get(router, router)},replicas={replicas}")
-    fleet = replace(live.fleet, engine=replace(live.fleet.engine, cost=cost))
-    run = fleet_figures(simulate_fleet(fleet, schedule), fleet.name, fleet.router, schedule.name, LIVE_CHAT.rate_rps,
-                        schedule.turn, 1.0, 0.1)
-    p50, p99 = run.ttft_s.p50, run.ttft_s.p99
-    return {"ttft_p50_s": p50 + front_s if p50 is not None else None,
-            "ttft_p99_s": p99 + front_s if p99 is not None else None, "engine_ttft_p50_s": p50,
-            "hit_rate": run.prefix_hit_rate, "finished": run.finished,
-            "per_replica": [p.requests for p in run.per_replica]}
+HIT_POINTS, TTFT_REL = 5.0, 0.20
 
 
 def fmt(x: float | None, unit: str = "ms") -> str:
     if x is None:
         return "-"
     return f"{x * 1000:.1f}" if unit == "ms" else f"{x:.1%}"
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -92,61 +60,61 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=LIVE_CHAT.duration_s)
     ap.add_argument("--profile-s", type=float, default=15.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", type=Path, help="write every row here")
+    ap.add_argument("--json", type=Path, help="write the fleet result here")
     args = ap.parse_args()
     routers = [r for r in args.routers.split(",") if r]
     if any(r.startswith("sglang:") for r in routers) and not sglang_available():
         print("sglang-router is not installed (pip install 'inference-harness[sglang]'): its rows are left out")
         routers = [r for r in routers if not r.startswith("sglang:")]
-    day = LIVE_CHAT.model_copy(update={"rate_rps": args.rate, "duration_s": args.duration})
-    schedule = build_fleet_schedule(day, args.seed)
-    texts = day_texts(schedule)
-    print(f"chat-live: {len(schedule)} requests in {args.duration:.0f} s, "
-          f"{len(set(schedule.conversation.tolist()))} conversations, {args.replicas} replicas; profiling ...")
+    print(f"load average {load()}; profiling {args.profile_s:g} s ...", flush=True)
     cost = profile_llm(duration_s=args.profile_s).cost
     print(f"profiled: base {cost.base_s * 1e3:.2f} ms, prefill {cost.per_prefill_token_s * 1e6:.1f} us/token, "
-          f"front end in {cost.frontend_in_s * 1e3:.2f} ms, out {cost.frontend_out_s * 1e3:.2f} ms")
-    rows = []
-    for router in routers:
-        live = asyncio.run(live_row(router, args.replicas, schedule, texts))
-        sim = sim_row(router, args.replicas, schedule, cost, cost.frontend_in_s + cost.frontend_out_s)
-        sp = live["split"]
-        live_front = sp["front_in_s"] + sp["front_out_s"] if sp["matched"] else None
-        rows.append({"router": router, "live": live, "sim": sim, "live_front_s": live_front})
-        print(f"  {router}: live {live['finished']}/{live['requests']} finished, per replica {live['per_replica']}"
-              + (f"; first error: {live['error_texts'][0][:100]}" if live["error_texts"] else ""), flush=True)
+          f"decode {cost.per_decode_seq_s * 1e6:.1f} us/row, front end in {cost.frontend_in_s * 1e3:.2f} ms, "
+          f"out {cost.frontend_out_s * 1e3:.2f} ms", flush=True)
+    fleets = tuple(parse_live_fleet(f"llm-fleet:router={r},replicas={args.replicas}") for r in routers)
+    compare = LiveFleetCompare(fleets=fleets, rate_rps=args.rate, duration_s=args.duration, seed=args.seed, cost=cost)
+    schedule = compare.schedule()
+    print(f"chat-live: {len(schedule)} requests in {args.duration:g} s, "
+          f"{len(set(schedule.conversation.tolist()))} conversations, {args.replicas} replicas", flush=True)
+    result = run_live_fleets(compare, on_run=lambda what: print(f"  {what} (load {load()})", flush=True))
+    runs = {(r.router, r.day): r for r in result.runs}
+    names = [f.router_name for f in fleets]
     print(f"\n{'router':<20}{'TTFT p50 ms':>12}{'sim':>7}{'l/s':>6}{'p99 ms':>8}{'sim':>7}{'hit':>7}{'sim':>7}"
-          f"{'pts':>6}")
-    for row in rows:
-        lv, sm = row["live"], row["sim"]
-        ratio = lv["ttft_p50_s"] / sm["ttft_p50_s"] if lv["ttft_p50_s"] and sm["ttft_p50_s"] else None
-        pts = (lv["hit_rate"] - sm["hit_rate"]) * 100 if lv["hit_rate"] is not None and sm["hit_rate"] is not None else None
-        print(f"{row['router']:<20}{fmt(lv['ttft_p50_s']):>12}{fmt(sm['ttft_p50_s']):>7}"
-              f"{'-' if ratio is None else f'{ratio:.2f}':>6}{fmt(lv['ttft_p99_s']):>8}{fmt(sm['ttft_p99_s']):>7}"
-              f"{fmt(lv['hit_rate'], '%'):>7}{fmt(sm['hit_rate'], '%'):>7}{'-' if pts is None else f'{pts:+.1f}':>6}")
-    print(f"\nwhere live TTFT went (medians, ms; profiled front end {fmt(cost.frontend_in_s)} in, "
-          f"{fmt(cost.frontend_out_s)} out):")
-    print(f"  {'router':<20}{'front in':>9}{'engine':>8}{'out':>6}{'sim eng':>9}{'l/s eng':>9}"
-          f"{'sim+live front':>16}{'l/s':>6}")
-    for row in rows:
-        sp, sm, lv = row["live"]["split"], row["sim"], row["live"]
-        if not sp["matched"]:
-            print(f"  {row['router']:<20}(no request ids came through: the front does not forward X-Request-Id)")
-            continue
-        eng = sm["engine_ttft_p50_s"]
-        with_front = eng + row["live_front_s"] if eng is not None else None
-        print(f"  {row['router']:<20}{fmt(sp['front_in_s']):>9}{fmt(sp['engine_ttft_s']):>8}{fmt(sp['front_out_s']):>6}"
-              f"{fmt(eng):>9}{sp['engine_ttft_s'] / eng if eng else float('nan'):>9.2f}{fmt(with_front):>16}"
-              f"{lv['ttft_p50_s'] / with_front if with_front else float('nan'):>6.2f}")
-    for mode in ("live", "sim"):
-        ranked = sorted(rows, key=lambda r: r[mode]["ttft_p50_s"] or float("inf"))
-        print(f"ranking by TTFT p50, {mode}: {' < '.join(r['router'] for r in ranked)}")
-    costs = [(r["router"], r["live"]["router_cost"]) for r in rows if r["live"].get("router_cost")]
-    for name, c in costs:
-        print(f"our router ({name}): route p50 {c['route_us_p50']} us, p99 {c['route_us_p99']} us, "
-              f"CPU {c['cpu_us_per_request']} us/request over {c['requests']} requests")
+          f"{'pts':>6}  checks")
+    met = []
+    for name in names:
+        lv, sm = runs[(name, "chat live")], runs[(name, "chat sim")]
+        ratio = lv.ttft_s.p50 / sm.ttft_s.p50 if lv.ttft_s.p50 and sm.ttft_s.p50 else None
+        pts = ((lv.prefix_hit_rate - sm.prefix_hit_rate) * 100
+               if lv.prefix_hit_rate is not None and sm.prefix_hit_rate is not None else None)
+        hit_ok = pts is not None and abs(pts) <= HIT_POINTS
+        ttft_ok = ratio is not None and abs(ratio - 1) <= TTFT_REL
+        met.append((name, hit_ok, ttft_ok))
+        print(f"{name:<20}{fmt(lv.ttft_s.p50):>12}{fmt(sm.ttft_s.p50):>7}{'-' if ratio is None else f'{ratio:.2f}':>6}"
+              f"{fmt(lv.ttft_s.p99):>8}{fmt(sm.ttft_s.p99):>7}{fmt(lv.prefix_hit_rate, '%'):>7}"
+              f"{fmt(sm.prefix_hit_rate, '%'):>7}{'-' if pts is None else f'{pts:+.1f}':>6}  "
+              f"hit {'ok' if hit_ok else 'NOT MET'}, TTFT {'ok' if ttft_ok else 'NOT MET'}"
+              f"  ({lv.finished}/{lv.requests} finished, per replica {[p.requests for p in lv.per_replica]})")
+    print("\nwhere TTFT went (ms): live medians of each request against the sim's constants; the router's own "
+          "cost (probes, idle fleet) is part of the sim's")
+    print(f"  {'router':<20}{'in live':>8}{'sim':>6}{'out live':>9}{'sim':>6}{'router in':>10}{'out':>6}"
+          f"{'engine live':>12}{'sim':>6}{'steps l/s':>10}")
+    for name in names:
+        lv, sm = runs[(name, "chat live")], runs[(name, "chat sim")]
+        eng = (lv.ttft_s.p50 - (lv.front_in_s or 0) - (lv.front_out_s or 0)) if lv.ttft_s.p50 else None
+        eng_sim = (sm.ttft_s.p50 - (sm.front_in_s or 0) - (sm.front_out_s or 0)) if sm.ttft_s.p50 else None
+        print(f"  {name:<20}{fmt(lv.front_in_s):>8}{fmt(sm.front_in_s):>6}{fmt(lv.front_out_s):>9}"
+              f"{fmt(sm.front_out_s):>6}{fmt(lv.router_in_s):>10}{fmt(lv.router_out_s):>6}{fmt(eng):>12}"
+              f"{fmt(eng_sim):>6}{'-' if lv.step_slowdown is None else f'{lv.step_slowdown:.2f}':>10}")
+    for key, label in ((lambda r: r.ttft_s.p50 or float("inf"), "TTFT p50"),
+                       (lambda r: -(r.prefix_hit_rate or 0.0), "hit rate")):
+        for mode in ("live", "sim"):
+            ranked = sorted(names, key=lambda n: key(runs[(n, f"chat {mode}")]))
+            print(f"ranking by {label}, {mode}: {' < '.join(ranked) if label == 'TTFT p50' else ' > '.join(ranked)}")
+    print(f"checks met: hit rate {sum(h for _, h, _ in met)}/{len(met)}, TTFT p50 {sum(t for _, _, t in met)}/{len(met)}")
+    print(f"load average {load()}")
     if args.json:
-        args.json.write_text(json.dumps({"cost": vars(cost), "rows": rows}, indent=1))
+        args.json.write_text(json.dumps(result.to_json(), indent=1))
 
 
 if __name__ == "__main__":

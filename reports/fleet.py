@@ -63,7 +63,9 @@ def _ranking_lines(result: FleetResult) -> list[str]:
 def _legend(result: FleetResult) -> str:
     s = result.settings
     rate = f"{s.rate_rps:g} req/s" if s.rate_rps is not None else "each day's own rate"
-    return (f"sim, seed {s.seed}, {rate}; SLO TTFT {s.slo_ttft_s:g} s and TPOT {s.slo_tpot_s:g} s. hit: prompt tokens "
+    mode = ("live on loopback (each fleet's replicas and router), beside the sim of the same schedule; ranked by the live runs"
+            if s.mode == "live" else "sim")
+    return (f"{mode}, seed {s.seed}, {rate}; SLO TTFT {s.slo_ttft_s:g} s and TPOT {s.slo_tpot_s:g} s. hit: prompt tokens "
             "served from the prefix cache; worst: the worst replica's TTFT p99; lost: requests a lost replica held.")
 
 

@@ -119,7 +119,7 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     _o("--duration", Panel.COMMON, per_command={"alerts": LIVE}, panel_in={"alerts": Panel.LIVE}),
     _o("--rate", Panel.COMMON, per_command={"canary": LIVE}, panel_in={"canary": Panel.LIVE}),
     _o("--set", Panel.COMMON),
-    _o("--also", Panel.COMMON, LLM_SIM),
+    _o("--also", Panel.COMMON, LLM_POLICY),
     # sim: seeds and where the jobs run
     _o("--seeds", Panel.SIM, SIM | LLM_SIM, tolerated={"canary": LIVE, "review": LIVE}),
     _o("--jobs", Panel.SIM, SIM | LLM_SIM, tolerated={c: LIVE for c in ("run", "compare", "alerts", "canary", "review")}),

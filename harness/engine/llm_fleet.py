@@ -9,6 +9,14 @@ replica stops, every request it held is lost (the client sees an error) and the
 router stops sending to it; its cache goes with it. The loop never decides policy;
 the policies never see the clock. The run stops when every request has finished or
 at `duration + drain_s` (then what is left is `unfinished`).
+
+The per-request costs outside the engines (`FleetSpec.front_in_s`: the engine's front
+end `StepCost.frontend_in_s` plus the router's `router_in_s`; `front_out_s` likewise)
+apply at the edges, as one engine's sim applies its front end (`harness.engine.llm_run`):
+the router and the replica see each request `front_in_s` after its scheduled start, and
+the trace hands back every sequence in the client's view, arrival as scheduled and
+token times `front_out_s` later than the engine made them. A lone request's TTFT is
+then front_in_s + its prefill + front_out_s; TPOT and ITL do not move.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any, Callable
 from hdrh.histogram import HdrHistogram
 
 from harness.engine.hdr import new_histogram
+from harness.engine.llm_run import to_client_view
 from targets.llm import Sequence, Step, create_scheduler
 from targets.llm.fleet import FleetSpec
 from targets.llm.prefix_cache import PrefixCache, chain_hashes
@@ -81,7 +90,8 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
     view = _View(n, [r.cache for r in reps])
     router = fleet.new_router()
     cost = fleet.engine.cost
-    arrival = schedule.arrival_s.tolist()
+    front_in, front_out = fleet.front_in_s, fleet.front_out_s
+    arrival = (schedule.arrival_s + front_in).tolist()
     prompts, outputs = schedule.prompt_tokens.tolist(), schedule.output_tokens.tolist()
     tenants, convs = schedule.tenant.tolist(), schedule.conversation.tolist()
     seqs = [Sequence(i, arrival[i], prompts[i], outputs[i], tenants[i]) for i in range(len(arrival))]
@@ -160,6 +170,8 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
     trace.spills = getattr(router, "spills", 0)
     for rep, core in zip(reps, cores):
         rep.preemptions = getattr(core, "preemptions", 0)
+    if front_in or front_out:
+        to_client_view(seqs, schedule.arrival_s.tolist(), front_out)
     return trace
 
 

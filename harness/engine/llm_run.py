@@ -29,7 +29,7 @@ from harness.engine.hdr import new_histogram
 from targets.llm import LlmEngineSpec, Sequence, create_scheduler
 from workloads.llm import LlmSchedule
 
-__all__ = ["EngineTrace", "simulate"]
+__all__ = ["EngineTrace", "simulate", "to_client_view"]
 
 _US = 1_000_000
 
@@ -103,11 +103,11 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
     for name in ("slot_tokens_total", "slot_tokens_used", "padding_tokens"):
         setattr(trace, name, getattr(core, name, 0))
     if front_in or front_out:
-        _to_client_view(seqs, schedule.arrival_s.tolist(), front_out)
+        to_client_view(seqs, schedule.arrival_s.tolist(), front_out)
     return trace
 
 
-def _to_client_view(seqs: list[Sequence], scheduled_s: list[float], front_out_s: float) -> None:
+def to_client_view(seqs: list[Sequence], scheduled_s: list[float], front_out_s: float) -> None:
     """Arrivals back to their scheduled starts, tokens to when the client reads them (NaN stays NaN)."""
     for seq, start in zip(seqs, scheduled_s):
         seq.arrival_s = start

@@ -13,7 +13,10 @@ the project's router (`targets.http.llm_router`, in this process, asking the sam
 policy object the sim asks) or sglang-router's process, whose readiness is its
 first completion answered. `fleet.figures()` reads every replica's
 `/get_server_info` (prefix hit rate by tokens, tokens saved, evictions) and, for
-the project's router, its own cost (`/router_stats`). `await fleet.close()` stops
+the project's router, its own cost (`/router_stats`). `await fleet.switch_front(other)`
+puts another fleet's front before the same replicas, their prefix caches flushed first
+(`POST /flush_cache`), when it has the same replicas and engine (`fleet.serves(other)`).
+`await fleet.close()` stops
 the front, then the replicas (SIGTERM, then SIGKILL after 5 s). Every process binds
 127.0.0.1 only.
 """
@@ -115,12 +118,16 @@ class RunningFleet:
     started_s: float = 0.0
 
     async def figures(self) -> dict[str, Any]:
-        """Each replica's prefix figures (their sum: hit rate by tokens) and the project's router's cost."""
+        """Each replica's prefix figures (their sum: hit rate by tokens), its engine's busy seconds and
+        steps (`busy_s`, `steps`: one per replica) and the project's router's cost."""
         out: dict[str, Any] = {"router": self.live.router_name, "replicas": []}
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
             for base in self.replica_urls:
                 async with http.get(base + "/get_server_info") as resp:
-                    out["replicas"].append((await resp.json())["prefix_cache"])
+                    info = await resp.json()
+                out["replicas"].append(info["prefix_cache"])
+                out.setdefault("busy_s", []).append(float(info.get("busy_s", 0.0)))
+                out.setdefault("steps", []).append(int(info.get("steps", 0)))
             if self.runner is not None:
                 async with http.get(self.url.rsplit("/v1/", 1)[0] + "/router_stats") as resp:
                     out["router_cost"] = await resp.json()
@@ -128,6 +135,15 @@ class RunningFleet:
         hit, prompt = sum(r["hit_tokens"] for r in reps), sum(r["prompt_tokens"] for r in reps)
         out.update(hit_tokens=hit, prompt_tokens=prompt, hit_rate=hit / prompt if prompt else None,
                    evictions=sum(r["evictions"] for r in reps), lookups=[r["lookups"] for r in reps])
+        return out
+
+    async def replica_times(self) -> list[dict[str, dict[str, float]]]:
+        """Each replica's `/request_times`, one dict per replica (ids repeat when fleets share replicas)."""
+        out = []
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            for base in self.replica_urls:
+                async with http.get(base + "/request_times") as resp:
+                    out.append(dict(await resp.json()))
         return out
 
     async def request_times(self) -> dict[str, dict[str, float]]:
@@ -138,6 +154,50 @@ class RunningFleet:
                 async with http.get(base + "/request_times") as resp:
                     merged.update(await resp.json())
         return merged
+
+    async def step_logs(self, since: list[int]) -> list[list[tuple[int, int, int, float]]]:
+        """Every replica's `/step_log` from its step `since[r]` on (prefill, decode rows, context, wall s)."""
+        logs = []
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            for base, n in zip(self.replica_urls, since):
+                async with http.get(base + "/step_log", params={"since": str(n)}) as resp:
+                    logs.append([tuple(row) for row in await resp.json()])
+        return logs
+
+    def serves(self, live: LiveFleet) -> bool:
+        """These replicas can serve `live` too (the same number, the same engine): `switch_front` to it."""
+        return live.fleet.replicas == len(self.replica_urls) and live.fleet.engine == self.live.fleet.engine
+
+    async def switch_front(self, live: LiveFleet, port: int = 0, token: str | None = None) -> None:
+        """Stop the front, flush every replica's prefix cache (each waits until idle, `POST /flush_cache`),
+        start `live`'s front: the next fleet's day starts as cold as on fresh replicas. RuntimeError when
+        a replica stays busy or the front does not come up within START_TIMEOUT_S."""
+        if not self.serves(live):
+            raise ValueError(f"{live.label or live.router_name}: not the replicas' shape (replicas, engine)")
+        await self._stop_front()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        async with aiohttp.ClientSession() as http:
+            for base in self.replica_urls:
+                await _until(http, "POST", base + "/flush_cache", deadline)
+            self.live = live
+            if live.sglang_policy is None:
+                await _start_ours(self, port)
+            else:
+                await _start_sglang(self, port, http, deadline, token)
+
+    async def _stop_front(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+        if self.front_proc is not None:
+            if self.front_proc.poll() is None:
+                os.killpg(self.front_proc.pid, signal.SIGTERM)
+                try:
+                    self.front_proc.wait(5.0)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.front_proc.pid, signal.SIGKILL)
+                    self.front_proc.wait()
+            self.front_proc = None
 
     async def close(self) -> None:
         if self.runner is not None:

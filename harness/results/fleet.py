@@ -5,7 +5,9 @@ at one offered rate: the client's TTFT, TPOT and E2E over finished requests, TTF
 turn (a conversation's later turns are where a prefix cache pays), goodput under the
 TTFT + TPOT SLO, the prefix cache's figures (hit rate by prompt tokens, tokens saved,
 evictions), and the load per replica (requests, busy share, TTFT p99, hit rate).
-`lost` are requests a lost replica held. `FleetResult` holds every run; for two
+`lost` are requests a lost replica held. A live compare (`settings.mode` "live") holds each
+fleet's live run and the sim of the same schedule, with the front end and the router's
+own cost each carried. `FleetResult` holds every run; for two
 fleets, per day, the verdicts on the headline figures (`FigureVerdict`, as the
 request-level compare judges them); for any number, `ranking`: the fleets by
 goodput over the days, with how much each trails the first. Decided here; the
@@ -65,6 +67,11 @@ class FleetRun(Figures):
     spills: int = 0                        # requests a load bound sent off their preferred replica
     max_replica_ttft_p99_s: float | None = None
     load_imbalance: float | None = None    # most requests on one alive replica / mean over alive replicas
+    front_in_s: float | None = None        # scheduled start to the replica's engine (median live; sim: applied)
+    front_out_s: float | None = None       # a first token from the engine to the client (likewise)
+    router_in_s: float | None = None       # of which the router's own cost, measured live by probes
+    router_out_s: float | None = None      # and its relay of the answer back (s)
+    step_slowdown: float | None = None     # live: median of the replicas' step wall time / the sim cost's for it
     per_replica: list[ReplicaFigures] = Field(default_factory=list)
 
 
@@ -77,6 +84,7 @@ class FleetSettings(Figures):
     slo_ttft_s: float
     slo_tpot_s: float
     engine: EngineSettings
+    mode: Literal["sim", "live"] = "sim"   # live: days "<day> live" and "<day> sim" (the sim of the same schedule)
 
 
 class FleetRanked(Figures):

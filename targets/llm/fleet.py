@@ -2,7 +2,11 @@
 
 Keys: `router` (`targets.llm.routing.router_names`), `replicas`, the router's knobs
 `load_factor` (prefix: 0 = no load bound), `affinity_blocks` (prefix: leading blocks
-hashed) and `overlap_weight` (kv-aware), and any LLM engine knob (`targets.llm.knobs`:
+hashed) and `overlap_weight` (kv-aware), the router's own cost per request
+`router_in_s` (its delay of a request on the way in: reading, parsing, routing and the
+extra hop to the replica) and `router_out_s` (of each token on the way back: the extra
+relay), which the sim adds as it adds the engine's front end (`StepCost.frontend_in_s`,
+`frontend_out_s`; `harness.live.llm_fleet_cost` measures both live), and any LLM engine knob (`targets.llm.knobs`:
 kv_blocks, max_seqs, prefix_caching, the cost coefficients...), which every replica
 shares. Each replica is a continuous-batching engine with prefix caching unless
 `prefix_caching=false`. `parse_fleet("llm-fleet:router=prefix,replicas=16")` gives a
@@ -11,6 +15,7 @@ shares. Each replica is a continuous-batching engine with prefix caching unless
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,7 +26,7 @@ from targets.llm.routing import Router, RouterPolicy, create_router
 __all__ = ["FLEET", "FleetSpec", "is_fleet", "parse_fleet"]
 
 FLEET = "llm-fleet"
-_FLEET_KNOBS = ("router", "replicas", "load_factor", "affinity_blocks", "overlap_weight")
+_FLEET_KNOBS = ("router", "replicas", "load_factor", "affinity_blocks", "overlap_weight", "router_in_s", "router_out_s")
 
 
 @dataclass(frozen=True)
@@ -31,17 +36,33 @@ class FleetSpec:
     load_factor: float = 1.25
     affinity_blocks: int = 8
     overlap_weight: float = 1.0
+    router_in_s: float = 0.0   # the router's delay of each request before its replica sees it (s)
+    router_out_s: float = 0.0  # and of each token on its way back to the client (s)
     engine: LlmEngineSpec = field(default_factory=lambda: LlmEngineSpec(prefix_caching=True))
     label: str = ""        # the spec text it was parsed from (a name for tables)
 
     def __post_init__(self) -> None:
         if self.engine.policy is not LlmPolicy.CONTINUOUS:
             raise ValueError("a fleet's replicas batch continuously (llm-continuous)")
+        for key in ("router_in_s", "router_out_s"):
+            v = getattr(self, key)
+            if not (v >= 0 and math.isfinite(v)):
+                raise ValueError(f"{FLEET} {key}: expected seconds >= 0, got {v!r}")
         self.new_router()  # ValueError on a bad router name or knob
 
     def new_router(self) -> Router:
         return create_router(self.router, self.replicas, self.engine.block_size, self.load_factor,
                              self.affinity_blocks, self.overlap_weight)
+
+    @property
+    def front_in_s(self) -> float:
+        """From a request's scheduled start to its replica's scheduler seeing it: front end and router."""
+        return self.engine.cost.frontend_in_s + self.router_in_s
+
+    @property
+    def front_out_s(self) -> float:
+        """From a token leaving its replica's engine to the client reading it."""
+        return self.engine.cost.frontend_out_s + self.router_out_s
 
     @property
     def name(self) -> str:

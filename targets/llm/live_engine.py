@@ -90,6 +90,7 @@ class LiveEngine:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tiny-llm")
         self._task: asyncio.Task[None] | None = None
         self.steps = 0
+        self.busy_s = 0.0   # wall seconds of steps, schedule to complete (the sim's busy GPU-seconds)
         # (prefill tokens, decode rows, context tokens, wall s) per step, schedule to complete: the rows
         # `harness profile llm` fits the sim's step cost to (bounded: the first MAX_LOGGED_STEPS).
         self.step_log: list[tuple[int, int, int, float]] = []
@@ -123,8 +124,18 @@ class LiveEngine:
     def info(self, model: str) -> dict[str, object]:
         """What `GET /get_server_info` answers: the model, the engine's state and its prefix cache's figures."""
         return {"model_path": model, "max_model_len": self.model.max_len, "steps": self.steps,
+                "busy_s": round(self.busy_s, 6),
                 "pending": self.scheduler.pending(), "running": self.scheduler.running(),
                 "prefix_caching": self.store is not None, "prefix_cache": self.prefix_figures()}
+
+    def flush_cache(self) -> int | None:
+        """Drop the prefix cache's free blocks and their tensors while nothing is pending or running
+        (the blocks dropped); None when busy (or no prefix cache: 0)."""
+        if self.store is None:
+            return 0
+        if self.scheduler.pending() or self.scheduler.running() or self._live:
+            return None
+        return self.store.flush()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="llm-engine")
@@ -187,6 +198,7 @@ class LiveEngine:
             if self.store is not None:
                 self._keep(step)
             self.steps += 1
+            self.busy_s += now - began
             if len(self.step_log) < MAX_LOGGED_STEPS:
                 self.step_log.append((step.prefill_tokens, step.decode_seqs, step.context_tokens, now - began))
             for live, token in tokens:

@@ -68,3 +68,11 @@ class BlockStore:
         refs = self.cache.refs
         for name in [n for n in self.blocks if n not in refs]:
             del self.blocks[name]
+
+    def flush(self) -> int:
+        """The cache's `flush`, and the tensors of the blocks it dropped."""
+        dropped = self.cache.flush()
+        refs = self.cache.refs
+        for name in [n for n in self.blocks if n not in refs]:
+            del self.blocks[name]
+        return dropped

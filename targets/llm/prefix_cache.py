@@ -184,6 +184,15 @@ class PrefixCache:
                 refs[name] = r + 1
         seq.shared = full
 
+    def flush(self) -> int:
+        """Drop every cached block nobody holds (SGLang's flush_cache, vLLM's reset_prefix_cache): the
+        next request starts cold. Not counted as evictions. Returns the blocks dropped."""
+        dropped = len(self.lru)
+        for name in self.lru:
+            del self.refs[name]
+        self.lru.clear()
+        return dropped
+
     def release(self, seq: Sequence) -> None:
         """Free every block `seq` holds: its own at once, shared ones when no other sequence holds them
         (then kept on the LRU, tail first so the tail is evicted first)."""

@@ -13,6 +13,11 @@ reads it): the answer's id is then `cmpl-<that id>` and the engine keeps the
 request's engine-side times under it (`LiveEngine.seen`), which is how
 `harness profile llm` measures the front end from the client's side.
 
+`POST /flush_cache` (SGLang's name; `/reset_prefix_cache`, vLLM's) drops the prefix cache's
+free blocks while the engine is idle (409 while requests are pending or running), so one
+set of replicas can serve one fleet's day after another's cold; like the probes it needs no
+token (the server binds loopback unless exposed).
+
 A request's tenant, whose limits and priority class it takes, is OpenAI's `user`
 field, else an `X-Tenant` header, else `DEFAULT_TENANT`; a malformed name in
 either is a 400. A request its tenant's limits shed is a 429 in OpenAI's shape
@@ -64,10 +69,13 @@ PROBES: dict[str, str] = {
     "/health": '200 {"status": "ok"} while the engine loop runs, else 503',
     "/health_generate": "200 once a one-token generation went through the engine; 503 after 10 s",
     "/get_model_info": "the model, its context (`max_model_len`), `is_generation` (also as `/model_info`)",
-    "/get_server_info": "the engine's state and its prefix cache's figures: `prefix_cache.hit_rate` by tokens, "
+    "/get_server_info": "the engine's state (`steps`, `busy_s`: wall seconds of its steps) and its prefix cache's "
+                        "figures: `prefix_cache.hit_rate` by tokens, "
                         "`tokens_saved`, `evictions`, `blocks_kept` (also as `/server_info`)",
     "/request_times": "per `X-Request-Id` the engine saw: `arrival_s`, `first_token_s`, `finish_s` on the "
                       "replica's monotonic clock (one clock for every process of the machine)",
+    "/step_log": "the engine's steps (first 100,000), each `[prefill_tokens, decode_rows, context_tokens, "
+                 "wall_s]`: what `harness profile llm` fits the sim's step cost to; `?since=N` from step N on",
 }
 HEALTH_TENANT = "health-probe"   # a probe's generation is its own tenant's, not a client's
 _ENGINE = web.AppKey("engine", LiveEngine)
@@ -218,6 +226,19 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         return web.json_response({rid: {"arrival_s": s.arrival_s, "first_token_s": s.first_token_s,
                                         "finish_s": s.finish_s} for rid, s in engine.seen.items()})
 
+    async def step_log(request: web.Request) -> web.Response:
+        try:
+            since = max(0, int(request.query.get("since", "0")))
+        except ValueError:
+            return web.json_response({"error": "since: expected a step number"}, status=400)
+        return web.json_response(engine.step_log[since:])
+
+    async def flush_cache(request: web.Request) -> web.Response:
+        dropped = engine.flush_cache()
+        if dropped is None:
+            return web.json_response({"error": "not flushed: requests are pending or running"}, status=409)
+        return web.json_response({"flushed_blocks": dropped})
+
     registry = CollectorRegistry(auto_describe=False)
     registry.register(EngineCollector(engine.scheduler, model))
 
@@ -232,12 +253,14 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
     probes = {"/health": health, "/health_generate": health_generate, "/get_model_info": model_info,
-              "/get_server_info": server_info, "/request_times": request_times}
+              "/get_server_info": server_info, "/request_times": request_times, "/step_log": step_log}
     assert probes.keys() == PROBES.keys()
     for path, handler in probes.items():
         app.router.add_get(path, handler)
     app.router.add_get("/model_info", model_info)       # sglang-router asks the new names first
     app.router.add_get("/server_info", server_info)
     app.router.add_get("/metrics", metrics)
+    app.router.add_post("/flush_cache", flush_cache)          # SGLang's name ...
+    app.router.add_post("/reset_prefix_cache", flush_cache)   # ... and vLLM's
     app.cleanup_ctx.append(lifecycle)
     return app

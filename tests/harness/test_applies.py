@@ -33,7 +33,7 @@ _SWEEP_NOT_LLM = {"--workload", "--template", "--api-key-env", "--server-metrics
                   "--tokenizer"}                # sweep: an LLM URL only
 _LLM_COMPARE = {"--scale", "--warmup", "--driver-procs"}
 _URL_ONLY = {"--server-metrics", "--server-metrics-url", "--tokenizer"}      # added with the table: LLM URLs only
-_ALSO = {"--also"}  # compare: more LLM fleets beside A and B (added after the chains; sim only)
+_ALSO = {"--also"}  # compare: more LLM fleets beside A and B (added after the chains; sim and live)
 
 OLD: dict[tuple[str, Where], set[str]] = {
     ("run", Where(D, SIM, B)): _RUN_SIM,
@@ -47,7 +47,7 @@ OLD: dict[tuple[str, Where], set[str]] = {
     **{("compare", Where(k, LIVE)): _NOT_LLM_URLS | {"--seeds"} | _ALSO for k in (D, F)},
     ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup", "--driver-procs"} | _ALSO,
     ("compare", Where(LP, SIM)): _NOT_LLM_URLS | _LLM_COMPARE,
-    ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"} | _ALSO,
+    ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"},
     ("sweep", Where(D, SIM)): _SWEEP_NOT_LLM | {"--warmup", "--driver-procs", "--balancer", "--repeats"},
     **{("sweep", Where(k, LIVE)): _SWEEP_NOT_LLM for k in (D, F)},
     ("sweep", Where(U, LIVE)): _SWEEP_NOT_LLM | {"--balancer"},  # harness.live.plan: not to a URL

@@ -159,3 +159,35 @@ def test_any_traffic_any_router_each_request_ends_once(rows, router, replicas, l
     for rep in trace.replicas:
         if rep.alive:
             assert rep.cache is not None and rep.cache.used == 0
+
+
+def _lone(prompt: int, output: int, at_s: float = 1.0) -> FleetSchedule:
+    """One request (its own blocks, nothing shared) on a 10 s day."""
+    blocks = tuple(range(1 << 50, (1 << 50) + (prompt + output) // 16))
+    return FleetSchedule("lone", 10.0, 16, ("t",), np.array([at_s]), np.array([prompt]), np.array([output]),
+                         np.array([0]), np.array([0]), np.array([1]), [blocks])
+
+
+def test_a_lone_requests_ttft_is_the_front_end_and_the_router_around_its_prefill():
+    # Engine front end in 3 ms, out 2 ms; router in 1.5 ms, out 0.5 ms: TTFT = 3 + 1.5 + prefill + 2 + 0.5 ms,
+    # E2E = TTFT + 10 decode steps, TPOT one decode step (the edges add nothing per token).
+    from harness.engine.llm_fleet_metrics import fleet_figures
+    from targets.llm.cost import StepCost
+
+    cost = "base_s=0.004,per_prefill_token_s=0.0001,per_decode_seq_s=0.0002,per_context_token_s=0"
+    bare = parse_fleet(f"llm-fleet:router=prefix,replicas=2,{cost}")
+    costly = parse_fleet(f"llm-fleet:router=prefix,replicas=2,{cost},frontend_in_s=0.003,frontend_out_s=0.002,"
+                         "router_in_s=0.0015,router_out_s=0.0005")
+    assert (costly.front_in_s, costly.front_out_s) == pytest.approx((0.0045, 0.0025))
+    sched = _lone(160, 11)
+    step = StepCost(0.004, 0.0001, 0.0002, 0.0)
+    runs = [fleet_figures(simulate_fleet(f, sched), f.name, "prefix", "lone", 0.1, sched.turn, 1.0, 1.0)
+            for f in (bare, costly)]
+    prefill, decode = step.prefill_s(160), step.decode_s(1, 0)
+    assert runs[0].ttft_s.p50 == pytest.approx(prefill)                       # 20 ms
+    assert runs[1].ttft_s.p50 == pytest.approx(0.0045 + prefill + 0.0025)     # 27 ms
+    assert runs[1].e2e_s.max == pytest.approx(0.007 + prefill + 10 * decode)
+    assert runs[0].tpot_s.p50 == runs[1].tpot_s.p50 == pytest.approx(decode)
+    assert runs[1].finished == 1 and runs[1].goodput_rps == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="router_in_s"):
+        parse_fleet("llm-fleet:router=prefix,router_in_s=-1")

@@ -89,3 +89,67 @@ async def test_sglang_router_serves_the_same_replicas(fleet2):
     assert ttft_figures(through)["finished"] == len(other)
     assert sum(after["lookups"]) - sum(before["lookups"]) == len(other) + 1   # and its readiness probe
     assert after["hit_tokens"] > before["hit_tokens"]
+
+
+def test_the_sim_beside_a_live_fleet_models_its_router_and_carries_the_router_cost():
+    from harness.analysis.llm.fleet_live import sim_fleet_of
+    from harness.live.llm_profile import LIVE_ENGINE
+    from harness.live.llm_fleet_cost import RouterCost
+    from targets.llm.cost import StepCost
+
+    cost = StepCost(0.001, 7e-5, 1e-4, 0.0, frontend_in_s=0.002, frontend_out_s=0.0005)
+    router = RouterCost(router_in_s=0.0012, router_out_s=0.0008, probes=4, direct_in_s=0.002, direct_out_s=0.0005)
+    sim = sim_fleet_of(parse_live_fleet("llm-fleet:router=sglang:cache_aware,replicas=3"), cost, router)
+    assert (sim.router, sim.load_factor, sim.replicas) == ("prefix", 0.0, 3)    # cache_aware: no load bound
+    assert sim.front_in_s == pytest.approx(0.0032) and sim.front_out_s == pytest.approx(0.0013)
+    assert sim.engine.prefix_caching and sim.engine.kv_blocks == LIVE_ENGINE.kv_blocks and sim.engine.cost == cost
+    assert sim_fleet_of(parse_live_fleet("llm-fleet:router=kv-aware,replicas=2"), None, None).router == "kv-aware"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--workload", "hot-docs"], "--workload hot-docs: a live compare of fleets drives the chat day only"),
+    (["--suite", "llm-bad-day"], "--suite llm-bad-day: a live compare of fleets drives the chat day only"),
+    (["--duration", "400"], "--duration: a live fleet day runs 0-300 s, got 400"),
+    (["--rate", "100", "--duration", "100"], "10000 requests, a live fleet day sends at most 2000"),
+    (["--seeds", "3"], "--seeds"),
+    (["--set", "cost=/no/such.json"], "/no/such.json: not an LLM cost file"),
+])
+def test_a_live_fleet_compare_refuses_what_it_cannot_bound_before_serving_anything(args, says):
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    r = CliRunner().invoke(app, ["compare", "llm-fleet:router=round-robin,replicas=2",
+                                 "llm-fleet:router=prefix,replicas=2", "--mode", "live", *args])
+    assert r.exit_code == 2 and says in " ".join(r.output.split()), r.output
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.live
+@pytest.mark.slow  # one set of 2 replicas, two fronts in turn, 3 s of chat each: 37-80 s wall at load 5-8
+def test_compare_two_live_fleets_gives_the_sim_compares_verdicts_and_each_live_run_beside_its_sim(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    out = tmp_path / "live.json"
+    r = CliRunner().invoke(app, ["compare", "llm-fleet:router=round-robin,replicas=2",
+                                 "llm-fleet:router=prefix,replicas=2", "--mode", "live", "--rate", "4",
+                                 "--duration", "3", "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert doc["settings"]["mode"] == "live" and doc["settings"]["days"] == ["chat live", "chat sim"]
+    assert set(doc["verdicts"]) == {"chat live", "chat sim"}
+    assert [v["figure"] for v in doc["verdicts"]["chat live"]][:2] == ["goodput_rps", "slo_attainment"]
+    runs = {(x["fleet"].split("=")[1].split(",")[0], x["day"]): x for x in doc["runs"]}
+    assert len(runs) == 4 and [x["fleet"] for x in doc["ranking"]] != []
+    for router in ("round-robin", "prefix"):
+        live, sim = runs[(router, "chat live")], runs[(router, "chat sim")]
+        assert live["requests"] == sim["requests"] > 0 and live["finished"] == live["requests"]
+        assert 0 <= live["router_in_s"] < 0.05 and 0 <= live["router_out_s"] < 0.05
+        assert sim["router_in_s"] == live["router_in_s"]                      # the sim took the measured cost
+        assert live["front_in_s"] > 0 and live["ttft_s"]["p50"] > 0 and live["step_slowdown"] > 0
+        assert sum(p["requests"] for p in live["per_replica"]) == live["requests"]
+        assert abs(live["prefix_hit_rate"] - sim["prefix_hit_rate"]) <= 0.05, (router, live, sim)

@@ -48,3 +48,21 @@ async def test_server_info_carries_the_prefix_cache_figures(client):
     figures = info["prefix_cache"]
     assert figures["lookups"] == 2 and figures["hit_tokens"] == 96 and figures["evictions"] == 0
     assert figures["hit_rate"] == pytest.approx(96 / (102 + 103))
+    assert info["steps"] >= 2 and info["busy_s"] > 0                      # at least one prefill each
+    log = await (await client.get("/step_log")).json()
+    assert len(log) == info["steps"] and all(len(row) == 4 and row[3] > 0 for row in log)
+    assert sum(row[0] for row in log) == (102 - 0) + (103 - 96)             # the second prefilled past its hit
+    assert await (await client.get("/step_log", params={"since": str(len(log) - 1)})).json() == log[-1:]
+    assert (await client.get("/step_log", params={"since": "x"})).status == 400
+
+
+async def test_flush_cache_makes_the_next_request_cold(client):
+    auth = {"Authorization": "Bearer s3cret"}
+    body = {"model": "tiny-llm", "prompt": "a system prompt of some length, " * 3 + "q?", "max_tokens": 2}
+    assert (await client.post("/v1/completions", json=body, headers=auth)).status == 200
+    flushed = await (await client.post("/flush_cache")).json()
+    assert flushed["flushed_blocks"] >= 6
+    assert (await client.post("/v1/completions", json=body, headers=auth)).status == 200
+    figures = (await (await client.get("/get_server_info")).json())["prefix_cache"]
+    assert figures["hit_tokens"] == 0 and figures["evictions"] == 0 and figures["lookups"] == 2
+    assert (await (await client.post("/reset_prefix_cache")).json())["flushed_blocks"] >= 6
