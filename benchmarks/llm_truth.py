@@ -15,7 +15,7 @@ made here of `--requests` prompts asking for 32 tokens each.
    at `--concurrency` (`--concurrency N`): TTFT p50 and mean, ITL mean, ours over the truth.
 2. mock only, `--max-concurrent-requests CAP` (a second mock): a concurrency sweep over `--levels`,
    its knee against CAP, each level's rate against the closed form min(N, CAP) / T, T the truth's
-   own time per request at one user.
+   E2E p50 at one user.
 3. `--streams`: closed loops of that many streams, ours in one driver process and in two
    (`--driver-procs 2`) against the truth at the same count: the largest count each keeps within 5%.
 Every loop is bounded: each run by its duration plus the request timeout. Prints `uptime` first.
@@ -180,7 +180,7 @@ def knee(args: argparse.Namespace, data: Path) -> None:
     with mock_server(args, args.cap) as url:
         print(f"mock --max-concurrent-requests {args.cap}: {url}", flush=True)
         one = truth(url, args, users=1)
-        per_request_s = 1 / one.requests_per_s if one.requests_per_s else float("nan")
+        per_request_s = one.e2e_p50_s or float("nan")   # T: the truth's time a request at one user
         target = UrlTarget.parse(url)
         sweep = LlmSweep(policies=(target.label,), mixes=("short",), rates_rps=(1.0,), duration_s=args.duration,
                          seed=args.seed)
