@@ -163,8 +163,9 @@ def line(label: str, t: TruthSummary, run: LlmRun) -> bool:
              ("ITL mean", run.itl_s.mean, t.itl_mean_s)]
     ok = all(r is not None and abs(r - 1) <= WITHIN for r in (ratio(a, b) for _, a, b in pairs))
     cells = "  ".join(f"{name} {ms(a)} vs {ms(b)} ms ({(ratio(a, b) or 0) - 1:+.1%})" for name, a, b in pairs)
+    lag = run.url.send_lag_p50_s if run.url is not None else None
     print(f"  {label}: {run.finished}/{run.requests} ours, {t.finished}/{t.requests} truth; {cells}: "
-          f"{'within 5%' if ok else 'NOT within 5%'}", flush=True)
+          f"{'within 5%' if ok else 'NOT within 5%'} (our send lag p50 {ms(lag)} ms)", flush=True)
     return ok
 
 

@@ -50,7 +50,7 @@ def _part(index: int, arrivals: list[float], gaps_us: list[int]) -> Part:
         hist.record_value(g)
     seqs = [Sequence(k, a, 10, 4) for k, a in enumerate(arrivals)]
     turns = [TurnRecord(index + 2 * k, 1, a, 0.0, 10) for k, a in enumerate(arrivals)]
-    return Part(index, seqs, [None] * len(seqs), [4] * len(seqs), [a + 1 for a in arrivals], turns, hist.encode(),
+    return Part(index, seqs, [None] * len(seqs), [4] * len(seqs), [a + 1 for a in arrivals], list(arrivals), turns, hist.encode(),
                 {1: [g / 1e6 for g in gaps_us]}, max(arrivals) + 1, errors=[f"e{index}"], error_count=1,
                 timed_out=index, http_status={"200": len(seqs)}, conversations=len(seqs), max_in_flight=2)
 

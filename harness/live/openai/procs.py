@@ -70,6 +70,7 @@ class Part:
     tallies: list[Tally | None]
     asked_tokens: list[int]
     ended_s: list[float]
+    sent_s: list[float]
     turns: list[TurnRecord]
     itl_hdr: bytes
     itl_by_turn: dict[int, list[float]]
@@ -91,7 +92,7 @@ class Part:
 def _part(index: int, sd: SessionsDriven, ids: range, cpu_s: float) -> Part:
     d, trace = sd.driven, sd.driven.trace
     turns = [replace(t, conversation=ids[t.conversation]) for t in sd.turns]
-    return Part(index, trace.seqs, d.tallies, d.asked_tokens, d.ended_s, turns, trace.itl.encode(), sd.itl_by_turn,
+    return Part(index, trace.seqs, d.tallies, d.asked_tokens, d.ended_s, d.sent_s, turns, trace.itl.encode(), sd.itl_by_turn,
                 trace.end_s, trace.tokens_in_window, trace.prompt_tokens_in_window, d.errors, d.error_count,
                 d.timed_out, d.cut, dict(d.http_status), sd.conversations, sd.max_in_flight, sd.slot_timeouts,
                 os.getpid(), cpu_s)
@@ -218,6 +219,7 @@ def merge_parts(parts: list[Part], duration_s: float, origin_s: float) -> Sessio
         driven.tallies.append(p.tallies[k])
         driven.asked_tokens.append(p.asked_tokens[k])
         driven.ended_s.append(p.ended_s[k])
+        driven.sent_s.append(p.sent_s[k])
         out.turns.append(p.turns[k])
     status: Counter[str] = Counter()
     for p in parts:

@@ -125,6 +125,7 @@ async def drive_sessions(url: str, api: Api, conversations: Seq[Conversation], l
                 trace.seqs.append(seq)
                 out.driven.tallies.append(None)
                 out.driven.ended_s.append(float("nan"))
+                out.driven.sent_s.append(float("nan"))
                 out.driven.asked_tokens.append(max_tokens)
                 out.turns.append(TurnRecord(conv, k, ready_s, max(0.0, sent_s - ready_s) if slots else 0.0,
                                             prompt_tokens))
