@@ -128,16 +128,26 @@ def model_of(url: str) -> str:
     return str(doc["data"][0]["id"])
 
 
+def _run(coro: Any) -> Any:
+    """The raw client on uvloop where it is installed (its loop, not the driver's precise one)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
 def truth(url: str, args: argparse.Namespace, *, rate: float | None = None, users: int | None = None,
           duration_s: float | None = None) -> TruthSummary:
     target = UrlTarget.parse(url)
     d = duration_s or args.duration
     if rate is not None:
         starts = [float(a) for a in build_llm_schedule(mix_workload("short", rate, d), args.seed).arrival_s]
-        readings = asyncio.run(truth_open(url, bodies(target, model_of(url), len(starts)), starts, TIMEOUT_S))
+        readings = _run(truth_open(url, bodies(target, model_of(url), len(starts)), starts, TIMEOUT_S))
         return summary(readings, d)
     assert users is not None
-    readings, _ = asyncio.run(truth_closed(url, bodies(target, model_of(url), args.requests), users, d, TIMEOUT_S))
+    readings, _ = _run(truth_closed(url, bodies(target, model_of(url), args.requests), users, d, TIMEOUT_S))
     return summary(readings, d)
 
 
