@@ -13,6 +13,14 @@ driver's connection pool does: a fresh connection a request costs the server an 
 read 8-30% over the driver at 8-16 streams on a busy 2-core machine, which is the raw client's
 own cost, not the server's.
 
+What moved the driver's TTFT off the truth (2026-12-02, a busy 2-core machine): a test server on a
+thread of the driver's own process (they share the GIL: the 1.1-2.9x of earlier runs; the truth tests
+now serve from a process of their own); a raw client opening a fresh connection a request (its own
+cost: the server's accept); the driver's timers rounded up to the millisecond (its send lag, about
+1 ms in open loop, now in the result as `url.send_lag_p50_s`); a closed loop's turn body built after
+its clock was read (now before). What is left is the machine: runs one after the other differ by
+5-15% in TTFT when other work shares the cores.
+
 `read_one(url, body, timeout_s)` is one request (`Reading`); `truth_open(url, bodies, starts_s)` sends
 `bodies[k]` at `starts_s[k]` (s from its start; open loop) and `truth_closed(url, bodies, users,
 duration_s)` keeps `users` requests in flight, the next sent as one ends, until `duration_s` has passed
