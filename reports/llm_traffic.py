@@ -18,6 +18,8 @@ def traffic_line(t: TrafficFigures) -> str:
     source = f"data set {t.dataset} ({t.dataset_format})" if t.dataset else "the length mix"
     text = (f"load: {t.load_label}; {source}: {t.conversations:,} conversations, {t.turns_sent:,} requests "
             f"({fmt_n(t.requests_per_s)} req/s sent, {fmt_n(t.finished_per_s)} answered), at most {t.max_in_flight:,} in flight")
+    if t.driver_procs > 1:   # each process's most, added: a bound on the run's
+        text += f" (the sum of {t.driver_procs} driver processes' most)"
     if t.context_tokens_max is not None:
         text += f", context up to {t.context_tokens_max:,} tokens"
     if t.slot_wait_s is not None:

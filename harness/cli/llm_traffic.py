@@ -59,17 +59,19 @@ def levels_of(text: str) -> list[int]:
 
 def traffic_of(dataset: Path | None, dataset_format: str | None, rate: float | None, concurrency: int | None,
                max_concurrency: int | None, think_time: float, default_rate_rps: float, prefix_tokens: int = 0,
-               prefix_groups: int = 1) -> Any:
-    """The run's traffic, or None when no traffic option was given (today's synthetic open loop)."""
-    if not any(on for _, on in given(dataset, dataset_format, concurrency, max_concurrency, think_time,
-                                     prefix_tokens, prefix_groups)):
+               prefix_groups: int = 1, driver_procs: int = 1) -> Any:
+    """The run's traffic, or None when no traffic option was given (today's synthetic open loop);
+    `--driver-procs N` over 1 sends the length mix as traffic too (conversations of one prompt each,
+    split over the processes)."""
+    if driver_procs == 1 and not any(on for _, on in given(dataset, dataset_format, concurrency, max_concurrency,
+                                                           think_time, prefix_tokens, prefix_groups)):
         return None
     from harness.live.openai.traffic import Traffic
 
     try:
         return Traffic.of(str(dataset) if dataset is not None else None, dataset_format, rate, concurrency,
                           max_concurrency, think_time, default_rate_rps=default_rate_rps,
-                          prefix_tokens=prefix_tokens, prefix_groups=prefix_groups)
+                          prefix_tokens=prefix_tokens, prefix_groups=prefix_groups, driver_procs=driver_procs)
     except ValueError as exc:
         fail(str(exc))
 

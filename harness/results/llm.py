@@ -69,6 +69,10 @@ class UrlRunFigures(Figures):
     prompt_tokens_target_mean: float | None = None
     prompt_tokens_mean: float | None = None      # as the server counted them (usage)
     prompt_tokens_error: float | None = None
+    # The client's own lag: when each request's send began less its scheduled start (TTFT and E2E hold it,
+    # as they are from the scheduled start; a closed loop's is 0). None: not measured.
+    send_lag_p50_s: float | None = None
+    send_lag_p99_s: float | None = None
 
 
 class LlmRun(Figures):

@@ -5,16 +5,26 @@
 a server that slows under load), then one chunk per `tokens_per_chunk` tokens, each `itl_s` per token it holds after the one before, exactly `max_tokens` tokens; usage in a last chunk without choices when asked
 (`usage`; on every chunk too with `continuous_usage`); none after `hang_after` requests; a prompt counts `tokens_per_word` per word plus `overhead` tokens. It runs
 on its own thread and loop, so code under test may run its own `asyncio.run`.
+
+`serve_process(cfg)` runs it in a process of its own instead (`python -m tests.harness.fake_openai`),
+so that a client's figures are not moved by the server's share of this process (the GIL): the truth
+checks use that. Only the timing fields travel (`ttft_s`, `itl_s`, `tokens_per_chunk`,
+`continuous_usage`, `max_concurrent`, `model`); what the server saw stays in its process.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from aiohttp import web
 
@@ -144,3 +154,64 @@ def serve(cfg: FakeOpenAI, chat: bool = False) -> Iterator[str]:
     finally:
         state["loop"].call_soon_threadsafe(state["loop"].stop)
         thread.join(10)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 60.0
+
+
+@contextmanager
+def serve_process(cfg: FakeOpenAI, chat: bool = False) -> Iterator[str]:
+    """As `serve`, with the server in a process of its own (see the module doc)."""
+    cmd = [sys.executable, "-m", "tests.harness.fake_openai", "--ttft-ms", f"{cfg.ttft_s * 1000:g}",
+           "--itl-ms", f"{cfg.itl_s * 1000:g}", "--tokens-per-chunk", str(cfg.tokens_per_chunk), "--model", cfg.model]
+    if cfg.continuous_usage:
+        cmd.append("--continuous-usage")
+    if cfg.max_concurrent is not None:
+        cmd += ["--max-concurrent", str(cfg.max_concurrent)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()   # "PORT n" once it listens (a bound: the child exits on error)
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"the fake server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1/{'chat/' if chat else ''}completions"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="A fake OpenAI-compatible streaming server with set timing.")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--ttft-ms", type=float, default=20.0)
+    ap.add_argument("--itl-ms", type=float, default=5.0)
+    ap.add_argument("--tokens-per-chunk", type=int, default=1)
+    ap.add_argument("--continuous-usage", action="store_true")
+    ap.add_argument("--max-concurrent", type=int)
+    ap.add_argument("--model", default="fake-model")
+    args = ap.parse_args(argv)
+    cfg = FakeOpenAI(ttft_s=args.ttft_ms / 1000, itl_s=args.itl_ms / 1000, tokens_per_chunk=args.tokens_per_chunk,
+                     continuous_usage=args.continuous_usage, max_concurrent=args.max_concurrent, model=args.model)
+
+    async def run() -> None:
+        runner = web.AppRunner(app_of(cfg), shutdown_timeout=0.5)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", args.port)
+        await site.start()
+        print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)  # type: ignore[union-attr]
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -61,6 +61,7 @@ def url_figures(driven: Driven) -> UrlRunFigures:
                                                                                          by_chunks > 0))
     prompts = [(seqs[i].prompt_tokens, t.prompt_tokens) for i, t in enumerate(driven.tallies)
                if t is not None and t.prompt_tokens]
+    lag = np.array([s - q.arrival_s for s, q in zip(driven.sent_s, seqs) if not np.isnan(s)], dtype=float)
     target = np.array([p[0] for p in prompts], dtype=float)
     got = np.array([p[1] for p in prompts], dtype=float)
     return UrlRunFigures(
@@ -71,7 +72,9 @@ def url_figures(driven: Driven) -> UrlRunFigures:
         http_status=dict(sorted(driven.http_status.items())),
         prompt_tokens_target_mean=float(target.mean()) if len(target) else None,
         prompt_tokens_mean=float(got.mean()) if len(got) else None,
-        prompt_tokens_error=float(np.mean(np.abs(got - target) / target)) if len(target) else None)
+        prompt_tokens_error=float(np.mean(np.abs(got - target) / target)) if len(target) else None,
+        send_lag_p50_s=float(np.percentile(lag, 50)) if len(lag) else None,
+        send_lag_p99_s=float(np.percentile(lag, 99)) if len(lag) else None)
 
 
 def _timeout_s(target: UrlTarget, sweep: LlmSweep, output_tokens: int) -> float:

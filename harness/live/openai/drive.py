@@ -63,6 +63,7 @@ class Driven:
     http_status: Counter[str] = field(default_factory=Counter)
     server: ScrapeSeries | None = None        # --server-metrics: the server's own series, from the origin
     ended_s: list[float] = field(default_factory=list)   # per request: when its answer ended, any outcome
+    sent_s: list[float] = field(default_factory=list)    # per request: when its send began (its lag: less arrival_s)
 
     def error(self, text: str) -> None:
         self.error_count += 1
@@ -119,6 +120,8 @@ async def _one(http: aiohttp.ClientSession, url: str, api: Api, body: dict[str, 
                req: _Request, t0: float, timeout_s: float, index: int) -> None:
     loop = asyncio.get_running_loop()
     seq, driven = req.seq, req.driven
+    if index < len(driven.sent_s):
+        driven.sent_s[index] = loop.time() - t0
     try:
         async with (asyncio.timeout_at(t0 + seq.arrival_s + timeout_s),
                     http.post(url, json=body, headers={**headers, "X-Request-Id": str(seq.id)}) as resp):
@@ -164,7 +167,7 @@ async def drive_stream(url: str, api: Api, schedule: LlmSchedule, body_of: BodyO
             enumerate(zip(schedule.arrival_s, schedule.prompt_tokens, schedule.output_tokens, schedule.tenant))]
     trace = EngineTrace(seqs, schedule.duration_s, 0.0, new_histogram())
     driven = Driven(trace, [None] * len(seqs), [s.output_tokens for s in seqs],
-                    ended_s=[float("nan")] * len(seqs))
+                    ended_s=[float("nan")] * len(seqs), sent_s=[float("nan")] * len(seqs))
     itl: list[float] = []
     bodies = [body_of(seq, schedule.tenants[seq.tenant]) for seq in seqs]  # built before the clock starts
     # No session-wide timeout (aiohttp's default is 5 minutes in total): each request has its own bound.

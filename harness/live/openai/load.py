@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["SLOT_WAIT_BOUND_SHARE", "SLOT_WAIT_MIN_S", "Load", "LoadError", "LoadMode", "slots_bound"]
+__all__ = ["SLOT_WAIT_BOUND_SHARE", "SLOT_WAIT_MIN_S", "Load", "LoadError", "LoadMode", "check_procs", "slots_bound",
+           "split_load"]
 
 SLOT_WAIT_MIN_S = 0.001        # a request that waited longer than this for a slot waited for one...
 SLOT_WAIT_BOUND_SHARE = 0.10   # ...and a run where this share of its requests did was bound by its slots
@@ -96,3 +97,31 @@ def slots_bound(slot_waits_s: list[float]) -> bool:
         return False
     waited = sum(1 for w in slot_waits_s if w > SLOT_WAIT_MIN_S)
     return waited / len(slot_waits_s) >= SLOT_WAIT_BOUND_SHARE
+
+
+def _part(total: int, index: int, procs: int) -> int:
+    return total // procs + (1 if index < total % procs else 0)
+
+
+def check_procs(load: Load, procs: int) -> None:
+    """LoadError when `load` cannot be split over `procs` driver processes: fewer users or slots than
+    processes (each process needs one), or under one process."""
+    if procs < 1:
+        raise LoadError(f"--driver-procs must be >= 1, got {procs}")
+    slots = load.slots
+    if slots is not None and procs > slots:
+        name = "--concurrency" if load.mode is LoadMode.CONCURRENCY else "--max-concurrency"
+        raise LoadError(f"--driver-procs {procs} is more than {name} {slots}: each driver process needs one of them")
+
+
+def split_load(load: Load, index: int, procs: int) -> Load:
+    """Process `index` of `procs`' part of `load`: its share of the closed loop's users or of the cap's
+    slots (as even as whole numbers go, the first processes one more), the open loop's rate as is (its
+    conversations are split instead). A cap split is per process: one process's free slot is not
+    another's, so a capped run over processes can wait for a slot where one process would not."""
+    check_procs(load, procs)
+    if procs == 1 or load.slots is None:
+        return load
+    if load.mode is LoadMode.CONCURRENCY:
+        return Load(LoadMode.CONCURRENCY, concurrency=_part(load.slots, index, procs))
+    return Load(LoadMode.CAPPED, rate_rps=load.rate_rps, max_concurrency=_part(load.slots, index, procs))

@@ -80,10 +80,13 @@ async def drive_sessions(url: str, api: Api, conversations: Seq[Conversation], l
                          duration_s: float, starts_s: Seq[float] | None = None, headers: dict[str, str] | None = None,
                          timeout_s: float = 60.0,
                          opening: Callable[[int], tuple[Message, ...]] | None = None,
-                         count_tokens: CountTokens | None = None) -> SessionsDriven:
+                         count_tokens: CountTokens | None = None, start_at: float | None = None) -> SessionsDriven:
     """See the module doc. `starts_s`: each conversation's start (s from the drive's start) for an open
     loop or replay (one per conversation); unused in a closed loop. `opening(conversation)`: the
-    messages every turn of it starts with (a shared system prompt). ValueError for a bad bound."""
+    messages every turn of it starts with (a shared system prompt). `start_at`: the loop time of the
+    drive's start (time.monotonic on the driver's loop, which every process of a machine shares: the
+    driver processes of one run start together); None: as soon as the session is open. ValueError
+    for a bad bound."""
     if not timeout_s > 0 or not duration_s > 0:
         raise ValueError(f"timeout_s and duration_s must be > 0, got {timeout_s!r}, {duration_s!r}")
     closed = load.mode is LoadMode.CONCURRENCY
@@ -99,7 +102,9 @@ async def drive_sessions(url: str, api: Api, conversations: Seq[Conversation], l
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
                                      timeout=aiohttp.ClientTimeout(total=None)) as http:
-        t0 = loop.time()
+        if start_at is not None:
+            await asyncio.sleep(max(0.0, start_at - loop.time()))
+        t0 = loop.time() if start_at is None else start_at
 
         async def turn(conv: int, k: int, prompt: Prompt, history: tuple[Message, ...],
                        ready_s: float) -> tuple[Message, ...] | None:
@@ -111,13 +116,16 @@ async def drive_sessions(url: str, api: Api, conversations: Seq[Conversation], l
                     out.slot_timeouts += 1
                     return None
             try:
-                sent_s = loop.time() - t0
                 index = len(trace.seqs)
+                # The body (history, token counts) is built before the clock is read: its cost is the
+                # client's, not the server's, and a closed loop's TTFT is from this reading.
                 body, messages, prompt_tokens, max_tokens = request_of(history, prompt, index)
+                sent_s = loop.time() - t0
                 seq = Sequence(index, sent_s if slots is not None or closed else ready_s, prompt_tokens, max_tokens)
                 trace.seqs.append(seq)
                 out.driven.tallies.append(None)
                 out.driven.ended_s.append(float("nan"))
+                out.driven.sent_s.append(float("nan"))
                 out.driven.asked_tokens.append(max_tokens)
                 out.turns.append(TurnRecord(conv, k, ready_s, max(0.0, sent_s - ready_s) if slots else 0.0,
                                             prompt_tokens))

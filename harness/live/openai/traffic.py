@@ -24,7 +24,7 @@ from typing import Any, Callable, overload
 
 import numpy as np
 
-from harness.live.openai.load import Load
+from harness.live.openai.load import Load, check_procs
 from harness.live.openai.prompts import PromptBuilder
 from harness.live.openai.drive import Driven
 from harness.live.openai.run import Prepared, scraped
@@ -34,7 +34,7 @@ from harness.live.openai.turns import DEFAULT_BLOCK_TOKENS, TurnBuilder
 from workloads.datasets import Conversation, Dataset, Message, Prompt, load_dataset
 from workloads.llm import build_llm_schedule, length_mix, mix_workload
 
-__all__ = ["MAX_CLOSED_CONVERSATIONS", "Traffic", "drive_traffic"]
+__all__ = ["MAX_CLOSED_CONVERSATIONS", "SessionsPlan", "Share", "Traffic", "drive_traffic", "sessions_plan"]
 
 MAX_CLOSED_CONVERSATIONS = 100_000   # a closed loop takes at most this many conversations (a bound)
 
@@ -47,8 +47,10 @@ class Traffic:
     block_tokens: int = DEFAULT_BLOCK_TOKENS
     prefix_tokens: int = 0      # a shared system prompt this long opens every conversation (0: none)...
     prefix_groups: int = 1      # ...one of this many, conversation k's the (k mod groups)th
+    driver_procs: int = 1       # driver processes the conversations are split over (`procs`)
 
     def __post_init__(self) -> None:
+        check_procs(self.load, self.driver_procs)
         if self.prefix_tokens < 0:
             raise ValueError(f"--prefix-tokens must be >= 0, got {self.prefix_tokens}")
         if self.prefix_groups < 1:
@@ -57,7 +59,8 @@ class Traffic:
     @classmethod
     def of(cls, dataset: str | None, dataset_format: str | None, rate_rps: float | None, concurrency: int | None,
            max_concurrency: int | None, think_time_s: float = 0.0, block_tokens: int = DEFAULT_BLOCK_TOKENS,
-           default_rate_rps: float = 2.0, prefix_tokens: int = 0, prefix_groups: int = 1) -> "Traffic":
+           default_rate_rps: float = 2.0, prefix_tokens: int = 0, prefix_groups: int = 1,
+           driver_procs: int = 1) -> "Traffic":
         if think_time_s < 0:
             raise ValueError(f"--think-time must be >= 0, got {think_time_s}")
         if prefix_tokens < 0 or prefix_groups < 1:
@@ -69,7 +72,7 @@ class Traffic:
             raise ValueError("--dataset-format names the format of --dataset FILE: give --dataset too")
         data = load_dataset(dataset, dataset_format, think_time_s) if dataset is not None else None
         load = Load.of(rate_rps, concurrency, max_concurrency, data is not None and data.timed, default_rate_rps)
-        return cls(load, data, think_time_s, block_tokens, prefix_tokens, prefix_groups)
+        return cls(load, data, think_time_s, block_tokens, prefix_tokens, prefix_groups, driver_procs)
 
     @property
     def label(self) -> str:
@@ -135,17 +138,63 @@ def _plan(traffic: Traffic, mix: str, duration_s: float, seed: int, prompts: Pro
     return _Lazy(MAX_CLOSED_CONVERSATIONS if closed else len(schedule), make), starts, fallback
 
 
-def drive_traffic(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: str, duration_s: float, seed: int = 0,
-                  timeout_s: float = 60.0) -> SessionsDriven:
-    """The traffic sent to `target` for `duration_s` s, in an event loop of its own (the live driver's)."""
-    from harness.live.driver_loop import new_loop
+@dataclass(frozen=True)
+class Share:
+    """Process `index` of `procs`' part of a run (`--driver-procs`): conversations index, index + procs,
+    ... of the plan, and its share of the load's users or slots (`load.split_load`)."""
+
+    index: int = 0
+    procs: int = 1
+
+    def ids(self, n: int) -> range:
+        return range(self.index, n, self.procs)
+
+
+class _Strided(SeqABC[Conversation]):
+    """`base[start::step]`, made on use (the closed loop's plan is lazy)."""
+
+    def __init__(self, base: SeqABC[Conversation], ids: range) -> None:
+        self.base, self.ids = base, ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, i: int) -> Conversation: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> SeqABC[Conversation]: ...
+
+    def __getitem__(self, i: int | slice) -> Conversation | SeqABC[Conversation]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return self.base[self.ids[i]]
+
+
+@dataclass
+class SessionsPlan:
+    """What `drive_sessions` takes for one share of a run: built the same way in every process."""
+
+    conversations: SeqABC[Conversation]
+    starts_s: list[float] | None
+    load: Load
+    request_of: Callable[[tuple[Message, ...], Prompt, int], tuple[dict[str, Any], tuple[Message, ...], int, int]]
+    opening: Callable[[int], tuple[Message, ...]] | None
+    count: Callable[[str], int] | None
+    ids: range            # the plan's conversation number of each of `conversations`
+
+
+def sessions_plan(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: str, duration_s: float,
+                  seed: int = 0, share: Share = Share()) -> SessionsPlan:
+    """Share `share` of the run's conversations, starts and load, and how its turns are built."""
+    from harness.live.openai.load import split_load
 
     _, out_dist = length_mix(mix)
     builder = TurnBuilder(target.api, prepared.calibration, prepared.tokenizer, seed, traffic.block_tokens,
                           out_dist.max_tokens)
     convs, starts, fallback = _plan(traffic, mix, duration_s, seed, PromptBuilder(seed), prepared)
     builder.fallback_output = fallback
-    headers = target.headers()
+    ids = share.ids(len(convs))
 
     def request_of(history: tuple[Message, ...], prompt: Prompt, index: int
                    ) -> tuple[dict[str, Any], tuple[Message, ...], int, int]:
@@ -155,11 +204,32 @@ def drive_traffic(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: 
         body.update(builder.payload(turn))
         return body, turn.messages, turn.prompt_tokens, turn.output_tokens
 
-    count = prepared.tokenizer.count if prepared.tokenizer is not None else None
+    def opening(conv: int) -> tuple[Message, ...]:   # conv: the share's own number; its group: the plan's
+        return (builder.system_prefix(ids[conv] % traffic.prefix_groups, traffic.prefix_tokens),)
+
+    mine = convs if share.procs == 1 else _Strided(convs, ids)
+    return SessionsPlan(mine, None if starts is None else [starts[k] for k in ids],
+                        split_load(traffic.load, share.index, share.procs), request_of,
+                        opening if traffic.prefix_tokens else None,
+                        prepared.tokenizer.count if prepared.tokenizer is not None else None, ids)
+
+
+def drive_traffic(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: str, duration_s: float, seed: int = 0,
+                  timeout_s: float = 60.0) -> SessionsDriven:
+    """The traffic sent to `target` for `duration_s` s, in an event loop of its own (the live driver's);
+    over `traffic.driver_procs` processes (`procs.drive_over_procs`) when more than one."""
+    procs = traffic.driver_procs
+    from harness.live.driver_loop import new_loop
 
     async def main() -> SessionsDriven:
-        drive = drive_sessions(target.url, target.api, convs, traffic.load, request_of, duration_s, starts,
-                               headers, timeout_s, opening if traffic.prefix_tokens else None, count)
+        if procs > 1:
+            from harness.live.openai.procs import drive_over_procs
+
+            drive = drive_over_procs(target, prepared, traffic, mix, duration_s, seed, timeout_s, procs)
+        else:
+            plan = sessions_plan(target, prepared, traffic, mix, duration_s, seed)
+            drive = drive_sessions(target.url, target.api, plan.conversations, plan.load, plan.request_of, duration_s,
+                                   plan.starts_s, target.headers(), timeout_s, plan.opening, plan.count)
         if target.server_metrics_url is None:
             return await drive
         done: list[SessionsDriven] = []
@@ -169,9 +239,6 @@ def drive_traffic(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: 
             return done[0].driven
         await scraped(target.server_metrics_url, driven())
         return done[0]
-
-    def opening(conv: int) -> tuple[Message, ...]:
-        return (builder.system_prefix(conv % traffic.prefix_groups, traffic.prefix_tokens),)
 
     with asyncio.Runner(loop_factory=new_loop) as runner:
         return runner.run(main())
