@@ -72,21 +72,25 @@ def plan_trials(spec: str) -> list[FlawTrial]:
 
 
 def review_framework(spec: str, seed: int = 1, scale: float | None = None, warmup_s: float | None = None,
-                     run_one: Callable[[LivePlan], RunResult] | None = None) -> list[FlawTrial]:
+                     run_one: Callable[[LivePlan], RunResult] | None = None,
+                     duration_s: float | None = None) -> list[FlawTrial]:
     """Run the trials of `plan_trials(spec)` live; `run_one(plan)` runs one plan (default
-    `plan.run()`, e.g. shown with a progress bar). A KeyboardInterrupt stops it with the trials
-    measured so far (the rest `skipped`: interrupted)."""
+    `plan.run()`, e.g. shown with a progress bar). `duration_s` cuts every bad day to its first
+    `duration_s` seconds, as a live compare's `--duration` does, in place of the live shortening
+    (a quick look: a disturbance past the cut is not seen). A KeyboardInterrupt stops it with the
+    trials measured so far (the rest `skipped`: interrupted)."""
     run_one = run_one or (lambda plan: plan.run())
     trials = plan_trials(spec)
     days = sorted({w for t in trials if t.skipped is None for w in t.scenarios})
-    shortened = workload_of({w: p["shortening"] for w, p in live_plan(days).items()}) if days else None
+    shortened = (workload_of({w: p["shortening"] for w, p in live_plan(days).items()})
+                 if days and duration_s is None else None)
     base = framework_target(spec).config  # type: ignore[union-attr]
     given: dict[str, RunResult] = {}
     out: list[FlawTrial] = []
     interrupted = False
 
     def run(target: str, day: str) -> RunResult:
-        plan = plan_live(target, day, seed, {}, None, None, scale, scale_from=base, warmup_s=warmup_s,
+        plan = plan_live(target, day, seed, {}, duration_s, None, scale, scale_from=base, warmup_s=warmup_s,
                          workload_config=shortened(day) if shortened else None)
         res = run_one(plan)
         if res.summary.partial:
