@@ -144,7 +144,7 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     _o("--allow-remote", Panel.URL, URL_LIVE | LLM_URL, per_command={"compare": LLM_URL}, panel_in={"compare": Panel.LLM},
        tolerated={"run": where([Kind.DESIGN, Kind.FRAMEWORK], [Mode.LIVE]),
                   "sweep": SIM | where([Kind.DESIGN, Kind.FRAMEWORK], [Mode.LIVE])}),
-    _o("--warmup", Panel.LIVE, LIVE),
+    _o("--warmup", Panel.LIVE, LIVE, per_command={"review": where([Kind.FRAMEWORK])}),
     _o("--driver", Panel.LIVE, LIVE),
     _o("--workers", Panel.LIVE, where(HARNESS, [Mode.LIVE], [Driver.LOCUST]), tolerated={"run": SIM | BUILTIN_LIVE}),
     _o("--driver-procs", Panel.LIVE, BUILTIN_LIVE),
