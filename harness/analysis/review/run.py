@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from harness.analysis.llm import llm_rank
-from harness.analysis.rank import ablate, ablation_job_count, exposing_plan, llm_section
+from harness.analysis.rank import LlmSection, ablate, ablation_job_count, exposing_plan, llm_section
 from harness.analysis.review.alerts import RunTap, alerts_answer, baseline_runs
 from harness.analysis.review.canary import canary_answer, start_canary_answer
 from harness.analysis.variants import OnDone, OnPlanned, knobs_of
@@ -180,7 +180,8 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
            parts: Sequence[Part] = (), rank: RankResult | None = None, on_done: OnDone | None = None,
            scale: float | None = None, flaw_scenarios: dict[str, list[str]] | None = None,
            on_planned: OnPlanned | None = None, seeds: list[int] | None = None, alerts: bool = True,
-           canary_seeds: int = 0, canary: CanaryResult | None = None) -> ReviewResult:
+           canary_seeds: int = 0, canary: CanaryResult | None = None,
+           llm: LlmSection | None = llm_rank) -> ReviewResult:
     """The review of `design` (a target spec or TOML; default naive, the doc's design).
 
     `rank` reuses a saved rank (same design) instead of running the ablation;
@@ -195,7 +196,8 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
     hardened and the design (with a saved `rank`, on runs of its own, one per
     design and scenario); `canary` (a saved `harness canary` result) or
     `canary_seeds` (> 0: run the built-in plans over that many seeds) answers
-    the canary question.
+    the canary question. `llm` builds the rank's LLM section (None: none; tests of the
+    ablation alone skip its ~8 CPU-s of pure-Python LLM simulation).
     """
     started = time.perf_counter()
     flawed = design or "naive"
@@ -216,14 +218,14 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
             good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
             on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
         rank = ablate(scen, "hardened", flawed, seed, jobs, plan, on_done, suite="bad-day", on_planned=on_planned,
-                      seeds=seeds, llm=llm_rank)
-    elif rank.llm is None:  # a rank saved before it had an LLM section
-        rank = rank.model_copy(update={"llm": llm_section(llm_rank, first_seed, jobs)})
+                      seeds=seeds, llm=llm)
+    elif rank.llm is None and llm is not None:  # a rank saved before it had an LLM section
+        rank = rank.model_copy(update={"llm": llm_section(llm, first_seed, jobs)})
     alerts_part = _alerts(rank, tap, factor, first_seed, jobs, notes) if alerts else None
     embedded = built()
-    llm = embedded.get("llm")
-    if isinstance(llm, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
-        embedded["llm"] = llm.model_copy(update={"flaws": [c for f in rank.llm.flaws for c in f.costs]})
+    answered = embedded.get("llm")
+    if isinstance(answered, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
+        embedded["llm"] = answered.model_copy(update={"flaws": [c for f in rank.llm.flaws for c in f.costs]})
     return ReviewResult(
         design=flawed, seed=seed, quick=quick, rank=rank, capacity=embedded.get("capacity"),
         pool=embedded.get("pool"), llm=embedded.get("llm"), alerts=alerts_part, canary=canary_part(),
