@@ -20,7 +20,8 @@ SMALL = {"full-batch-only": ["night"], "no-admission-control": ["night"], "blind
 
 @pytest.fixture(scope="module")
 def result():
-    return review(flaw_scenarios=SMALL, scale=0.2, jobs=Jobs(workers=1))
+    # No LLM section (~8 CPU-s of pure-Python LLM sims): tests/harness/test_llm_review.py renders a review with one.
+    return review(flaw_scenarios=SMALL, scale=0.2, jobs=Jobs(workers=1), llm=None)
 
 
 def test_items_hold_the_measured_figures(result):
