@@ -112,6 +112,8 @@ def review(
                                              "bad day to its first S seconds (a quick look) instead of keeping each "
                                              "disturbance whole.", callback=bounded("--duration", gt=0, unit=" s")),
     warmup: Optional[float] = WARMUP,
+    flaw: Optional[List[str]] = typer.Option(None, "--flaw", help="A framework target reviewed live: only this "
+                                             "declared flaw (repeatable; default: every one it has)."),
     no_cache: bool = NO_CACHE,
 ) -> None:
     """The design-review demo: each doc item's flaw, experiment, cost, fix and gain, then the ranking.
@@ -126,7 +128,7 @@ def review(
     if design and framework_name(design):
         from harness.cli.frameworks import review_framework_cmd
 
-        return review_framework_cmd(design, seed, scale, warmup, as_json, out_path, quiet, duration)
+        return review_framework_cmd(design, seed, scale, warmup, as_json, out_path, quiet, duration, flaw)
     jobs = sim_jobs(executor, n_jobs, no_cache)
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review

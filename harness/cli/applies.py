@@ -145,6 +145,7 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
        tolerated={"run": where([Kind.DESIGN, Kind.FRAMEWORK], [Mode.LIVE]),
                   "sweep": SIM | where([Kind.DESIGN, Kind.FRAMEWORK], [Mode.LIVE])}),
     _o("--warmup", Panel.LIVE, LIVE, per_command={"review": where([Kind.FRAMEWORK])}),
+    _o("--flaw", Panel.LIVE, where([Kind.FRAMEWORK])),  # review's only
     _o("--driver", Panel.LIVE, LIVE),
     _o("--workers", Panel.LIVE, where(HARNESS, [Mode.LIVE], [Driver.LOCUST]), tolerated={"run": SIM | BUILTIN_LIVE}),
     _o("--driver-procs", Panel.LIVE, BUILTIN_LIVE),

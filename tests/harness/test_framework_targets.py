@@ -175,3 +175,21 @@ def test_review_duration_and_warmup_are_for_framework_targets_only() -> None:
     for option in (["--duration", "2"], ["--warmup", "0.5"]):
         res = runner.invoke(app, ["review", "hardened", *option])
         assert res.exit_code == 2 and f"{option[0]} applies to a framework target only" in res.output, res.output
+
+
+def test_a_framework_review_of_one_flaw_runs_only_its_days() -> None:
+    from harness.analysis.review.frameworks import review_framework
+
+    planned = []
+
+    def record(plan):
+        planned.append((plan.target, plan.workload.name))
+        raise KeyboardInterrupt
+
+    trials = review_framework("ray-serve", scale=0.02, run_one=record, duration_s=1.0, flaws=["clock-cut-batches"])
+    assert [t.flaw.id for t in trials] == ["clock-cut-batches"]
+    assert planned == [("ray-serve", "steady")]
+    with pytest.raises(ValueError, match="--flaw per-server-queues: ray-serve has no such flaw"):
+        review_framework("ray-serve", run_one=record, flaws=["per-server-queues"])
+    res = runner.invoke(app, ["review", "hardened", "--flaw", "blind-retries"])
+    assert res.exit_code == 2 and "--flaw applies to a framework target only" in res.output, res.output
