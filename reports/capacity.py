@@ -12,7 +12,6 @@ import html as _html
 import math
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 from rich import box
 from rich.console import Console
 from rich.padding import Padding
@@ -20,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.results.capacity import CapacityResult, Loss
-from reports.charts import NEVER, layout
+from reports.charts import NEVER, layout, make_subplots
 from reports.fmt import fmt_gpus, fmt_measured, fmt_ms, fmt_pct
 from reports.page import Section
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Mapping
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from harness.results.pool import PolicyRun
-from reports.charts import FONT
+from reports.charts import FONT, make_subplots
 from reports.fmt import fmt_pct, plain_s
 
 __all__ = ["MODEL_COLORS", "gantt_figure"]

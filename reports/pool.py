@@ -11,14 +11,13 @@ import html as _html
 from typing import Callable
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from harness.results.pool import PolicyRun, PoolResult, VerdictReason
-from reports.charts import FONT, NEVER
+from reports.charts import FONT, NEVER, make_subplots
 from reports.fmt import fmt_pct, plain_s
 from reports.gantt import MODEL_COLORS, gantt_figure
 from reports.page import Section

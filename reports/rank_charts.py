@@ -6,10 +6,9 @@ from __future__ import annotations
 import html as _html
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from harness.results.rank import NOISE_P99_S, FlawCost, FlawRank, RankResult, ScenarioCost, TailChange
-from reports.charts import FONT
+from reports.charts import FONT, make_subplots
 from reports.fmt import fmt_pct, fmt_s
 
 __all__ = ["GAIN_OTHER", "GAIN_TOP", "OTHER", "TOP", "cost_tail", "heatmap_figure", "label", "p99_at", "p99_change",

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from harness.results.run import ANSWERED, Outcome, OutcomeFigures, RunResult, outcome_at
-from reports.charts import FONT, NEVER, OUTCOME_COLORS
+from reports.charts import FONT, NEVER, OUTCOME_COLORS, make_subplots
 from reports.fmt import fmt_s, fmt_share
 
 __all__ = ["Marker", "Side", "add_markers", "cdf_figure", "label_levels", "log_axis", "markers",

@@ -10,10 +10,9 @@ the client's requests in flight, and its KV-cache usage (right axis). Reads only
 from __future__ import annotations
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from harness.results.llm import LlmResult, LlmRun
-from reports.charts import SIDE_COLORS, layout
+from reports.charts import SIDE_COLORS, layout, make_subplots
 from reports.page import Section
 
 __all__ = ["server_figure", "server_line", "server_sections"]

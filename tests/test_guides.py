@@ -249,6 +249,7 @@ def test_every_command_a_guide_shows_runs(guide: str, form: str, tmp_path: Path,
         began = time.monotonic()
         _run(step, cwd, monkeypatch)
         took = time.monotonic() - began
+        print(f"{step.page}:{step.line} {step.tier} form: {took:.1f} s")  # what each step costs, under -s or -rP
         if form == "fast":
             assert took < 120, f"{step.page}:{step.line}: the fast form took {took:.0f} s: give it a faster one"
 

@@ -1,7 +1,9 @@
 """Confidence over seeds: a figure's mean with its 95% interval, and the test of a difference.
 
 Pure functions of lists of numbers (numpy and scipy.stats only); the typed results
-are `harness.results.stats.Interval` and `Difference`.
+are `harness.results.stats.Interval` and `Difference`. scipy.stats is imported where a
+test is made, not with this module: it costs about 1.4 s, and every command imports this
+module (`harness compare` of one seed never tests anything).
 
 Why Student t over seeds, not the bootstrap or Wilcoxon: a seeded sweep has few
 seeds (3 to 10). A percentile bootstrap of 5 values has only 126 distinct
@@ -27,7 +29,6 @@ import math
 from typing import Literal, Sequence
 
 import numpy as np
-from scipy import stats
 
 from harness.results.stats import CONFIDENCE, Difference, Interval
 
@@ -61,6 +62,8 @@ def interval(values: Sequence[float | None], confidence: float = CONFIDENCE) -> 
     sem = float(x.std(ddof=1)) / math.sqrt(n)
     if sem == 0:
         return Interval(mean=mean, lo=mean, hi=mean, n=n)
+    from scipy import stats
+
     lo, hi = stats.t.interval(confidence, n - 1, loc=mean, scale=sem)
     return Interval(mean=mean, lo=float(lo), hi=float(hi), n=n)
 
@@ -105,6 +108,8 @@ def difference(a: Sequence[float | None], b: Sequence[float | None], paired: boo
     if sd == 0:
         return Difference(mean=mean, lo=mean, hi=mean, p_value=_certain(mean - margin, alternative), test=test,
                           **base)
+    from scipy import stats
+
     two_sided = stats.ttest_1samp(d, 0.0) if paired else stats.ttest_ind(xb, xa, equal_var=False)
     tested = (stats.ttest_1samp(d, margin, alternative=alternative) if paired
               else stats.ttest_ind(xb - margin, xa, equal_var=False, alternative=alternative))

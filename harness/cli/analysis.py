@@ -18,6 +18,7 @@ from harness.analysis.stats import seeds_from
 from harness.analysis.variants import OnDone, OnPlanned
 from harness.cli.common import (ALLOW_REMOTE, EXECUTOR, HTML, JOBS, JSON, NO_CACHE, OUT, QUIET, SEED, SEEDS, bounded,
                                 cache_noted, err, existing_file, fail, publish, sim_jobs, writable_file)
+from harness.cli.live import WARMUP
 from harness.results import io as results
 from harness.results import load_result
 from harness.results.canary import CanaryResult
@@ -107,6 +108,12 @@ def review(
     scale: Optional[float] = typer.Option(None, "--scale", help="A framework target (litserve, ray-serve, bentoml), "
                                           "reviewed live: shrink rates and fleet together, 0 < S <= 1.",
                                           callback=bounded("--scale", gt=0, le=1)),
+    duration: Optional[float] = typer.Option(None, "--duration", help="A framework target reviewed live: cut every "
+                                             "bad day to its first S seconds (a quick look) instead of keeping each "
+                                             "disturbance whole.", callback=bounded("--duration", gt=0, unit=" s")),
+    warmup: Optional[float] = WARMUP,
+    flaw: Optional[List[str]] = typer.Option(None, "--flaw", help="A framework target reviewed live: only this "
+                                             "declared flaw (repeatable; default: every one it has)."),
     no_cache: bool = NO_CACHE,
 ) -> None:
     """The design-review demo: each doc item's flaw, experiment, cost, fix and gain, then the ranking.
@@ -121,7 +128,7 @@ def review(
     if design and framework_name(design):
         from harness.cli.frameworks import review_framework_cmd
 
-        return review_framework_cmd(design, seed, scale, None, as_json, out_path, quiet)
+        return review_framework_cmd(design, seed, scale, warmup, as_json, out_path, quiet, duration, flaw)
     jobs = sim_jobs(executor, n_jobs, no_cache)
     from harness.analysis.review import check_design, default_parts
     from harness.analysis.review import review as run_review

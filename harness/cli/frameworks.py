@@ -49,15 +49,16 @@ def render_frameworks(console: Console, knobs: bool = False) -> None:
 
 
 def review_framework_cmd(spec: str, seed: int, scale: float | None, warmup_s: float | None, as_json: bool,
-                         out_path: Path | None, quiet: bool) -> None:
+                         out_path: Path | None, quiet: bool, duration_s: float | None = None,
+                         flaws: list[str] | None = None) -> None:
     """`harness review FRAMEWORK`: each declared flaw's cost at the defaults and its fix, measured live
     (harness.analysis.review.frameworks); one compare result file per measured flaw."""
-    from harness.analysis.review.frameworks import plan_trials, review_framework
+    from harness.analysis.review.frameworks import chosen, plan_trials, review_framework
     from harness.cli.live import _shown_run
     from harness.results import io as results
 
     try:
-        planned = plan_trials(spec)
+        planned = chosen(plan_trials(spec), flaws, spec)
     except (ConfigError, ValueError) as exc:
         fail(str(exc))
     if not quiet and not as_json:
@@ -65,7 +66,8 @@ def review_framework_cmd(spec: str, seed: int, scale: float | None, warmup_s: fl
         out.print(f"review of {spec}, live: {len(planned)} flaw(s); bad days {', '.join(runs) or 'none'}: "
                   f"each run as given and with each flaw's fix", highlight=False)
     try:
-        trials = review_framework(spec, seed, scale, warmup_s, run_one=_shown_run(quiet or as_json))
+        trials = review_framework(spec, seed, scale, warmup_s, run_one=_shown_run(quiet or as_json),
+                                  duration_s=duration_s, flaws=flaws)
     except (ConfigError, ValueError, OSError) as exc:
         fail(str(exc))
     doc: dict[str, Any] = {"target": spec, "flaws": []}

@@ -100,7 +100,7 @@ class Jobs:
     RAY_ADDRESS where set, else a local instance). Whether the executor's package is
     installed is checked when jobs run (or first, with `require`). `cache`: a
     `harness.engine.run_cache.RunCache` that answers the sim jobs it has seen finish
-    (only `run`; None, the default: every job runs)."""
+    (`run` and `start`; None, the default: every job runs)."""
 
     executor: Executor = Executor.PROCESS
     workers: int | None = None
@@ -146,9 +146,18 @@ class Jobs:
         """Start `work` on worker processes now and return the call that waits for their
         results (in job order), so this process can do other work meanwhile (the review
         computes its Part 2/3 answers while the canary rollouts run). The call shuts the
-        workers down. Inline and Ray jobs run at that call instead, as `run` would."""
+        workers down. Inline and Ray jobs run at that call instead, as `run` would. With a
+        cache, only the jobs it cannot answer start."""
+        if self.cache is not None:
+            return self.cache.start(work, self._start_all)
+        return self._start_all(work)
+
+    def _start_all(self, work: Sequence[Job[R]]) -> Callable[[], list[R]]:
+        """`start` without the cache: every job starts."""
+        if not work:
+            return list
         if self.executor is not Executor.PROCESS or self.width <= 1 or len(work) <= 1:
-            return lambda: self.run(work)
+            return lambda: self._run_all(work, None)
         pool = ProcessPoolExecutor(max_workers=self.width)
         try:
             futures = {i: pool.submit(_run, work[i]) for i in _longest_first(work)}

@@ -7,7 +7,11 @@ those (`sim_key`), so `review` after `compare`, `rank` after `review` and a seco
 `compare` reuse what is already known; a change to any knob, any workload field, the
 seed, or any source file of `harness`, `targets` or `workloads` (`code_version`) is
 another key, hence a miss. A job takes part by having `sim_inputs() -> (TargetConfig,
-WorkloadConfig, seed)` (SimJob, VariantJob); any other job always runs.
+WorkloadConfig, seed)` (SimJob, VariantJob), or by having `cache_inputs()`, a JSON
+value of everything else that decides its `run()` (capacity's Point, a canary rollout:
+`value_key`, the job's class name and the code's version with it); any other job always
+runs. A result that is not a job's (the pool experiment, an LLM section) is kept by
+`memo(kind, inputs, build)` under the same discipline.
 
 Where: `$HARNESS_CACHE_DIR`, else `$XDG_CACHE_HOME/harness/runs`, else
 `~/.cache/harness/runs` (`default_dir`); one file per run, written atomically (a
@@ -17,27 +21,34 @@ an entry. An entry that cannot be read, or that holds another key, is a miss wit
 empty it. A partial run (interrupted) is never stored.
 
 The cache counts what it served: `hits` (labels of the runs it gave back, in the order
-served) and `misses`; the CLI reports them and writes `cached_runs` into the result.
+served) and `misses`; the CLI reports them and writes `cached_runs` into the result. One
+cache may serve several threads at once (the review builds its parts on a thread).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import functools
 import hashlib
 import json
 import os
 import pickle
 import tempfile
+import threading
 import warnings
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
 
+from pydantic import BaseModel
+
 from harness.results.run import RunResult
 from targets.config import TargetConfig
 from workloads.model import WorkloadConfig
 
-__all__ = ["RunCache", "RunCacheWarning", "SimInputs", "code_version", "default_dir", "job_label", "sim_key"]
+__all__ = ["CacheInputs", "RunCache", "RunCacheWarning", "SimInputs", "code_version", "default_dir", "job_label",
+           "sim_key", "value_key"]
 
 R = TypeVar("R")
 FORMAT = 1  # bump when the entry layout changes: older entries become misses
@@ -54,6 +65,14 @@ class SimInputs(Protocol):
     """A job whose result is `run_sim(*job.sim_inputs())`: the cache may answer it."""
 
     def sim_inputs(self) -> tuple[TargetConfig, WorkloadConfig, int]: ...
+
+
+@runtime_checkable
+class CacheInputs(Protocol):
+    """A job whose `run()` is decided by `cache_inputs()` (a JSON value: plain data, pydantic
+    models, dataclasses) and the code alone: the cache may answer it."""
+
+    def cache_inputs(self) -> Any: ...
 
 
 def default_dir() -> Path:
@@ -83,8 +102,30 @@ def sim_key(target: TargetConfig, workload: WorkloadConfig, seed: int, code: str
     return hashlib.sha256(json.dumps(doc, sort_keys=True, allow_nan=True).encode()).hexdigest()
 
 
+def _plain(value: Any) -> Any:
+    """A JSON value of what json cannot write itself: a pydantic model, a dataclass, an enum."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"the run cache cannot key a {type(value).__name__}")
+
+
+def value_key(kind: str, inputs: Any, code: str | None = None) -> str:
+    """The cache key of the result of `kind` (a name of what computes it) from `inputs` (a JSON
+    value of everything else that decides it) under `code` (default: `code_version()`)."""
+    doc = [FORMAT, code or code_version(), kind, inputs]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, allow_nan=True, default=_plain).encode()).hexdigest()
+
+
 def job_label(job: Any) -> str:
-    """How a run is named where the cache reports it: 'target on workload, seed N'."""
+    """How a run is named where the cache reports it: the job's `cache_label()` where it has
+    one, else 'target on workload, seed N'."""
+    label = getattr(job, "cache_label", None)
+    if callable(label):
+        return str(label())
     return f"{getattr(job, 'target', '?')} on {getattr(job, 'workload', '?')}, seed {getattr(job, 'seed', '?')}"
 
 
@@ -95,18 +136,29 @@ class RunCache:
         self.root = Path(root) if root is not None else default_dir()
         self.hits: list[str] = []
         self.misses = 0
+        self._lock = threading.Lock()  # the counters, when threads share the cache
+
+    def _hit(self, label: str) -> None:
+        with self._lock:
+            self.hits.append(label)
+
+    def _missed(self) -> None:
+        with self._lock:
+            self.misses += 1
 
     def key(self, job: object) -> str | None:
-        """The job's key, or None when the cache cannot answer it (not a SimInputs job)."""
-        if not isinstance(job, SimInputs):
-            return None
-        return sim_key(*job.sim_inputs())
+        """The job's key, or None when the cache cannot answer it (neither SimInputs nor CacheInputs)."""
+        if isinstance(job, SimInputs):
+            return sim_key(*job.sim_inputs())
+        if isinstance(job, CacheInputs):
+            return value_key(f"{type(job).__module__}.{type(job).__qualname__}", job.cache_inputs())
+        return None
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.run"
 
-    def get(self, key: str) -> RunResult | None:
-        """The stored run of `key`; None when absent or unreadable (a RunCacheWarning)."""
+    def get(self, key: str) -> Any | None:
+        """The stored result of `key`; None when absent or unreadable (a RunCacheWarning)."""
         path = self._path(key)
         try:
             blob = path.read_bytes()
@@ -117,7 +169,7 @@ class RunCache:
             return None
         try:
             fmt, stored_key, result = pickle.loads(zlib.decompress(blob))
-            if fmt != FORMAT or stored_key != key or not isinstance(result, RunResult):
+            if fmt != FORMAT or stored_key != key or result is None:
                 raise ValueError("not this run's entry")
         except Exception as exc:  # any damage at all is a miss, never a crash
             warnings.warn(f"run cache: corrupt entry {path} ({type(exc).__name__}: {exc}): running it again",
@@ -125,9 +177,9 @@ class RunCache:
             return None
         return result
 
-    def put(self, key: str, result: RunResult) -> None:
+    def put(self, key: str, result: Any) -> None:
         """Store `result` under `key` atomically (a partial run is not stored)."""
-        if result.summary.partial:
+        if result is None or (isinstance(result, RunResult) and result.summary.partial):
             return
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,13 +193,8 @@ class RunCache:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    def run(self, work: Sequence[Any], on_done: Callable[[int, Any, Any], None] | None,
-            run_rest: Callable[[Sequence[Any], Callable[[int, Any, Any], None]], list[Any]]) -> list[Any]:
-        """Each job's result in job order: stored ones from disk (`on_done` called for them
-        first), the rest by `run_rest(jobs, on_done)` (an executor), each stored as it finishes.
-
-        An interruption of `run_rest` (`harness.engine.jobs.JobsInterrupted`) is raised again,
-        its `results` now the whole batch's: the stored ones and those that finished."""
+    def _lookup(self, work: Sequence[Any]) -> tuple[list[str | None], list[Any], list[int]]:
+        """(each job's key, the stored results in place and None elsewhere, the indices to run)."""
         keys = [self.key(job) for job in work]
         results: list[Any] = [None] * len(work)
         rest: list[int] = []
@@ -155,10 +202,29 @@ class RunCache:
             found = self.get(key) if key is not None else None
             if found is None:
                 rest.append(i)
-                self.misses += key is not None
+                if key is not None:
+                    self._missed()
                 continue
             results[i] = found
-            self.hits.append(job_label(job))
+            self._hit(job_label(job))
+        return keys, results, rest
+
+    def _store(self, key: str | None, result: Any) -> None:
+        if key is None or result is None:
+            return
+        try:
+            self.put(key, result)
+        except OSError as exc:  # a full or read-only disk costs the reuse, not the run
+            warnings.warn(f"run cache: cannot store a run in {self.root} ({exc})", RunCacheWarning, stacklevel=3)
+
+    def run(self, work: Sequence[Any], on_done: Callable[[int, Any, Any], None] | None,
+            run_rest: Callable[[Sequence[Any], Callable[[int, Any, Any], None]], list[Any]]) -> list[Any]:
+        """Each job's result in job order: stored ones from disk (`on_done` called for them
+        first), the rest by `run_rest(jobs, on_done)` (an executor), each stored as it finishes.
+
+        An interruption of `run_rest` (`harness.engine.jobs.JobsInterrupted`) is raised again,
+        its `results` now the whole batch's: the stored ones and those that finished."""
+        keys, results, rest = self._lookup(work)
         for i in range(len(work)):
             if results[i] is not None and on_done:
                 on_done(i, work[i], results[i])
@@ -166,13 +232,7 @@ class RunCache:
         def done(j: int, job: Any, result: Any) -> None:
             i = rest[j]
             results[i] = result
-            key = keys[i]
-            if key is not None and isinstance(result, RunResult):
-                try:
-                    self.put(key, result)
-                except OSError as exc:  # a full or read-only disk costs the reuse, not the run
-                    warnings.warn(f"run cache: cannot store a run in {self.root} ({exc})", RunCacheWarning,
-                                  stacklevel=2)
+            self._store(keys[i], result)
             if on_done:
                 on_done(i, job, result)
 
@@ -190,17 +250,46 @@ class RunCache:
                 results[rest[j]] = res
         return results
 
+    def start(self, work: Sequence[Any],
+              start_rest: Callable[[Sequence[Any]], Callable[[], list[Any]]]) -> Callable[[], list[Any]]:
+        """`Jobs.start` through the cache: the stored results now, the rest started by
+        `start_rest(jobs)`; the returned call waits for them, stores each, and gives every
+        job's result in job order."""
+        keys, results, rest = self._lookup(work)
+        waiting = start_rest([work[i] for i in rest]) if rest else list
+
+        def collect() -> list[Any]:
+            for j, res in enumerate(waiting()):
+                results[rest[j]] = res
+                self._store(keys[rest[j]], res)
+            return results
+        return collect
+
     def one(self, job: Any, run: Callable[[], RunResult]) -> RunResult:
         """`job`'s stored run, else `run()` (e.g. the job with a progress display), then stored."""
         key = self.key(job)
         found = self.get(key) if key is not None else None
         if found is not None:
-            self.hits.append(job_label(job))
+            self._hit(job_label(job))
             return found
         result = run()
         if key is not None:
-            self.misses += 1
+            self._missed()
             self.put(key, result)
+        return result
+
+    def memo(self, kind: str, inputs: Any, build: Callable[[], R], label: str) -> R:
+        """The stored result of `kind` from `inputs` (`value_key`), else `build()`, then stored;
+        `label` names it among the hits (for a result that is not a job's: the pool experiment,
+        an LLM section)."""
+        key = value_key(kind, inputs)
+        found = self.get(key)
+        if found is not None:
+            self._hit(label)
+            return found
+        result = build()
+        self._missed()
+        self._store(key, result)
         return result
 
     def note(self) -> str:

@@ -65,7 +65,9 @@ class Result(Figures):
     kind: str
     versions: dict[str, str] = Field(default_factory=versions)
     # How it was made, like `versions`: the sim runs the run cache gave back instead of running
-    # them (harness.engine.run_cache; 'target on workload, seed N'); absent when none did.
+    # them (harness.engine.run_cache; 'target on workload, seed N', 'capacity point KEY', 'canary
+    # PLAN on DAY, seed N', 'pool experiment, every policy', 'LLM follow-up, seed N', ...);
+    # absent when none did.
     cached_runs: list[str] | None = None
 
     @model_validator(mode="before")

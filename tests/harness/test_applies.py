@@ -58,7 +58,7 @@ OLD: dict[tuple[str, Where], set[str]] = {
     ("alerts", Where(D, LIVE)): set(),
     ("canary", Where(D, SIM)): {"--rate"},
     ("canary", Where(D, LIVE)): {"--suite"},
-    ("review", Where(D, SIM)): {"--scale"},
+    ("review", Where(D, SIM)): {"--scale", "--duration", "--warmup", "--flaw"},  # the last three added with them (issue 39)
     ("review", Where(F, LIVE)): set(),
 }
 

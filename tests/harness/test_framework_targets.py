@@ -146,3 +146,50 @@ def test_a_bentoml_review_measures_the_flaws_its_knobs_fix() -> None:
 def test_review_scale_is_for_framework_targets_only() -> None:
     res = runner.invoke(app, ["review", "hardened", "--scale", "0.1"])
     assert res.exit_code == 2 and "--scale applies to a framework target only" in res.output
+
+
+@pytest.mark.parametrize("duration_s, warmup_s", [(2.0, 0.5), (None, None)])
+def test_a_framework_review_cuts_each_day_to_its_duration_and_warms_as_asked(duration_s, warmup_s) -> None:
+    """`harness review FRAMEWORK --duration S --warmup W`: every planned run is S long (else the live
+    shortening, which keeps the spike whole) after a W s warm-up (else the default)."""
+    from harness.analysis.review.frameworks import review_framework
+    from harness.live.warmup import DEFAULT_WARMUP_S
+
+    planned = []
+
+    def first_only(plan):
+        planned.append(plan)
+        raise KeyboardInterrupt  # stops the review: the rest are skipped, nothing starts
+
+    trials = review_framework("ray-serve", scale=0.02, warmup_s=warmup_s, run_one=first_only, duration_s=duration_s)
+    assert all(t.result is None for t in trials) and len(planned) == 1
+    (plan,) = planned
+    assert plan.warmup_s == (DEFAULT_WARMUP_S if warmup_s is None else warmup_s)
+    if duration_s is None:
+        assert plan.workload.duration_s > 10  # the spike kept whole, with calm before and after
+    else:
+        assert plan.workload.duration_s == duration_s
+
+
+def test_review_duration_and_warmup_are_for_framework_targets_only() -> None:
+    for option in (["--duration", "2"], ["--warmup", "0.5"]):
+        res = runner.invoke(app, ["review", "hardened", *option])
+        assert res.exit_code == 2 and f"{option[0]} applies to a framework target only" in res.output, res.output
+
+
+def test_a_framework_review_of_one_flaw_runs_only_its_days() -> None:
+    from harness.analysis.review.frameworks import review_framework
+
+    planned = []
+
+    def record(plan):
+        planned.append((plan.target, plan.workload.name))
+        raise KeyboardInterrupt
+
+    trials = review_framework("ray-serve", scale=0.02, run_one=record, duration_s=1.0, flaws=["clock-cut-batches"])
+    assert [t.flaw.id for t in trials] == ["clock-cut-batches"]
+    assert planned == [("ray-serve", "steady")]
+    with pytest.raises(ValueError, match="--flaw per-server-queues: ray-serve has no such flaw"):
+        review_framework("ray-serve", run_one=record, flaws=["per-server-queues"])
+    res = runner.invoke(app, ["review", "hardened", "--flaw", "blind-retries"])
+    assert res.exit_code == 2 and "--flaw applies to a framework target only" in res.output, res.output

@@ -50,7 +50,7 @@ def both(tmp_path_factory: pytest.TempPathFactory):
     res = CliRunner().invoke(app, ["alerts", "hardened", "--out", str(out), "--suite", str(suite), "-q", "-j", "1"])
     assert res.exit_code == 0, res.output
     alerts = load_result(out / "hardened-alerts-result.json")
-    rev = review("hardened", flaw_scenarios=REVIEW_SCENARIOS, jobs=Jobs(workers=1))
+    rev = review("hardened", flaw_scenarios=REVIEW_SCENARIOS, jobs=Jobs(workers=1), llm=None)  # no LLM section
     (out / "review.json").write_text(json.dumps(rev.to_json()))
     return out, alerts, rev
 

@@ -20,7 +20,8 @@ SMALL = {"full-batch-only": ["night"], "no-admission-control": ["night"], "blind
 
 @pytest.fixture(scope="module")
 def result():
-    return review(flaw_scenarios=SMALL, scale=0.2, jobs=Jobs(workers=1))
+    # No LLM section (~8 CPU-s of pure-Python LLM sims): tests/harness/test_llm_review.py renders a review with one.
+    return review(flaw_scenarios=SMALL, scale=0.2, jobs=Jobs(workers=1), llm=None)
 
 
 def test_items_hold_the_measured_figures(result):
@@ -73,7 +74,7 @@ def test_user_design_replaces_naive(tmp_path):
     design = tmp_path / "my-design.toml"
     design.write_text('name = "mine"\nbase = "naive"\nfix = ["full-batch-only"]\n')
     d = review(str(design), flaw_scenarios={"full-batch-only": ["night"], "blind-retries": ["night"]},
-               scale=0.2, jobs=Jobs(workers=1))
+               scale=0.2, jobs=Jobs(workers=1), llm=None)  # the module's review covers the LLM section
     assert d.rank.flawed == "mine"
     fbo = next(it for it in d.doc_items if it.flaw == "full-batch-only")
     assert fbo.gain.note and "already fixed in mine" in gain(fbo)
@@ -86,7 +87,7 @@ def test_a_failing_part_becomes_a_note():
         raise RuntimeError("no GPUs today")
 
     d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, jobs=Jobs(workers=1),
-               parts=[("Part 2 (capacity)", broken)])
+               parts=[("Part 2 (capacity)", broken)], llm=None)
     assert d.capacity is None and d.pool is None
     assert d.notes == ["Part 2 (capacity) failed: RuntimeError: no GPUs today"]
     assert any("Part 2 (capacity) failed" in line for line in narrative(d))
@@ -95,7 +96,7 @@ def test_a_failing_part_becomes_a_note():
 def test_progress_counts_every_run():
     planned, done = [], []
     d = review(flaw_scenarios=SMALL, scale=0.2, jobs=Jobs(workers=1), on_planned=planned.append,
-               on_done=lambda i, job, res: done.append(job.target))
+               on_done=lambda i, job, res: done.append(job.target), llm=None)
     assert sum(planned) == len(done) == d.rank.runs
 
 

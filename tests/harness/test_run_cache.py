@@ -171,7 +171,7 @@ def test_review_after_compare_reuses_exactly_the_runs_they_share(tmp_path: Path)
     tiny.write_text(TINY)
     compared = compare("naive", "hardened", [str(tiny)], jobs=cached_jobs(tmp_path / "c"))
     jobs = cached_jobs(tmp_path / "c")
-    doc = review(flaw_scenarios={"full-batch-only": [str(tiny)]}, scale=1.0, jobs=jobs, alerts=False)
+    doc = review(flaw_scenarios={"full-batch-only": [str(tiny)]}, scale=1.0, jobs=jobs, alerts=False, llm=None)
     assert doc.rank.durations[str(tiny)].kept == "whole"
     assert sorted(jobs.cache.hits) == [f"hardened on {tiny}, seed 1", f"naive on {tiny}, seed 1"]
     assert jobs.cache.misses == doc.rank.runs - 2 > 0  # hardened+full-batch-only, naive-full-batch-only, ...
@@ -186,10 +186,10 @@ def test_a_review_from_the_cache_has_the_figures_of_one_run_afresh(tmp_path: Pat
     tiny.write_text(TINY)
     flaws = {"full-batch-only": [str(tiny)], "blind-retries": [str(tiny)]}
     jobs = cached_jobs(tmp_path / "c")
-    review(flaw_scenarios=flaws, scale=1.0, jobs=jobs, alerts=False)
+    review(flaw_scenarios=flaws, scale=1.0, jobs=jobs, alerts=False, llm=None)
     again = cached_jobs(tmp_path / "c")
-    cached = review(flaw_scenarios=flaws, scale=1.0, jobs=again, alerts=False)
+    cached = review(flaw_scenarios=flaws, scale=1.0, jobs=again, alerts=False, llm=None)
     assert again.cache is not None and again.cache.misses == 0 and len(again.cache.hits) == cached.rank.runs
-    fresh = review(flaw_scenarios=flaws, scale=1.0, jobs=Jobs(Executor.INLINE), alerts=False)
+    fresh = review(flaw_scenarios=flaws, scale=1.0, jobs=Jobs(Executor.INLINE), alerts=False, llm=None)
     count, diffs = differences(cached.to_json(), fresh.to_json(), HOW_MADE)
     assert count > 100 and diffs == []

@@ -15,10 +15,12 @@ from typing import Any, Callable
 from harness.analysis.canary.run import Rollout
 from harness.engine.jobs import Jobs
 from harness.results.canary import CanaryCell, CanaryDayFigures, CanaryResult, CanaryRun
+from targets.config import TargetConfig
 from targets.spec import resolve_target
 from workloads.canary_days import CANARY_DAYS, CanaryDay
 from workloads.canary_plan import CanaryPlan, load_plan
 from workloads.loader import load_workload
+from workloads.model import WorkloadConfig
 
 __all__ = ["CANARY_DAYS", "CanaryDay", "day_figures", "run_canary", "run_rollouts", "start_canary"]
 
@@ -35,13 +37,26 @@ class CanaryJob:
     seed: int
 
     def run(self) -> CanaryRun:
+        plan, day, workload, config = self._inputs()
+        return Rollout(plan, day.version, workload, config, self.seed).run()
+
+    def _inputs(self) -> tuple[CanaryPlan, CanaryDay, WorkloadConfig, TargetConfig]:
         plan = load_plan(self.plan)
         day = CANARY_DAYS[self.day]
         config = resolve_target(self.target, {"peak_qps": plan.rate_rps, **day.overrides})
         workload = load_workload(day.scenario)
         span = sum(s.duration_s for s in plan.steps) if day.fit_to_steps else plan.duration_s
-        workload = workload.scaled(plan.rate_rps / DESIGN_PEAK_RPS, duration_s=span)
-        return Rollout(plan, day.version, workload, config, self.seed).run()
+        return plan, day, workload.scaled(plan.rate_rps / DESIGN_PEAK_RPS, duration_s=span), config
+
+    def cache_inputs(self) -> dict[str, Any]:
+        """Everything that decides `run()` (harness.engine.run_cache): the plan, the canary
+        version and the target as resolved (a plan or design file edited in place misses)."""
+        plan, day, workload, config = self._inputs()
+        return {"plan": plan, "day": self.day, "version": day.version, "workload": workload,
+                "config": config, "seed": self.seed}
+
+    def cache_label(self) -> str:
+        return f"canary {self.plan} on {self.day}, seed {self.seed}"
 
 
 def run_canary(plans: list[str], target: str, seeds: int, first_seed: int = 1, days: list[str] | None = None,

@@ -116,6 +116,15 @@ class Point:
     def config(self) -> TargetConfig:
         return resolve_target(self.target, dict(self.knobs))
 
+    def cache_inputs(self) -> dict[str, Any]:
+        """Everything that decides `run()` (harness.engine.run_cache): the resolved config, not
+        the spec alone, so a TOML design edited in place is another point."""
+        return {"key": self.key, "target": self.target, "config": self.config(), "workload": self.workload,
+                "seed": self.seed, "probe_s": self.probe_s, "backlog": self.backlog}
+
+    def cache_label(self) -> str:
+        return f"capacity point {self.key}"
+
     def run(self) -> dict[str, Any]:
         cfg = self.config()
         schedule = backlog_schedule(self.workload, self.backlog, cfg.reference_length) if self.backlog else None

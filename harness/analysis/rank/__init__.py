@@ -2,6 +2,6 @@
 interaction probes between flaws (`interactions`) and the measures both score by (`scoring`)."""
 
 from harness.analysis.rank.ablation import (REQUEST_BUDGET, LlmSection, ablate, ablation_job_count, exposing_plan,
-                                            rank)
+                                            llm_section, rank)
 
-__all__ = ["REQUEST_BUDGET", "LlmSection", "ablate", "ablation_job_count", "exposing_plan", "rank"]
+__all__ = ["REQUEST_BUDGET", "LlmSection", "ablate", "ablation_job_count", "exposing_plan", "llm_section", "rank"]

@@ -96,7 +96,7 @@ from targets.spec import flaws_present
 from workloads.loader import load_suite
 
 __all__ = ["REQUEST_BUDGET", "SCORE_TEXT", "LlmSection", "ablate", "ablation_job_count", "exposing_plan", "job_count",
-           "measure", "rank", "score_key", "worst"]
+           "llm_section", "measure", "rank", "score_key", "worst"]
 
 Summaries = dict[tuple[str, str], RunSummary]
 LlmSection = Callable[[int], LlmRank]  # the LLM flaws ranked under a seed: harness.analysis.llm.llm_rank
@@ -322,8 +322,17 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
         flaws_in_flawed=sorted(present),
         probe_runs=probe_runs if found else None, interactions=found.plans if found else None,
         wall_s=time.perf_counter() - started, suite_name=suite_name, seeds=seeds if len(seeds) > 1 else None,
-        llm=llm(seed) if llm is not None else None,
+        llm=llm_section(llm, seed, jobs) if llm is not None else None,
     )
+
+
+def llm_section(llm: LlmSection, seed: int, jobs: Jobs = Jobs()) -> LlmRank:
+    """`llm(seed)`, kept in `jobs`' run cache where it has one and `llm` is a module's function
+    (its name and the seed are then all that decides it; a lambda or a closure always runs)."""
+    name = f"{getattr(llm, '__module__', '')}.{getattr(llm, '__qualname__', '<?>')}"
+    if jobs.cache is None or "<" in name:
+        return llm(seed)
+    return jobs.cache.memo(name, {"seed": seed}, lambda: llm(seed), f"LLM flaws ranked, seed {seed}")
 
 
 def exposing_plan(flaw_scenarios: dict[str, list[str]], good: str = "hardened", scale: float = 1.0,

@@ -26,7 +26,7 @@ from targets.frameworks.spec import framework_target
 from workloads.loader import load_workload
 from workloads.model import FaultKind
 
-__all__ = ["FlawTrial", "plan_trials", "review_framework"]
+__all__ = ["FlawTrial", "chosen", "plan_trials", "review_framework"]
 
 
 @dataclass(frozen=True)
@@ -71,22 +71,38 @@ def plan_trials(spec: str) -> list[FlawTrial]:
     return out
 
 
+def chosen(trials: list[FlawTrial], flaws: list[str] | None, spec: str) -> list[FlawTrial]:
+    """The trials of `flaws` (all when None), in declared order; ValueError for a flaw `spec` does not have."""
+    if flaws is None:
+        return trials
+    have = [t.flaw.id for t in trials]
+    unknown = [f for f in flaws if f not in have]
+    if unknown:
+        raise ValueError(f"--flaw {unknown[0]}: {spec} has no such flaw at these knobs (it has: {', '.join(have)})")
+    return [t for t in trials if t.flaw.id in flaws]
+
+
 def review_framework(spec: str, seed: int = 1, scale: float | None = None, warmup_s: float | None = None,
-                     run_one: Callable[[LivePlan], RunResult] | None = None) -> list[FlawTrial]:
+                     run_one: Callable[[LivePlan], RunResult] | None = None,
+                     duration_s: float | None = None, flaws: list[str] | None = None) -> list[FlawTrial]:
     """Run the trials of `plan_trials(spec)` live; `run_one(plan)` runs one plan (default
-    `plan.run()`, e.g. shown with a progress bar). A KeyboardInterrupt stops it with the trials
-    measured so far (the rest `skipped`: interrupted)."""
+    `plan.run()`, e.g. shown with a progress bar). `duration_s` cuts every bad day to its first
+    `duration_s` seconds, as a live compare's `--duration` does, in place of the live shortening
+    (a quick look: a disturbance past the cut is not seen). `flaws`: only these declared flaws
+    (ValueError naming the ones `spec` has for an id it has not). A KeyboardInterrupt stops it with
+    the trials measured so far (the rest `skipped`: interrupted)."""
     run_one = run_one or (lambda plan: plan.run())
-    trials = plan_trials(spec)
+    trials = chosen(plan_trials(spec), flaws, spec)
     days = sorted({w for t in trials if t.skipped is None for w in t.scenarios})
-    shortened = workload_of({w: p["shortening"] for w, p in live_plan(days).items()}) if days else None
+    shortened = (workload_of({w: p["shortening"] for w, p in live_plan(days).items()})
+                 if days and duration_s is None else None)
     base = framework_target(spec).config  # type: ignore[union-attr]
     given: dict[str, RunResult] = {}
     out: list[FlawTrial] = []
     interrupted = False
 
     def run(target: str, day: str) -> RunResult:
-        plan = plan_live(target, day, seed, {}, None, None, scale, scale_from=base, warmup_s=warmup_s,
+        plan = plan_live(target, day, seed, {}, duration_s, None, scale, scale_from=base, warmup_s=warmup_s,
                          workload_config=shortened(day) if shortened else None)
         res = run_one(plan)
         if res.summary.partial:

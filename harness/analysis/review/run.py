@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from harness.analysis.llm import llm_rank
-from harness.analysis.rank import ablate, ablation_job_count, exposing_plan
+from harness.analysis.rank import LlmSection, ablate, ablation_job_count, exposing_plan, llm_section
 from harness.analysis.review.alerts import RunTap, alerts_answer, baseline_runs
 from harness.analysis.review.canary import canary_answer, start_canary_answer
 from harness.analysis.variants import OnDone, OnPlanned, knobs_of
@@ -134,28 +134,37 @@ def capacity_part(seed: int, jobs: Jobs = Jobs()) -> Part:
     return "Part 2 (capacity)", build
 
 
-def pool_part() -> Part:
-    """Part 3: every pool policy on the same arrivals (the default two-model pool)."""
+def pool_part(jobs: Jobs = Jobs()) -> Part:
+    """Part 3: every pool policy on the same arrivals (the default two-model pool), kept in
+    `jobs`' run cache where it has one."""
     def build() -> Any:
         from harness.analysis.pool import run_pool_experiment
+        from harness.analysis.pool.gang import PoolConfig
 
-        return run_pool_experiment()
+        if jobs.cache is None:
+            return run_pool_experiment()
+        return jobs.cache.memo("harness.analysis.pool.run_pool_experiment", {"config": PoolConfig(), "policies": None},
+                               run_pool_experiment, "pool experiment, every policy")
     return "Part 3 (pool)", build
 
 
-def llm_part(seed: int) -> Part:
+def llm_part(seed: int, jobs: Jobs = Jobs()) -> Part:
     """The follow-up "an LLM generating tokens one at a time: how does batching change?" (short sim runs;
-    `review` adds the LLM flaws' costs from its rank's LLM section)."""
+    `review` adds the LLM flaws' costs from its rank's LLM section), kept in `jobs`' run cache where it
+    has one."""
     def build() -> Any:
         from harness.analysis.llm import llm_answer
 
-        return llm_answer(seed, flaws=[])
+        if jobs.cache is None:
+            return llm_answer(seed, flaws=[])
+        return jobs.cache.memo("harness.analysis.llm.llm_answer", {"seed": seed, "flaws": []},
+                               lambda: llm_answer(seed, flaws=[]), f"LLM follow-up, seed {seed}")
     return "LLM follow-up", build
 
 
 def default_parts(seed: int, jobs: Jobs = Jobs()) -> list[Part]:
-    """The Part 2, Part 3 and LLM follow-up answers a full review adds."""
-    return [capacity_part(seed, jobs), pool_part(), llm_part(seed)]
+    """The Part 2, Part 3 and LLM follow-up answers a full review adds (each kept in `jobs`' run cache)."""
+    return [capacity_part(seed, jobs), pool_part(jobs), llm_part(seed, jobs)]
 
 
 def _part(name: str, build: Callable[[], Any], notes: list[str]) -> Result | None:
@@ -171,7 +180,8 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
            parts: Sequence[Part] = (), rank: RankResult | None = None, on_done: OnDone | None = None,
            scale: float | None = None, flaw_scenarios: dict[str, list[str]] | None = None,
            on_planned: OnPlanned | None = None, seeds: list[int] | None = None, alerts: bool = True,
-           canary_seeds: int = 0, canary: CanaryResult | None = None) -> ReviewResult:
+           canary_seeds: int = 0, canary: CanaryResult | None = None,
+           llm: LlmSection | None = llm_rank) -> ReviewResult:
     """The review of `design` (a target spec or TOML; default naive, the doc's design).
 
     `rank` reuses a saved rank (same design) instead of running the ablation;
@@ -186,7 +196,8 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
     hardened and the design (with a saved `rank`, on runs of its own, one per
     design and scenario); `canary` (a saved `harness canary` result) or
     `canary_seeds` (> 0: run the built-in plans over that many seeds) answers
-    the canary question.
+    the canary question. `llm` builds the rank's LLM section (None: none; tests of the
+    ablation alone skip its ~8 CPU-s of pure-Python LLM simulation).
     """
     started = time.perf_counter()
     flawed = design or "naive"
@@ -207,14 +218,14 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
             good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
             on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
         rank = ablate(scen, "hardened", flawed, seed, jobs, plan, on_done, suite="bad-day", on_planned=on_planned,
-                      seeds=seeds, llm=llm_rank)
-    elif rank.llm is None:  # a rank saved before it had an LLM section
-        rank = rank.model_copy(update={"llm": llm_rank(first_seed)})
+                      seeds=seeds, llm=llm)
+    elif rank.llm is None and llm is not None:  # a rank saved before it had an LLM section
+        rank = rank.model_copy(update={"llm": llm_section(llm, first_seed, jobs)})
     alerts_part = _alerts(rank, tap, factor, first_seed, jobs, notes) if alerts else None
     embedded = built()
-    llm = embedded.get("llm")
-    if isinstance(llm, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
-        embedded["llm"] = llm.model_copy(update={"flaws": [c for f in rank.llm.flaws for c in f.costs]})
+    answered = embedded.get("llm")
+    if isinstance(answered, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
+        embedded["llm"] = answered.model_copy(update={"flaws": [c for f in rank.llm.flaws for c in f.costs]})
     return ReviewResult(
         design=flawed, seed=seed, quick=quick, rank=rank, capacity=embedded.get("capacity"),
         pool=embedded.get("pool"), llm=embedded.get("llm"), alerts=alerts_part, canary=canary_part(),
