@@ -43,6 +43,7 @@ from harness.analysis.llm.traffic import traffic_url_run, traffic_url_sweep  # n
 from harness.live.openai import UrlTarget  # noqa: E402
 from harness.live.openai.traffic import Traffic  # noqa: E402
 from harness.live.openai.truth import TruthSummary, summary, truth_closed, truth_open  # noqa: E402
+from harness.live.serve_child import stop_child  # noqa: E402
 from harness.results.llm import LlmRun  # noqa: E402
 from workloads.llm import build_llm_schedule, mix_workload  # noqa: E402
 
@@ -80,12 +81,7 @@ def server(cmd: list[str], url_of: Any, timeout_s: float = 60.0) -> Iterator[str
                 time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc)
 
 
 def ours_server(args: argparse.Namespace) -> Any:

@@ -58,6 +58,8 @@ import urllib.request
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.live.serve_child import stop_child
+
 __all__ = ["FrontendCost", "FrontendStep", "ThreadTimes", "main_thread_cpu_s", "median_cost", "profile_frontend",
            "serve_process", "thread_times"]
 
@@ -189,12 +191,7 @@ def serve_process(target: str, model: str, overrides: list[str], pad_to_s: float
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_child(proc)
 
 
 def _gpu_batches(port: int) -> tuple[float, float]:

@@ -19,7 +19,7 @@ import time
 from typing import IO
 from pathlib import Path
 
-__all__ = ["start_serve", "stop_serve"]
+__all__ = ["start_serve", "stop_child", "stop_serve"]
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = re.compile(r"serving \S+ at http://127\.0\.0\.1:(\d+)(/\S*)")
@@ -59,8 +59,13 @@ def _drain(stream: IO[str]) -> None:
 
 def stop_serve(proc: subprocess.Popen, within_s: float = 20.0) -> None:
     """Ctrl-C the child, then kill it if it is still there after `within_s`."""
+    stop_child(proc, signal.SIGINT, within_s)
+
+
+def stop_child(proc: subprocess.Popen, sig: int = signal.SIGTERM, within_s: float = 10.0) -> None:
+    """Send a child process `sig`, then kill it if it is still there after `within_s`."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         try:
             proc.wait(within_s)
         except subprocess.TimeoutExpired:

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from harness.live.serve_child import stop_child
+
 
 @dataclass
 class FakeOpenAI:
@@ -178,12 +180,7 @@ def serve_process(cfg: FakeOpenAI, chat: bool = False) -> Iterator[str]:
             raise RuntimeError(f"the fake server did not start: {line!r}")
         yield f"http://127.0.0.1:{int(line.split()[1])}/v1/{'chat/' if chat else ''}completions"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc)
 
 
 def main(argv: list[str] | None = None) -> None:
