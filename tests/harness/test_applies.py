@@ -48,11 +48,12 @@ OLD: dict[tuple[str, Where], set[str]] = {
     ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup", "--driver-procs"} | _ALSO,
     ("compare", Where(LP, SIM)): _NOT_LLM_URLS | _LLM_COMPARE,
     ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"},
-    ("sweep", Where(D, SIM)): _SWEEP_NOT_LLM | {"--warmup", "--driver-procs", "--balancer", "--repeats"},
+    ("sweep", Where(D, SIM)): _SWEEP_NOT_LLM | {"--warmup", "--driver-procs", "--balancer", "--repeats",
+                                                "--confirm-failures"},  # added with it (issue 36): live only
     **{("sweep", Where(k, LIVE)): _SWEEP_NOT_LLM for k in (D, F)},
     ("sweep", Where(U, LIVE)): _SWEEP_NOT_LLM | {"--balancer"},  # harness.live.plan: not to a URL
     ("sweep", Where(LU, LIVE)): {"--check-capacity", "--send-lag-limit", "--scale", "--device", "--pad-to-s",
-                                 "--warmup", "--driver-procs", "--repeats"},
+                                 "--warmup", "--driver-procs", "--repeats", "--confirm-failures"},
     ("gate", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor"},
     ("alerts", Where(D, SIM)): {"--workload", "--prometheus", "--scale", "--duration", "--balancer", "--warmup"},
     ("alerts", Where(D, LIVE)): set(),

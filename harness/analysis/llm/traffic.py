@@ -22,7 +22,8 @@ from harness.live.openai import UrlTarget
 from harness.live.openai.load import Load, LoadMode, slots_bound
 from harness.live.openai.run import Prepared
 from harness.live.openai.sessions import SessionsDriven
-from harness.live.openai.traffic import Traffic, drive_traffic
+from harness.live.openai.send_traffic import drive_traffic
+from harness.live.openai.traffic import Traffic
 from harness.results.llm import LlmResult, LlmRun
 from harness.results.llm_traffic import ConcurrencyPoint, ConcurrencySweep, Pcts, TrafficFigures, TurnFigures
 

@@ -7,7 +7,7 @@ keeps its share (`traffic.Share`: the plan's conversations i, i + N, ... with th
 of a closed loop's users or of a cap's slots, `load.split_load`), says it is ready, drives its share
 from the start time the parent gives (`sessions.drive_sessions(start_at=)`: time.monotonic, one clock
 for every process of a machine) and sends back what it saw (`Part`). The parent's loop meanwhile only
-waits (and scrapes the server's metrics, when asked: `traffic.drive_traffic`).
+waits (and scrapes the server's metrics, when asked: `send_traffic.drive_traffic`).
 
 `merge_parts` makes one `SessionsDriven` of the parts: every request once, in the order of their
 starts (ties by process), renumbered; the ITL HdrHistograms added (exact: the histogram of the union,

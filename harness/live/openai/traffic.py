@@ -4,8 +4,8 @@
 (`workloads.datasets.load_dataset`: a `DatasetError` naming file and line) and the load
 (`load.Load.of`: a `LoadError` naming the option), once, before anything is sent.
 
-`drive_traffic(target, prepared, traffic, mix, duration_s, seed, timeout_s)` then builds the
-conversations and sends them (`sessions.drive_sessions`): the data set's conversations
+`send_traffic.drive_traffic(target, prepared, traffic, mix, duration_s, seed, timeout_s)` then builds
+the conversations (`sessions_plan`) and sends them (`sessions.drive_sessions`): the data set's conversations
 sampled with `seed` (a replay: in the file's order at its times), or without a data set one
 prompt each of the mix's seeded lengths (`PromptBuilder` text, as `run.drive_url` sends).
 Open loop: conversations start at the mix's seeded Poisson arrivals at the load's rate.
@@ -17,7 +17,6 @@ prompts (`TurnBuilder.system_prefix`), conversation k with group k mod `prefix_g
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence as SeqABC
 from dataclasses import dataclass
 from typing import Any, Callable, overload
@@ -26,15 +25,13 @@ import numpy as np
 
 from harness.live.openai.load import Load, check_procs
 from harness.live.openai.prompts import PromptBuilder
-from harness.live.openai.drive import Driven
-from harness.live.openai.run import Prepared, scraped
-from harness.live.openai.sessions import SessionsDriven, drive_sessions
+from harness.live.openai.run import Prepared
 from harness.live.openai.target import UrlTarget
 from harness.live.openai.turns import DEFAULT_BLOCK_TOKENS, TurnBuilder
 from workloads.datasets import Conversation, Dataset, Message, Prompt, load_dataset
 from workloads.llm import build_llm_schedule, length_mix, mix_workload
 
-__all__ = ["MAX_CLOSED_CONVERSATIONS", "SessionsPlan", "Share", "Traffic", "drive_traffic", "sessions_plan"]
+__all__ = ["MAX_CLOSED_CONVERSATIONS", "SessionsPlan", "Share", "Traffic", "sessions_plan"]
 
 MAX_CLOSED_CONVERSATIONS = 100_000   # a closed loop takes at most this many conversations (a bound)
 
@@ -212,33 +209,3 @@ def sessions_plan(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: 
                         split_load(traffic.load, share.index, share.procs), request_of,
                         opening if traffic.prefix_tokens else None,
                         prepared.tokenizer.count if prepared.tokenizer is not None else None, ids)
-
-
-def drive_traffic(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: str, duration_s: float, seed: int = 0,
-                  timeout_s: float = 60.0) -> SessionsDriven:
-    """The traffic sent to `target` for `duration_s` s, in an event loop of its own (the live driver's);
-    over `traffic.driver_procs` processes (`procs.drive_over_procs`) when more than one."""
-    procs = traffic.driver_procs
-    from harness.live.driver_loop import new_loop
-
-    async def main() -> SessionsDriven:
-        if procs > 1:
-            from harness.live.openai.procs import drive_over_procs
-
-            drive = drive_over_procs(target, prepared, traffic, mix, duration_s, seed, timeout_s, procs)
-        else:
-            plan = sessions_plan(target, prepared, traffic, mix, duration_s, seed)
-            drive = drive_sessions(target.url, target.api, plan.conversations, plan.load, plan.request_of, duration_s,
-                                   plan.starts_s, target.headers(), timeout_s, plan.opening, plan.count)
-        if target.server_metrics_url is None:
-            return await drive
-        done: list[SessionsDriven] = []
-
-        async def driven() -> Driven:  # the scrape wraps the drive (run.scraped) and sets its `server`
-            done.append(await drive)
-            return done[0].driven
-        await scraped(target.server_metrics_url, driven())
-        return done[0]
-
-    with asyncio.Runner(loop_factory=new_loop) as runner:
-        return runner.run(main())
