@@ -149,7 +149,7 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     _o("--flaw", Panel.LIVE, where([Kind.FRAMEWORK])),  # review's only
     _o("--driver", Panel.LIVE, LIVE),
     _o("--workers", Panel.LIVE, where(HARNESS, [Mode.LIVE], [Driver.LOCUST]), tolerated={"run": SIM | BUILTIN_LIVE}),
-    _o("--driver-procs", Panel.LIVE, BUILTIN_LIVE, per_command={"run": BUILTIN_LIVE | LLM_URL}),
+    _o("--driver-procs", Panel.LIVE, BUILTIN_LIVE | LLM_URL),  # an LLM URL: its conversations over processes
     _o("--balancer", Panel.LIVE, STARTED_LIVE, tolerated={"*": LLM_URL | LLM_POLICY}),
     # LLM URLs (OpenAI-compatible servers)
     _o("--api-key-env", Panel.LLM, LLM_URL, tolerated={"run": SIM | LIVE}),

@@ -35,8 +35,8 @@ BALANCER = typer.Option("python", "--balancer", help="live: what runs in front o
                         callback=one_of("--balancer", ("python", "haproxy")))
 
 DRIVER_PROCS = typer.Option(1, "--driver-procs", help="live: driver processes the schedule's tenants and connections "
-                            "are split over (their latency histograms merged exactly; 1: this process); `run` of an "
-                            "LLM URL: its conversations, and a closed loop's users or a cap's slots.",
+                            "are split over (their latency histograms merged exactly; 1: this process); an LLM URL "
+                            "(run, compare, sweep): its conversations, and a closed loop's users or a cap's slots.",
                             callback=bounded("--driver-procs", ge=1, le=64))
 
 

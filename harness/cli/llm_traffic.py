@@ -1,4 +1,4 @@
-"""The traffic options of LLM URL commands (`run URL`, `sweep URL`): a data set and a load mode.
+"""The traffic options of LLM URL commands (`run URL`, `compare`, `sweep URL`): a data set and a load mode.
 
 Each option is one line in a command's signature; `traffic_of(...)` turns them into a
 `harness.live.openai.traffic.Traffic` (reading the data set) or ends the command with exit 2
@@ -77,11 +77,14 @@ def traffic_of(dataset: Path | None, dataset_format: str | None, rate: float | N
 
 
 def sweep_traffic_of(dataset: Path | None, dataset_format: str | None, concurrency: str | None,
-                     think_time: float, prefix_tokens: int = 0, prefix_groups: int = 1) -> tuple[Any, list[int]]:
-    """A concurrency sweep's traffic and levels (`--concurrency 1,2,4,...`, needed with --dataset)."""
+                     think_time: float, prefix_tokens: int = 0, prefix_groups: int = 1,
+                     driver_procs: int = 1) -> tuple[Any, list[int]]:
+    """A concurrency sweep's traffic and levels (`--concurrency 1,2,4,...`, needed with --dataset).
+    `--driver-procs N` is checked against the highest level (a level under N runs over that many
+    processes: `harness.analysis.llm.traffic.concurrency_sweep`)."""
     if concurrency is None:
         fail("--dataset, --think-time and --prefix-tokens in a sweep of an LLM URL need --concurrency LEVELS "
              "(e.g. 1,2,4,8,16): the rate sweep sends the length mix")
     levels = levels_of(concurrency)
-    return traffic_of(dataset, dataset_format, None, levels[0], None, think_time, 1.0, prefix_tokens,
-                      prefix_groups), levels
+    return traffic_of(dataset, dataset_format, None, levels[-1], None, think_time, 1.0, prefix_tokens,
+                      prefix_groups, driver_procs), levels

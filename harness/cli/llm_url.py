@@ -151,10 +151,11 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
                      concurrency: int | None = None, max_concurrency: int | None = None,
                      think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1,
                      server_metrics: bool = False, server_metrics_url: str | None = None,
-                     tokenizer: str | None = None) -> None:
+                     tokenizer: str | None = None, driver_procs: int = 1) -> None:
     """`harness compare URL_A URL_B`: both on the same arrivals at each rate (default URL_RATES,
     DEFAULT_COMPARE_S s each) of each mix (-w, or an LLM suite: `--suite llm-bad-day`), B's capacity
-    at the SLO against A's; with a data set or a load mode (`llm_traffic.traffic_of`), that traffic."""
+    at the SLO against A's; with a data set, a load mode or `--driver-procs N` (`llm_traffic.traffic_of`),
+    that traffic (each side's runs over N driver processes)."""
     from harness.analysis.llm.traffic import traffic_url_compare
     from harness.analysis.llm.url import url_compare
     from harness.cli.llm_traffic import traffic_of
@@ -182,7 +183,7 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
               f"B {tb.host}:{tb.port}" if same_path else f"B {tb.label}")
     sweep = _plan(labels, workloads, (rate,) if rate else URL_RATES, duration or DEFAULT_COMPARE_S, seed, slo)
     traffic = traffic_of(dataset, dataset_format, rate, concurrency, max_concurrency, think_time, URL_RATES[0],
-                         prefix_tokens, prefix_groups)
+                         prefix_tokens, prefix_groups, driver_procs)
     result = _drive("llm: driving A then B", quiet or as_json,
                     lambda on: url_compare([ta, tb], sweep, on) if traffic is None
                     else traffic_url_compare([ta, tb], sweep, traffic, on))
@@ -194,10 +195,13 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
                   rel_tol: float, attainment: float, set_: list[str] | None, model: str | None, api_key_env: str,
                   template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool,
                   html: Path | None, search: Callable[[float, float], Any], checks: list[str] | None = None,
-                  extras: Extras = NO_EXTRAS) -> None:
+                  extras: Extras = NO_EXTRAS, driver_procs: int = 1) -> None:
     """`harness sweep URL`: the highest rate within the TTFT + TPOT SLO (`attainment`: --min-goodput);
-    `checks` (--check) judge its knee as the request-level sweep's are (exit 1 when one fails)."""
+    `checks` (--check) judge its knee as the request-level sweep's are (exit 1 when one fails);
+    `driver_procs` over 1: each step's length mix sent as traffic over that many processes."""
+    from harness.analysis.llm.traffic import traffic_url_rate_sweep
     from harness.analysis.llm.url import url_sweep
+    from harness.cli.llm_traffic import traffic_of
     from harness.gate.sweep import judge_sweep_checks, parse_sweep_checks
     from workloads.loader import ConfigError
 
@@ -209,6 +213,7 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
     slo.setdefault("attainment", attainment)
     start = start_rps or DEFAULT_START_RPS
     sweep = _plan((target.label,), [workload] if workload else None, (start,), step_s or DEFAULT_STEP_S, seed, slo)
+    traffic = traffic_of(None, None, start, None, None, 0.0, start, driver_procs=driver_procs)
 
     def shown(run: Any) -> None:
         if not (quiet or as_json):
@@ -218,7 +223,9 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
                       f"{'pass' if met else 'fail'}", highlight=False)
 
     result = _drive(f"sweep: driving {target.label}", True,
-                    lambda _on: url_sweep(target, sweep, search(start, rel_tol), start, rel_tol, shown))
+                    lambda _on: url_sweep(target, sweep, search(start, rel_tol), start, rel_tol, shown)
+                    if traffic is None else
+                    traffic_url_rate_sweep(target, sweep, traffic, search(start, rel_tol), start, rel_tol, shown))
     publish(result, out_path or results.default_path("llm", f"sweep-{_file_label(target.label)}"), html, as_json)
     outcomes = judge_sweep_checks(result.search, parsed) if parsed else []
     for o in outcomes:

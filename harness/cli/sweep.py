@@ -93,7 +93,7 @@ def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[f
               dataset_format: Optional[str] = None, concurrency: Optional[str] = None,
               think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1,
               server_metrics: bool = False, server_metrics_url: Optional[str] = None,
-              tokenizer: Optional[str] = None) -> None:
+              tokenizer: Optional[str] = None, driver_procs: int = 1) -> None:
     """`sweep` of an OpenAI-compatible LLM URL: its TTFT + TPOT SLO, its own rate search; with
     --concurrency LEVELS (and a data set), a closed-loop run at each level and the knee."""
     from harness.analysis.sweep.search import RateSearch
@@ -109,14 +109,14 @@ def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[f
             if given:
                 fail(f"{flag}: not used by a concurrency sweep of an LLM URL (--concurrency LEVELS)")
         traffic, levels = sweep_traffic_of(dataset, dataset_format, concurrency, think_time, prefix_tokens,
-                                           prefix_groups)
+                                           prefix_groups, driver_procs)
         return sweep_llm_url_concurrency(target, workload, seed, duration, set_, model, api_key_env, template,
                                          allow_remote, as_json, out_path, quiet, html, traffic, levels,
                                          (server_metrics, server_metrics_url, tokenizer))
     sweep_llm_url(target, workload, seed, start, duration, rel_tol, min_ratio, set_, model, api_key_env, template,
                   allow_remote, as_json, out_path, quiet, html,
                   lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol), list(check or []),
-                  (server_metrics, server_metrics_url, tokenizer))
+                  (server_metrics, server_metrics_url, tokenizer), driver_procs)
 
 
 def sweep_target(target: str, mode: str, start: Optional[float], duration: Optional[float], rel_tol: float,

@@ -45,7 +45,8 @@ OLD: dict[tuple[str, Where], set[str]] = {
                                   "--workers"},   # --driver-procs: its conversations over processes (issue 37)
     ("compare", Where(D, SIM)): _NOT_LLM_URLS | {"--warmup", "--driver-procs", "--balancer"} | _ALSO,
     **{("compare", Where(k, LIVE)): _NOT_LLM_URLS | {"--seeds"} | _ALSO for k in (D, F)},
-    ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup", "--driver-procs"} | _ALSO,
+    ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup"} | _ALSO,  # --driver-procs
+    # too before issue 37: each side's conversations over processes now, as `run URL`'s
     ("compare", Where(LP, SIM)): _NOT_LLM_URLS | _LLM_COMPARE,
     ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"},
     ("sweep", Where(D, SIM)): _SWEEP_NOT_LLM | {"--warmup", "--driver-procs", "--balancer", "--repeats",
@@ -53,7 +54,7 @@ OLD: dict[tuple[str, Where], set[str]] = {
     **{("sweep", Where(k, LIVE)): _SWEEP_NOT_LLM for k in (D, F)},
     ("sweep", Where(U, LIVE)): _SWEEP_NOT_LLM | {"--balancer"},  # harness.live.plan: not to a URL
     ("sweep", Where(LU, LIVE)): {"--check-capacity", "--send-lag-limit", "--scale", "--device", "--pad-to-s",
-                                 "--warmup", "--driver-procs", "--repeats", "--confirm-failures"},
+                                 "--warmup", "--repeats", "--confirm-failures"},  # --driver-procs too before issue 37
     ("gate", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor"},
     ("alerts", Where(D, SIM)): {"--workload", "--prometheus", "--scale", "--duration", "--balancer", "--warmup"},
     ("alerts", Where(D, LIVE)): set(),

@@ -112,3 +112,86 @@ def test_driver_procs_over_the_users_is_one_line_exit_2() -> None:
     res = runner.invoke(app, ["run", "http://127.0.0.1:9/v1/completions", "--concurrency", "2", "--driver-procs", "3"])
     assert res.exit_code == 2 and "--driver-procs 3 is more than --concurrency 2" in " ".join(res.output.split())
     assert "Traceback" not in res.output
+
+
+def _sweep_counts(url: str, tmp_path: Path, procs: int) -> list[tuple[int, int, int]]:
+    out = tmp_path / f"sweep-{procs}.json"
+    res = runner.invoke(app, ["sweep", url, "--concurrency", "1,2,4", "--step-duration", "1", "--driver-procs",
+                              str(procs), "--json", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return [(r["requests"], r["traffic"]["concurrency"], r["traffic"]["driver_procs"])
+            for r in json.loads(out.read_text())["runs"]]
+
+
+@pytest.mark.live
+def test_a_concurrency_sweep_over_two_driver_processes_sends_what_one_does(tmp_path: Path) -> None:
+    """Each answer takes 0.4 s and a few ms (TTFT 0.4 s, 0.1 ms a token), so in a 1 s step each user
+    sends at 0, ~0.4 and ~0.8 s and not again (~1.2 s): 3 requests a user, 0.2 s from either edge.
+    Level 1 runs over one process (one per user at most)."""
+    cfg = FakeOpenAI(ttft_s=0.4, itl_s=0.0001)
+    with serve(cfg) as url:
+        one, two = _sweep_counts(url, tmp_path, 1), _sweep_counts(url, tmp_path, 2)
+    assert [r[:2] for r in one] == [r[:2] for r in two] == [(3, 1), (6, 2), (12, 4)]
+    assert [r[2] for r in one] == [1, 1, 1] and [r[2] for r in two] == [1, 2, 2]
+
+
+class _TwoRates:
+    """A rate search that asks for 3 then 6 req/s, whatever passes."""
+
+    def __init__(self) -> None:
+        self.rates = [3.0, 6.0]
+
+    def next_rate(self) -> float | None:
+        return self.rates.pop(0) if self.rates else None
+
+    def update(self, rate_rps: float, passed: bool) -> None:
+        pass
+
+
+@pytest.mark.live
+def test_a_rate_sweep_over_two_driver_processes_sends_what_one_does() -> None:
+    """Each step the same seeded open-loop schedule, every start in the window sent and answered."""
+    from harness.analysis.llm.traffic import traffic_url_rate_sweep
+
+    cfg = FakeOpenAI(ttft_s=0.01, itl_s=0.002)
+    counts = {}
+    with serve(cfg) as url:
+        target = UrlTarget.parse(url)
+        sweep = LlmSweep(policies=(target.label,), mixes=("short",), rates_rps=(3.0,), duration_s=1.5, seed=4)
+        for procs in (1, 2):
+            result = traffic_url_rate_sweep(target, sweep, Traffic.of(None, None, 3.0, None, None, driver_procs=procs),
+                                            _TwoRates(), 3.0, 0.05)
+            counts[procs] = [(r.rate_rps, r.requests, r.finished, r.traffic.driver_procs)
+                             for r in result.runs if r.traffic is not None]
+            assert result.search is not None and result.search.steps == 2
+    assert [c[:3] for c in counts[1]] == [c[:3] for c in counts[2]]
+    assert all(c[1] == c[2] > 0 for c in counts[1])
+    assert [c[3] for c in counts[1]] == [1, 1] and [c[3] for c in counts[2]] == [2, 2]
+
+
+@pytest.mark.live
+def test_compare_urls_takes_driver_procs(tmp_path: Path) -> None:
+    cfg_a, cfg_b = FakeOpenAI(ttft_s=0.01, itl_s=0.002), FakeOpenAI(ttft_s=0.02, itl_s=0.002)
+    counts = {}
+    with serve(cfg_a) as a, serve(cfg_b) as b:
+        for procs in (1, 2):
+            out = tmp_path / f"c{procs}.json"
+            res = runner.invoke(app, ["compare", a, b, "--driver-procs", str(procs), "--rate", "4", "--duration", "1.5",
+                                      "--json", "--out", str(out)])
+            assert res.exit_code == 0, res.output
+            counts[procs] = [(r["requests"], r["finished"], (r.get("traffic") or {}).get("driver_procs"))
+                             for r in json.loads(out.read_text())["runs"]]
+    assert [c[:2] for c in counts[1]] == [c[:2] for c in counts[2]] and len(counts[2]) == 2
+    assert all(c[0] == c[1] > 0 for c in counts[2]) and [c[2] for c in counts[2]] == [2, 2]
+
+
+@pytest.mark.parametrize("line, message", [
+    (["sweep", "http://127.0.0.1:9/v1/completions", "--concurrency", "1,2", "--driver-procs", "3"],
+     "--driver-procs 3 is more than --concurrency 2"),
+    (["compare", "http://127.0.0.1:9/v1/completions", "http://127.0.0.1:8/v1/completions", "--concurrency", "2",
+      "--driver-procs", "3"], "--driver-procs 3 is more than --concurrency 2"),
+])
+def test_driver_procs_over_a_sweep_or_compare_users_is_one_line_exit_2(line: list[str], message: str) -> None:
+    res = runner.invoke(app, line)
+    assert res.exit_code == 2 and message in " ".join(res.output.split()), res.output
+    assert "Traceback" not in res.output

@@ -5,7 +5,8 @@
 TTFT and context, slot waits); `traffic_run` is one run as `url.url_run` makes one (the same
 `run_figures`, so TTFT, ITL, TPOT and goodput read as for any run); `concurrency_sweep` runs each
 level in turn, closed loop, and finds the knee (`concurrency_knee`: the first level within 90%
-of the best throughput).
+of the best throughput); `traffic_url_rate_sweep` is `url.url_sweep`'s rate search with each step
+sent as traffic (`--driver-procs N`: over N processes).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from harness.analysis.llm.compare import LlmSweep
+from harness.analysis.llm.url import RateSearchLike
 from harness.engine.llm_metrics import run_figures, token_times
 from harness.live.openai import UrlTarget
 from harness.live.openai.load import Load, LoadMode, slots_bound
@@ -28,7 +30,7 @@ from harness.results.llm import LlmResult, LlmRun
 from harness.results.llm_traffic import ConcurrencyPoint, ConcurrencySweep, Pcts, TrafficFigures, TurnFigures
 
 __all__ = ["KNEE_SHARE", "MAX_TURN_ROWS", "concurrency_knee", "concurrency_sweep", "traffic_figures", "traffic_run",
-           "traffic_url_compare", "traffic_url_run", "traffic_url_sweep"]
+           "traffic_url_compare", "traffic_url_rate_sweep", "traffic_url_run", "traffic_url_sweep"]
 
 MAX_TURN_ROWS = 8    # turns 1..7 one row each, then one row for every later turn
 KNEE_SHARE = 0.9     # a concurrency sweep's knee: the first level within this share of the best throughput
@@ -109,11 +111,12 @@ def concurrency_knee(levels: list[int], rps: list[float]) -> int | None:
 def concurrency_sweep(target: UrlTarget, label: str, prepared: Prepared, traffic: Traffic, sweep: LlmSweep,
                       levels: list[int], timeout_s: float,
                       on_run: Callable[[LlmRun], None] | None = None) -> tuple[list[LlmRun], ConcurrencySweep]:
-    """Each level of `levels` a closed-loop run of `sweep.duration_s` s, in order, and the knee."""
+    """Each level of `levels` a closed-loop run of `sweep.duration_s` s, in order, and the knee; over
+    `traffic.driver_procs` processes, a level with fewer users over one process per user."""
     runs, points = [], []
     for n in levels:
-        run = traffic_run(target, label, prepared, replace(traffic, load=Load(LoadMode.CONCURRENCY, concurrency=n)),
-                          sweep, timeout_s)
+        level = replace(traffic, load=Load(LoadMode.CONCURRENCY, concurrency=n), driver_procs=min(traffic.driver_procs, n))
+        run = traffic_run(target, label, prepared, level, sweep, timeout_s)
         runs.append(run)
         t = run.traffic
         assert t is not None
@@ -155,6 +158,21 @@ def traffic_url_sweep(target: UrlTarget, sweep: LlmSweep, traffic: Traffic, leve
     runs, block = concurrency_sweep(target, label, prepared, traffic, sweep, levels, timeout, on_run)
     return LlmResult(settings=_settings(sweep, [_target_settings(target, label, prepared, timeout)],
                                         [r.rate_rps for r in runs]), runs=runs, concurrency=block)
+
+
+def traffic_url_rate_sweep(target: UrlTarget, sweep: LlmSweep, traffic: Traffic, search: RateSearchLike,
+                           start_rps: float, rel_tol: float, on_run: Callable[[LlmRun], None] | None = None
+                           ) -> LlmResult:
+    """`harness sweep URL --driver-procs N`: `url.url_sweep`'s rate search, each step `traffic` (the
+    length mix, one prompt a conversation, over N processes) in an open loop at the step's rate."""
+    from harness.analysis.llm.url import url_sweep
+
+    timeout = _timeout(target, sweep)
+
+    def step(t: UrlTarget, label: str, prepared: Prepared, mix: str, rate: float, plan: LlmSweep) -> LlmRun:
+        return traffic_run(t, label, prepared, replace(traffic, load=Load(LoadMode.OPEN, rate_rps=rate)),
+                           replace(plan, mixes=(mix,)), timeout)
+    return url_sweep(target, sweep, search, start_rps, rel_tol, on_run, step)
 
 
 def traffic_url_compare(targets: list[UrlTarget], sweep: LlmSweep, traffic: Traffic,

@@ -37,11 +37,12 @@ from harness.live.openai.drive import Driven
 from harness.live.openai.run import Prepared, prepare, prepare_and_drive
 from harness.results.llm import LlmResult, LlmRun, LlmSearch, LlmSettings, UrlRunFigures, UrlTargetSettings
 
-__all__ = ["MAX_SEARCH_STEPS", "RateSearchLike", "url_compare", "url_figures", "url_run", "url_sweep"]
+__all__ = ["MAX_SEARCH_STEPS", "OneRun", "RateSearchLike", "url_compare", "url_figures", "url_run", "url_sweep"]
 
 MAX_SEARCH_STEPS = 10
 URL_SLO_MULTIPLE = 2.0   # a URL's request is abandoned at twice its SLO budget: it has missed it by then
 OnRun = Callable[[str], None]
+OneRun = Callable[[UrlTarget, str, Prepared, str, float, LlmSweep], LlmRun]   # (target, label, prepared, mix, rate, sweep)
 
 
 class RateSearchLike(Protocol):
@@ -147,14 +148,16 @@ def url_run(target: UrlTarget, sweep: LlmSweep, on_run: OnRun | None = None) -> 
 
 
 def url_sweep(target: UrlTarget, sweep: LlmSweep, search: RateSearchLike, start_rps: float, rel_tol: float,
-              on_run: Callable[[LlmRun], None] | None = None) -> LlmResult:
+              on_run: Callable[[LlmRun], None] | None = None, one_run: OneRun | None = None) -> LlmResult:
     """The highest rate within the SLO on `sweep.mixes[0]`, `sweep.duration_s` of arrivals per step, at
-    most MAX_SEARCH_STEPS steps; each step one run, in the order run."""
+    most MAX_SEARCH_STEPS steps; each step one run (`one_run`, default this module's drive of the
+    mix's schedule), in the order run."""
+    step = one_run or _one_run
     mix, label = sweep.mixes[0], sweep.policies[0]
     prepared = _prepared(target, sweep)
     runs: list[LlmRun] = []
     while (rate := search.next_rate()) is not None and len(runs) < MAX_SEARCH_STEPS:
-        run = _one_run(target, label, prepared, mix, rate, sweep)
+        run = step(target, label, prepared, mix, rate, sweep)
         runs.append(run)
         search.update(rate, run.slo_attainment >= sweep.attainment)
         if on_run:
