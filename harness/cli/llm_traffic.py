@@ -15,7 +15,7 @@ import typer
 from harness.cli.common import fail
 
 __all__ = ["CONCURRENCY", "CONCURRENCY_LEVELS", "DATASET", "DATASET_FORMAT", "MAX_CONCURRENCY", "PREFIX_GROUPS",
-           "PREFIX_TOKENS", "THINK_TIME", "given", "levels_of", "sweep_traffic_of", "traffic_of"]
+           "PREFIX_TOKENS", "THINK_TIME", "given", "levels_of", "sweep_traffic_of", "traffic_of", "workload_file"]
 
 DATASET: Optional[Path] = typer.Option(None, "--dataset", help="LLM URL: prompts from a data set file: ShareGPT "
                                        ".json (every turn), .jsonl/.csv of prompt or messages, or a Mooncake "
@@ -88,3 +88,45 @@ def sweep_traffic_of(dataset: Path | None, dataset_format: str | None, concurren
     levels = levels_of(concurrency)
     return traffic_of(dataset, dataset_format, None, levels[-1], None, think_time, 1.0, prefix_tokens,
                       prefix_groups, driver_procs), levels
+
+
+# A workload file's key for each option of an LLM URL command (the parameter's name), and the
+# option's default: an option left at it takes the file's value.
+_FILE_KEYS = {"rate": ("rate_rps", None), "duration": ("duration_s", None), "dataset": ("dataset", None),
+              "dataset_format": ("dataset_format", None), "concurrency": ("concurrency", None),
+              "max_concurrency": ("max_concurrency", None), "think_time": ("think_time_s", 0.0),
+              "prefix_tokens": ("prefix_tokens", 0), "prefix_groups": ("prefix_groups", 1)}
+_LOAD = ("rate", "concurrency", "max_concurrency")
+
+
+def workload_file(workload: str | None, options: dict[str, Any], own_load: bool = False) -> tuple[str | None,
+                                                                                                   dict[str, Any]]:
+    """`-w FILE.toml` of an LLM URL (`workloads.llm_file`): its mix, and `options` (parameter name ->
+    value) with each left at its default taken from the file. A load given on the command line
+    (--rate, --concurrency, --max-concurrency) replaces the file's whole load. `own_load`: the
+    command sets the load itself (a sweep), so a file that names one is refused, naming the key.
+    Anything else: `workload` and `options` as they are. Exit 2 naming file, key and problem."""
+    from workloads.config_files import ConfigError
+    from workloads.llm_file import is_llm_workload_file, load_llm_workload
+
+    if not is_llm_workload_file(workload):
+        return workload, options
+    assert workload is not None
+    try:
+        w = load_llm_workload(workload)
+    except ConfigError as exc:
+        fail(str(exc))
+    if own_load:
+        for key in ("rate_rps", "duration_s", "concurrency", "max_concurrency"):
+            if getattr(w, key) is not None:
+                fail(f"{workload}: key '{key}': a sweep sets its own load and step duration (--concurrency "
+                     f"LEVELS or its rate search, --step-duration); drop it here, or `harness run` the file")
+    cli_load = any(options.get(name) is not None for name in _LOAD)
+    merged = dict(options)
+    for name, (key, default) in _FILE_KEYS.items():
+        if name not in options or options[name] != default or (cli_load and name in _LOAD):
+            continue
+        value = getattr(w, key)
+        merged[name] = Path(value) if name == "dataset" and value is not None else \
+            (value.value if name == "dataset_format" and value is not None else value)
+    return w.mix, merged

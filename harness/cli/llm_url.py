@@ -130,8 +130,14 @@ def run_llm_url(target: str, workload: str | None, seed: int, duration: float | 
     a data set, a load mode or `--driver-procs N` (`llm_traffic.traffic_of`), that traffic."""
     from harness.analysis.llm.traffic import traffic_url_run
     from harness.analysis.llm.url import url_run
-    from harness.cli.llm_traffic import traffic_of
+    from harness.cli.llm_traffic import traffic_of, workload_file
 
+    workload, o = workload_file(workload, dict(
+        rate=rate, duration=duration, dataset=dataset, dataset_format=dataset_format, concurrency=concurrency,
+        max_concurrency=max_concurrency, think_time=think_time, prefix_tokens=prefix_tokens,
+        prefix_groups=prefix_groups))
+    rate, duration, dataset, dataset_format, concurrency, max_concurrency, think_time, prefix_tokens, \
+        prefix_groups = o.values()
     traffic = traffic_of(dataset, dataset_format, rate, concurrency, max_concurrency, think_time, DEFAULT_RATE_RPS,
                          prefix_tokens, prefix_groups, driver_procs)
 
@@ -158,11 +164,22 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
     that traffic (each side's runs over N driver processes)."""
     from harness.analysis.llm.traffic import traffic_url_compare
     from harness.analysis.llm.url import url_compare
-    from harness.cli.llm_traffic import traffic_of
+    from harness.cli.llm_traffic import traffic_of, workload_file
     from harness.cli.llm import DEFAULT_SUITE
     from workloads.llm import llm_suite
+    from workloads.llm_file import is_llm_workload_file
 
     workloads = workload
+    if any(is_llm_workload_file(w) for w in workload or []):
+        if len(workload or []) > 1:
+            fail("--workload FILE.toml names the whole traffic of a compare of LLM URLs: give it alone")
+        mix, o = workload_file((workload or [""])[0], dict(
+            rate=rate, duration=duration, dataset=dataset, dataset_format=dataset_format, concurrency=concurrency,
+            max_concurrency=max_concurrency, think_time=think_time, prefix_tokens=prefix_tokens,
+            prefix_groups=prefix_groups))
+        workloads = [mix] if mix else None
+        rate, duration, dataset, dataset_format, concurrency, max_concurrency, think_time, prefix_tokens, \
+            prefix_groups = o.values()
     if suite != DEFAULT_SUITE:
         if workloads:
             fail("--workload and --suite both name the mixes: give one of them")

@@ -30,7 +30,8 @@ def run(
                                  ".../v1/chat/completions (an LLM URL, always live)."),
     workload: Optional[str] = typer.Option(None, "--workload", "-w", help="Workload name or TOML file (default "
                                            "steady); an LLM URL: a length mix or LLM trace file (default short, "
-                                           "at --rate 2 req/s for --duration 20 s)."),
+                                           "at --rate 2 req/s for --duration 20 s), or an LLM workload .toml "
+                                           "(its mix, data set and load; options given win)."),
     mode: str = MODE,
     seed: int = SEED,
     seeds: int = SEEDS,

@@ -61,7 +61,8 @@ def sweep(
     tokenizer: Optional[str] = TOKENIZER,
     template: Optional[Path] = URL_TEMPLATE,
     workload: Optional[str] = typer.Option(None, "--workload", "-w", help="LLM URL: the length mix or LLM trace "
-                                           "file of every step (default short)."),
+                                           "file of every step (default short), or an LLM workload .toml "
+                                           "without a load (its mix, data set, prefix)."),
     warmup: Optional[float] = WARMUP,
     driver_procs: int = DRIVER_PROCS,
     balancer: str = BALANCER,
@@ -97,8 +98,13 @@ def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[f
     """`sweep` of an OpenAI-compatible LLM URL: its TTFT + TPOT SLO, its own rate search; with
     --concurrency LEVELS (and a data set), a closed-loop run at each level and the knee."""
     from harness.analysis.sweep.search import RateSearch
+    from harness.cli.llm_traffic import workload_file
     from harness.cli.llm_url import sweep_llm_url
 
+    workload, o = workload_file(workload, dict(dataset=dataset, dataset_format=dataset_format, think_time=think_time,
+                                               prefix_tokens=prefix_tokens, prefix_groups=prefix_groups),
+                                own_load=True)
+    dataset, dataset_format, think_time, prefix_tokens, prefix_groups = o.values()
     if concurrency is not None or dataset is not None or dataset_format is not None or think_time or \
             prefix_tokens or prefix_groups != 1:
         from harness.cli.llm_traffic import sweep_traffic_of

@@ -1,7 +1,7 @@
 """docs/workloads.md and docs/workload.schema.json: the workload file, from its model.
 
 Every key of a workload TOML file comes from `workloads.model.WorkloadConfig` and the
-models inside it: type, unit, default, allowed values and meaning from the fields, and
+models inside it (and of an LLM URL's workload file from `workloads.llm_file.LlmWorkloadFile`): type, unit, default, allowed values and meaning from the fields, and
 one example per key taken from the built-in scenario files (so each example is a value
 a shipped scenario really uses). The schema is pydantic's JSON Schema of the same model.
 """
@@ -290,7 +290,46 @@ def page() -> str:
     out.append("Workload scenarios run by `harness compare`/`rank`/`alerts --suite`; canary rollouts "
                "(`[[canary]]`, format in `workloads/suite.py`) by `harness canary --suite`.\n\n")
     out.append(table(("suite", "runs"), [(code(s), load_suite_config(s).contents()) for s in suite_names()]))
+    out.append(llm_section())
     return "\n".join(out)
+
+
+# An LLM workload file with every key that goes together: validated whenever the docs are made.
+LLM_EXAMPLE = """\
+name = "chat-day"
+description = "ShareGPT conversations from 4 users at a time, behind 4 shared system prompts"
+mix = "short"
+dataset = "chats.json"
+dataset_format = "sharegpt"
+concurrency = 4
+duration_s = 60
+think_time_s = 1.0
+prefix_tokens = 256
+prefix_groups = 4
+"""
+
+
+def llm_section() -> str:
+    """The LLM workload file (`workloads.llm_file`): what `-w FILE.toml` of an LLM URL holds."""
+    from workloads.llm_file import LlmWorkloadFile
+
+    LlmWorkloadFile.model_validate(tomllib.loads(LLM_EXAMPLE))  # a broken example stops the docs being made
+    rows = [(code(f.key), f.type, f.unit, "the file's name, without .toml" if f.key == "name" else
+             ("none" if f.default is None else code(toml(f.default))), _allowed(f), f.meaning)
+            for f in field_docs(LlmWorkloadFile)]
+    return "\n".join([
+        "\n## LLM workload files\n",
+        "`harness run URL -w FILE.toml` (and `compare URL_A URL_B`, `sweep URL`) of an OpenAI-compatible LLM URL "
+        "reads an LLM workload file (`workloads/llm_file.py`): the traffic options of those commands as keys. An "
+        "option given on the command line replaces the file's key; a load given (`--rate`, `--concurrency`, "
+        "`--max-concurrency`) replaces the file's whole load. `sweep` sets its own load, so it refuses a file "
+        "with `rate_rps`, `duration_s`, `concurrency` or `max_concurrency`. `dataset` and a trace `mix` are "
+        "relative to the file. The rules across keys are the options': `concurrency` with `rate_rps` is "
+        "ambiguous (`max_concurrency` caps an open loop), `concurrency` with `max_concurrency`, "
+        "`dataset_format` without `dataset` and `prefix_groups` without `prefix_tokens` are refused. Unknown "
+        "keys are refused; each error names the file and key.\n",
+        block(LLM_EXAMPLE, "toml"),
+        table(("key", "type", "unit", "default", "allowed", "meaning"), rows)])
 
 
 
