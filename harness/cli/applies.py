@@ -154,8 +154,11 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     # LLM URLs (OpenAI-compatible servers)
     _o("--api-key-env", Panel.LLM, LLM_URL, tolerated={"run": SIM | LIVE}),
     # LLM URL traffic: a data set, a load mode, conversations (harness.cli.llm_traffic)
-    *(_o(name, Panel.LLM, LLM_URL) for name in ("--dataset", "--dataset-format", "--concurrency", "--max-concurrency",
-                                               "--think-time", "--prefix-tokens", "--prefix-groups")),
+    # (the data set and its shape also make a sim compare of LLM fleets' day: harness.cli.llm_fleet)
+    *(_o(name, Panel.LLM, LLM_URL, per_command={} if name in ("--concurrency", "--max-concurrency") else
+         {"compare": LLM_URL | LLM_SIM})
+      for name in ("--dataset", "--dataset-format", "--concurrency", "--max-concurrency", "--think-time",
+                   "--prefix-tokens", "--prefix-groups")),
     *(_o(name, Panel.LLM, LLM_URL) for name in ("--server-metrics", "--server-metrics-url", "--tokenizer")),
     # what is written and shown
     *(_o(name, Panel.OUTPUT) for name in ("--json", "--out", "--quiet", "--html", "--junit", "--markdown")),

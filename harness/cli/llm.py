@@ -69,15 +69,21 @@ def _split_set(pairs: list[str]) -> tuple[dict[str, str], dict[str, float]]:
 
 def compare_llm(a: str, b: str, workload: list[str] | None, suite: str, seed: int, seeds: int, duration: float | None,
                 rate: float | None, set_: list[str] | None, n_jobs: int | None, executor: str, as_json: bool,
-                out_path: Path | None, quiet: bool, mode: str, also: list[str] | None = None) -> None:
+                out_path: Path | None, quiet: bool, mode: str, also: list[str] | None = None,
+                dataset: Path | None = None, dataset_format: str | None = None, think_time: float = 0.0,
+                prefix_tokens: int = 0, prefix_groups: int = 1) -> None:
     """`compare llm-A llm-B` (the options it cannot honour were refused before: harness.cli.applies).
     `--jobs` or `--executor` given: the sweep's points run there (sim). Two fleets (`llm-fleet:...`)
-    go to `harness.cli.llm_fleet`."""
+    go to `harness.cli.llm_fleet` (with `--dataset FILE`, in sim: that file's day)."""
     from harness.cli.llm_fleet import compare_fleets, is_fleet
 
+    data = (dataset, dataset_format, think_time, prefix_tokens, prefix_groups)
     if is_fleet(a) or is_fleet(b):
         return compare_fleets(a, b, workload, suite, seed, seeds, duration, rate, set_,
-                              Jobs(Executor(executor), n_jobs), [], as_json, out_path, quiet, mode, also or [])
+                              Jobs(Executor(executor), n_jobs), [], as_json, out_path, quiet, mode, also or [], data)
+    if data != (None, None, 0.0, 0, 1):
+        fail("--dataset, --dataset-format, --think-time and --prefix-*: a sim day of a data set is a fleet's "
+             "(compare llm-fleet:... llm-fleet:...; one engine's schedule carries no shared blocks)")
     if also:
         fail("--also: more fleets beside A and B; two LLM policies are compared as a pair")
     for side, spec in (("A", a), ("B", b)):

@@ -17,11 +17,16 @@ its router: any sim router, or `router=sglang:POLICY`) and drives the live chat 
 against each (`harness.analysis.llm.fleet_live`): `--rate` and `--duration` size the day
 (its own 4 req/s for 30 s by default), `--set cost=FILE` (from `harness profile llm`) prices
 the sim run beside each live one, and the day is the chat day only.
+
+`--dataset FILE` (sim; with `--dataset-format`, `--think-time`, `--prefix-tokens`, `--prefix-groups`)
+makes the file's conversations the day (`harness.analysis.llm.fleet.dataset_day`): the conversations
+and shared prefixes a live `run URL --dataset FILE` sends, as blocks the replicas' prefix caches see.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from harness.cli.common import err, fail, publish
 from harness.engine.jobs import Jobs
@@ -36,11 +41,15 @@ __all__ = ["compare_fleets", "is_fleet"]
 _SLO_KNOBS = ("slo_ttft_s", "slo_tpot_s")
 _COST_FILE = "cost"  # --set cost=FILE (live): the step cost `harness profile llm` fitted, for the sim beside
 DEFAULT_SUITE = "bad-day"  # compare's --suite default: for fleets, the chat day
+DataDay = tuple[Path | None, str | None, float, int, int]   # --dataset, --dataset-format, --think-time, --prefix-*
 
 
 def compare_fleets(a: str, b: str, workload: list[str] | None, suite: str, seed: int, seeds: int,
                    duration: float | None, rate: float | None, set_: list[str] | None, jobs: Jobs, unused: list[str],
-                   as_json: bool, out_path: Path | None, quiet: bool, mode: str, also: list[str] | None = None) -> None:
+                   as_json: bool, out_path: Path | None, quiet: bool, mode: str, also: list[str] | None = None,
+                   data: DataDay | None = None) -> None:
+    """`data`: (--dataset, --dataset-format, --think-time, --prefix-tokens, --prefix-groups), the day
+    a data set file's conversations (sim only; `harness.analysis.llm.fleet.dataset_day`)."""
     from harness.analysis.llm.fleet import FleetCompare, run_fleets
 
     more = list(also or [])
@@ -73,6 +82,9 @@ def compare_fleets(a: str, b: str, workload: list[str] | None, suite: str, seed:
                 fail(f"--set {key}: expected a number > 0, got {raw!r}")
         else:
             engine[key] = raw
+    traffic: dict[str, Any] = {}
+    if data is not None:
+        traffic = _data_day(data, workload, suite)
     if mode != "sim":
         return _compare_live(a, b, more, workload, suite, seed, duration, rate, engine, slo, cost_file, as_json,
                              out_path, quiet)
@@ -80,6 +92,8 @@ def compare_fleets(a: str, b: str, workload: list[str] | None, suite: str, seed:
         if suite != DEFAULT_SUITE and suite not in FLEET_SUITES:
             fail(f"unknown fleet suite '{suite}': valid are {', '.join(FLEET_SUITES)}")
         days = tuple(workload) if workload else (fleet_suite(suite) if suite != DEFAULT_SUITE else ("chat",))
+        if traffic:
+            days = (traffic["dataset"],)
         base = engine_with(LlmEngineSpec(prefix_caching=True), engine)
         fleets = tuple(parse_fleet(x, base) for x in (a, b, *more))
         if fleets[0].name == fleets[1].name:
@@ -88,7 +102,8 @@ def compare_fleets(a: str, b: str, workload: list[str] | None, suite: str, seed:
         twice = next((x for x in names if names.count(x) > 1), None)
         if twice is not None:
             fail(f"--also: '{twice}' is given twice: each fleet once")
-        compare = FleetCompare(fleets=fleets, days=days, rate_rps=rate, duration_s=duration, seed=seed, **slo)
+        keys: dict[str, Any] = {**slo, **traffic}
+        compare = FleetCompare(fleets=fleets, days=days, rate_rps=rate, duration_s=duration, seed=seed, **keys)
     except ValueError as exc:
         fail(str(exc))
     if not (quiet or as_json) and err.is_terminal:
@@ -97,6 +112,29 @@ def compare_fleets(a: str, b: str, workload: list[str] | None, suite: str, seed:
     else:
         result = run_fleets(compare, jobs)
     publish(result, out_path or results.default_path("fleet", f"{a}-vs-{b}"), None, as_json)
+
+
+def _data_day(data: DataDay, workload: list[str] | None, suite: str) -> dict[str, Any]:
+    """The FleetCompare keys of a data set's day, the file read once here (exit 2 naming file and line);
+    sim only (a live compare was refused before: harness.cli.applies)."""
+    from workloads.datasets import load_dataset
+
+    dataset, fmt, think_s, prefix_tokens, prefix_groups = data
+    if dataset is None:
+        if fmt is not None or think_s or prefix_tokens or prefix_groups != 1:
+            fail("--dataset-format, --think-time, --prefix-tokens and --prefix-groups of a compare of LLM fleets "
+                 "shape a data set's day: give --dataset FILE too")
+        return {}
+    if workload or suite != DEFAULT_SUITE:
+        fail("--dataset is the day of this compare: give it without --workload or --suite")
+    if prefix_groups != 1 and not prefix_tokens:
+        fail("--prefix-groups counts shared system prompts: give --prefix-tokens N too")
+    try:
+        load_dataset(str(dataset), fmt, think_s)
+    except ValueError as exc:
+        fail(str(exc))
+    return {"dataset": str(dataset), "dataset_format": fmt, "think_time_s": think_s, "prefix_tokens": prefix_tokens,
+            "prefix_groups": prefix_groups}
 
 
 def _with_knobs(spec: str, engine: dict[str, str]) -> str:

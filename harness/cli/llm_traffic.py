@@ -19,7 +19,8 @@ __all__ = ["CONCURRENCY", "CONCURRENCY_LEVELS", "DATASET", "DATASET_FORMAT", "MA
 
 DATASET: Optional[Path] = typer.Option(None, "--dataset", help="LLM URL: prompts from a data set file: ShareGPT "
                                        ".json (every turn), .jsonl/.csv of prompt or messages, or a Mooncake "
-                                       "trace .jsonl (hash_ids); format from the file or --dataset-format.")
+                                       "trace .jsonl (hash_ids); format from the file or --dataset-format. A sim "
+                                       "compare of LLM fleets: the file's conversations are the day.")
 DATASET_FORMAT: Optional[str] = typer.Option(None, "--dataset-format", help="LLM URL: sharegpt, jsonl, csv or "
                                              "mooncake (default: from the file).")
 CONCURRENCY: Optional[int] = typer.Option(None, "--concurrency", help="LLM URL: a closed loop of N users, each "

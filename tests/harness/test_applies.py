@@ -75,6 +75,8 @@ _HAS = {c: {next(o for o in p.opts if o.startswith("--")) for p in _TREE.command
 for (_c, _w), _refused in OLD.items():
     if _c in _HAS and _w.kind is not LU:
         _refused |= _TRAFFIC & _HAS[_c]
+# ... but a sim compare of LLM fleets takes a data set as its day (workloads.dataset_days), open loop.
+OLD[("compare", Where(LP, SIM))] -= _TRAFFIC - {"--concurrency", "--max-concurrency"}
 
 
 def _options(command: str) -> list[str]:

@@ -8,6 +8,12 @@ spread over the cores as the other sweeps' points do. Each day gets the verdicts
 second fleet against the first on the headline figures (`HEADLINE`): B against A, a tie within
 max(`TIE_ABS`, `TIE_REL` x the larger); for any number, the ranking by goodput
 summed over the days (`harness.results.fleet.FleetRanked`).
+
+With `dataset` (a data set file, `workloads.datasets`), the day is that file: its conversations as
+`workloads.dataset_days.dataset_schedule` builds them (turn j+1 carrying turn j's blocks, a shared
+system prompt of `prefix_tokens` in `prefix_groups` groups), at `rate_rps` (default
+DATASET_RATE_RPS; a file with start times and no rate: replayed) for `duration_s` (default
+DATASET_DURATION_S): the same conversations and prefixes a live run of the file sends.
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ from harness.engine.llm_fleet_metrics import fleet_figures
 from harness.results.compare import FigureVerdict, Winner
 from harness.results.fleet import FleetRanked, FleetResult, FleetRun, FleetSettings
 from targets.llm.fleet import FleetSpec
-from workloads.llm_days import FleetDay, build_fleet_schedule, fleet_day
+from workloads.llm_days import FleetDay, FleetSchedule, build_fleet_schedule, fleet_day
 
-__all__ = ["FleetCompare", "FleetPoint", "HEADLINE", "day_of", "judge_fleets", "rank_fleets", "run_fleets"]
+__all__ = ["DATASET_DURATION_S", "DATASET_RATE_RPS", "FleetCompare", "FleetPoint", "HEADLINE", "day_of", "judge_fleets", "rank_fleets", "run_fleets"]
 
 # (figure, label, unit, better): what a fleet compare judges on every day.
 HEADLINE: tuple[tuple[str, str, str, str], ...] = (
@@ -38,6 +44,8 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
     ("lost", "lost requests", "requests", "lower"),
 )
 TIE_REL = 0.02
+DATASET_RATE_RPS = 8.0      # a data set's day without --rate (and without start times of its own)
+DATASET_DURATION_S = 60.0   # ... and without --duration
 TIE_ABS = {"s": 0.005, "share": 0.005, "req/s": 0.05, "requests": 0.5}
 
 
@@ -51,12 +59,18 @@ class FleetCompare:
     seed: int = 1
     slo_ttft_s: float = 2.0
     slo_tpot_s: float = 0.1
+    dataset: str | None = None          # the day is this data set file (its name is the day's)
+    dataset_format: str | None = None
+    think_time_s: float = 0.0
+    prefix_tokens: int = 0
+    prefix_groups: int = 1
 
     def __post_init__(self) -> None:
         if not self.fleets:
             raise ValueError("at least one fleet")
         for name in self.days:
-            fleet_day(name)   # ValueError naming the valid days
+            if name != self.dataset:
+                fleet_day(name)   # ValueError naming the valid days
         for label, v in (("rate", self.rate_rps), ("duration", self.duration_s)):
             if v is not None and not v > 0:
                 raise ValueError(f"{label} must be > 0, got {v}")
@@ -89,11 +103,28 @@ class FleetPoint:
 
     def run(self) -> FleetRun:
         c, spec = self.compare, self.compare.fleets[self.fleet]
-        day = day_of(self.day, c.rate_rps, c.duration_s)
-        schedule = build_fleet_schedule(day, c.seed, spec.engine.block_size)
+        if self.day == c.dataset:
+            schedule, rate = dataset_day(c, spec.engine.block_size)
+        else:
+            day = day_of(self.day, c.rate_rps, c.duration_s)
+            schedule, rate = build_fleet_schedule(day, c.seed, spec.engine.block_size), day.rate_rps
         trace = simulate_fleet(spec, schedule, c.drain_s)
-        return fleet_figures(trace, spec.name, spec.router, self.day, day.rate_rps, schedule.turn,
+        return fleet_figures(trace, spec.name, spec.router, self.day, rate, schedule.turn,
                              c.slo_ttft_s, c.slo_tpot_s)
+
+
+def dataset_day(c: FleetCompare, block_size: int) -> tuple[FleetSchedule, float]:
+    """`c.dataset`'s day (see the module doc) and its offered rate (requests/s)."""
+    from workloads.dataset_days import dataset_schedule
+    from workloads.datasets import load_dataset
+
+    assert c.dataset is not None
+    data = load_dataset(c.dataset, c.dataset_format, c.think_time_s)
+    rate = c.rate_rps if c.rate_rps is not None or data.timed else DATASET_RATE_RPS
+    duration = c.duration_s or DATASET_DURATION_S
+    schedule = dataset_schedule(data, duration, c.seed, rate, block_size, prefix_tokens=c.prefix_tokens,
+                                prefix_groups=c.prefix_groups)
+    return schedule, rate if rate is not None else len(schedule) / duration
 
 
 def _value(run: FleetRun, figure: str) -> float | None:
@@ -151,7 +182,8 @@ def run_fleets(c: FleetCompare, jobs: Jobs | None = None,
             a, b = (next(r for r in runs if r.day == day and r.fleet == n) for n in names[:2])
             verdicts[day] = judge_fleets(a, b)
     settings = FleetSettings(fleets=names, days=list(c.days), rate_rps=c.rate_rps,
-                             duration_s=c.duration_s or max(fleet_day(d).duration_s for d in c.days), seed=c.seed,
+                             duration_s=c.duration_s or max(DATASET_DURATION_S if d == c.dataset else
+                                                             fleet_day(d).duration_s for d in c.days), seed=c.seed,
                              slo_ttft_s=c.slo_ttft_s, slo_tpot_s=c.slo_tpot_s,
                              engine=engine_settings(c.fleets[0].engine))
     return FleetResult(settings=settings, runs=runs, verdicts=verdicts, ranking=rank_fleets(runs, names))
