@@ -1,7 +1,8 @@
 """docs/workloads.md and docs/workload.schema.json: the workload file, from its model.
 
 Every key of a workload TOML file comes from `workloads.model.WorkloadConfig` and the
-models inside it (and of an LLM URL's workload file from `workloads.llm_file.LlmWorkloadFile`): type, unit, default, allowed values and meaning from the fields, and
+models inside it (and of an LLM URL's workload file from `workloads.llm_file.LlmWorkloadFile`):
+type, unit, default, allowed values and meaning from the fields, and
 one example per key taken from the built-in scenario files (so each example is a value
 a shipped scenario really uses). The schema is pydantic's JSON Schema of the same model.
 """

@@ -30,7 +30,8 @@ from harness.results.fleet import FleetRanked, FleetResult, FleetRun, FleetSetti
 from targets.llm.fleet import FleetSpec
 from workloads.llm_days import FleetDay, FleetSchedule, build_fleet_schedule, fleet_day
 
-__all__ = ["DATASET_DURATION_S", "DATASET_RATE_RPS", "FleetCompare", "FleetPoint", "HEADLINE", "day_of", "judge_fleets", "rank_fleets", "run_fleets"]
+__all__ = ["DATASET_DURATION_S", "DATASET_RATE_RPS", "FleetCompare", "FleetPoint", "HEADLINE", "dataset_day", "day_of",
+           "judge_fleets", "rank_fleets", "run_fleets"]
 
 # (figure, label, unit, better): what a fleet compare judges on every day.
 HEADLINE: tuple[tuple[str, str, str, str], ...] = (

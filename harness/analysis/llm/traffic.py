@@ -115,7 +115,8 @@ def concurrency_sweep(target: UrlTarget, label: str, prepared: Prepared, traffic
     `traffic.driver_procs` processes, a level with fewer users over one process per user."""
     runs, points = [], []
     for n in levels:
-        level = replace(traffic, load=Load(LoadMode.CONCURRENCY, concurrency=n), driver_procs=min(traffic.driver_procs, n))
+        level = replace(traffic, load=Load(LoadMode.CONCURRENCY, concurrency=n),
+                        driver_procs=min(traffic.driver_procs, n))
         run = traffic_run(target, label, prepared, level, sweep, timeout_s)
         runs.append(run)
         t = run.traffic

@@ -42,7 +42,8 @@ __all__ = ["MAX_SEARCH_STEPS", "OneRun", "RateSearchLike", "url_compare", "url_f
 MAX_SEARCH_STEPS = 10
 URL_SLO_MULTIPLE = 2.0   # a URL's request is abandoned at twice its SLO budget: it has missed it by then
 OnRun = Callable[[str], None]
-OneRun = Callable[[UrlTarget, str, Prepared, str, float, LlmSweep], LlmRun]   # (target, label, prepared, mix, rate, sweep)
+# One step of a sweep: (target, label, prepared, mix, rate, sweep) -> its run.
+OneRun = Callable[[UrlTarget, str, Prepared, str, float, LlmSweep], LlmRun]
 
 
 class RateSearchLike(Protocol):
