@@ -56,3 +56,14 @@ def test_a_bad_workload_file_or_one_a_command_cannot_take_is_one_line_exit_2(tmp
     squeezed = "".join(res.output.split())   # a long path may wrap: compare without white space
     assert "".join(message.format(dir=tmp_path).split()) in squeezed, res.output
     assert "Traceback" not in res.output
+
+
+@pytest.mark.live
+def test_compare_urls_sends_the_files_traffic_to_both(tmp_path: Path) -> None:
+    day, out = _day(tmp_path, "concurrency = 2\n"), tmp_path / "c.json"
+    with serve(FakeOpenAI(ttft_s=0.01, itl_s=0.002)) as a, serve(FakeOpenAI(ttft_s=0.02, itl_s=0.002)) as b:
+        res = runner.invoke(app, ["compare", a, b, "-w", str(day), "--json", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    runs = json.loads(out.read_text())["runs"]
+    assert len(runs) == 2 and all(r["traffic"]["dataset"] == str(tmp_path / "chats.json") for r in runs)
+    assert [r["traffic"]["concurrency"] for r in runs] == [2, 2]
