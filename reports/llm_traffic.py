@@ -19,7 +19,8 @@ def traffic_line(t: TrafficFigures) -> str:
     text = (f"load: {t.load_label}; {source}: {t.conversations:,} conversations, {t.turns_sent:,} requests "
             f"({fmt_n(t.requests_per_s)} req/s sent, {fmt_n(t.finished_per_s)} answered), at most {t.max_in_flight:,} in flight")
     if t.driver_procs > 1:   # each process's most, added: a bound on the run's
-        text += f" (the sum of {t.driver_procs} driver processes' most)"
+        kind = "Ray actors" if t.driver_executor == "ray" else "driver processes"
+        text += f" (the sum of {t.driver_procs} {kind}' most)"
     if t.context_tokens_max is not None:
         text += f", context up to {t.context_tokens_max:,} tokens"
     if t.slot_wait_s is not None:
