@@ -53,8 +53,11 @@ def turn_table(t: TrafficFigures) -> Table | None:
 
 
 def concurrency_table(c: ConcurrencySweep) -> Table:
-    table = Table(title=f"concurrency sweep, {c.step_duration_s:g} s a level"
-                  + (f": knee at concurrency {c.knee_concurrency}" if c.knee_concurrency is not None else ""),
+    where = (f": knee at concurrency {c.knee_concurrency}" if c.knee_concurrency is not None else
+             "" if len(c.points) < 3 else
+             ": no knee (no level was answered)" if not any(p.requests_per_s > 0 for p in c.points) else
+             f": no knee (still rising at {c.points[-1].concurrency})")
+    table = Table(title=f"concurrency sweep, {c.step_duration_s:g} s a level{where}",
                   box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     for h in ("users", "req/s", "out tok/s", "TTFT p50 ms", "TTFT p90 ms", "E2E p50 ms", "in flight"):
         table.add_column(h, justify="right", no_wrap=True)
