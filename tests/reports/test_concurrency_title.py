@@ -31,3 +31,16 @@ def _title(c: ConcurrencySweep) -> str:
 ])
 def test_the_title_says_the_knee_or_why_there_is_none(rps: list[float], knee: int | None, said: str) -> None:
     assert _title(_sweep(rps, knee)).endswith(said)
+
+
+def test_the_page_shows_the_sweep_table_the_terminal_shows() -> None:
+    from types import SimpleNamespace
+
+    from reports.llm_traffic import table_html, traffic_sections
+
+    c = _sweep([3.0, 6.0, 12.0, 12.0, 12.0], 2)
+    html = table_html(concurrency_table(c))
+    assert html.count("<tr>") == 6 and "<th>users</th>" in html and "<td>4 *</td>" in html
+    sections = traffic_sections(SimpleNamespace(runs=[], concurrency=c))
+    assert [s.title for s in sections] == ["concurrency sweep, 5 s a level: knee at concurrency 4"]
+    assert sections[0].figure is not None and sections[0].html == html
