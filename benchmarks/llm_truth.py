@@ -13,7 +13,9 @@ made here of `--requests` prompts asking for 32 tokens each.
 
 1. open loop at `--rate` for `--duration` s (`harness run URL --dataset F --rate R`), and closed loop
    at `--concurrency` (`--concurrency N`): TTFT p50 and mean, ITL mean, ours over the truth.
-2. mock only, `--max-concurrent-requests CAP` (a second mock): a concurrency sweep over `--levels`,
+2. `--knee-on ours,mock`: a server capped at `--cap` concurrent requests (ours `--max-concurrent`;
+   the mock `--max-concurrent-requests`, whose 0.8.1 semaphore is let go when its handler returns the
+   stream object, so it caps no streamed request: the check shows it): a concurrency sweep over `--levels`,
    its knee against CAP, each level's rate against the closed form min(N, CAP) / T, T the truth's
    E2E p50 at one user.
 3. `--streams`: closed loops of that many streams, ours in one driver process and in two
@@ -42,6 +44,7 @@ from harness.analysis.llm import LlmSweep  # noqa: E402
 from harness.analysis.llm.traffic import traffic_url_run, traffic_url_sweep  # noqa: E402
 from harness.live.openai import UrlTarget  # noqa: E402
 from harness.live.openai.traffic import Traffic  # noqa: E402
+from harness.live.openai.run import ProbeFailed  # noqa: E402
 from harness.live.openai.truth import TruthSummary, summary, truth_closed, truth_open  # noqa: E402
 from harness.live.serve_child import stop_child  # noqa: E402
 from harness.results.llm import LlmRun  # noqa: E402
@@ -84,9 +87,11 @@ def server(cmd: list[str], url_of: Any, timeout_s: float = 60.0) -> Iterator[str
         stop_child(proc)
 
 
-def ours_server(args: argparse.Namespace) -> Any:
+def ours_server(args: argparse.Namespace, cap: int | None = None) -> Any:
     cmd = [sys.executable, "-m", "tests.harness.fake_openai", "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS),
            "--tokens-per-chunk", "8", "--continuous-usage"]
+    if cap is not None:   # holds its slot until the stream's end
+        cmd += ["--max-concurrent", str(cap)]
 
     def url_of(proc: subprocess.Popen) -> str:
         assert proc.stdout is not None
@@ -182,10 +187,15 @@ def accuracy(name: str, url: str, data: Path, args: argparse.Namespace) -> None:
          ours(url, data, args, users=args.concurrency))
 
 
-def knee(args: argparse.Namespace, data: Path) -> None:
+def knee(args: argparse.Namespace, data: Path, which: str = "mock") -> None:
+    """The concurrency sweep against a server capped at `args.cap` streams: guidellm's mock
+    (`--max-concurrent-requests`; 0.8.1 releases its slot when the handler returns the stream
+    object, before the first token, so streamed requests are not capped: the check shows it) or
+    ours (`--max-concurrent`, its slot held to the stream's end)."""
     levels = [int(x) for x in args.levels.split(",")]
-    with mock_server(args, args.cap) as url:
-        print(f"mock --max-concurrent-requests {args.cap}: {url}", flush=True)
+    start = mock_server(args, args.cap) if which == "mock" else ours_server(args, args.cap)
+    with start as url:
+        print(f"{which} capped at {args.cap} concurrent requests: {url}", flush=True)
         one = truth(url, args, users=1)
         per_request_s = one.e2e_p50_s or float("nan")   # T: the truth's time a request at one user
         target = UrlTarget.parse(url)
@@ -199,7 +209,9 @@ def knee(args: argparse.Namespace, data: Path) -> None:
             print(f"  concurrency {p.concurrency}: {p.requests_per_s:.2f} req/s, closed form "
                   f"min({p.concurrency}, {args.cap}) / {per_request_s * 1000:.0f} ms = {form:.2f} "
                   f"({p.requests_per_s / form - 1:+.1%}), TTFT p50 {ms(p.ttft_p50_s)} ms", flush=True)
-        print(f"  knee: concurrency {result.concurrency.knee_concurrency} (the server's cap: {args.cap})", flush=True)
+        got = result.concurrency.knee_concurrency
+        print(f"  knee: concurrency {got} (the server's cap: {args.cap}): "
+              f"{'at the cap' if got == args.cap else 'NOT at the cap'}", flush=True)
 
 
 def streams(name: str, url: str, data: Path, args: argparse.Namespace) -> None:
@@ -214,10 +226,17 @@ def streams(name: str, url: str, data: Path, args: argparse.Namespace) -> None:
         for procs in (1, 2):
             if procs > n:
                 continue
-            ok = line(f"{n} streams, {procs} driver process{'es' if procs > 1 else ''}", t,
-                      ours(url, data, args, users=n, procs=procs))
-            if ok:
+            try:
+                run = ours(url, data, args, users=n, procs=procs)
+            except ProbeFailed as exc:   # the server stopped answering between the truth and us
+                print(f"  {n} streams, {procs} driver process(es): {exc}; stopped", flush=True)
+                return report(name, kept, args)
+            if line(f"{n} streams, {procs} driver process{'es' if procs > 1 else ''}", t, run):
                 kept[procs] = n
+    report(name, kept, args)
+
+
+def report(name: str, kept: dict[int, int | None], args: argparse.Namespace) -> None:
     print(f"  {name}: within 5% of the truth up to {kept[1]} streams in one driver process, {kept[2]} in two "
           f"(of {args.streams})", flush=True)
 
@@ -233,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--guidellm", default=None, help="the guidellm binary (its mock server); none: ours only")
     ap.add_argument("--only", choices=("ours", "mock", "knee"), default=None)
+    ap.add_argument("--knee-on", default="ours,mock", help="servers the capped concurrency sweep runs against")
     ap.add_argument("--requests", type=int, default=5000, help="prompts in the data set (a bound on each run)")
     args = ap.parse_args(argv)
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
@@ -243,14 +263,18 @@ def main(argv: list[str] | None = None) -> int:
                 accuracy("ours (8 tokens a chunk)", url, data, args)
                 if args.streams:
                     streams("ours", url, data, args)
-        if args.guidellm and args.only == "knee":
-            knee(args, data)
+        knee_on = [w for w in args.knee_on.split(",") if w == "ours" or args.guidellm]
+        if args.only == "knee":
+            for which in knee_on:
+                knee(args, data, which)
         elif args.guidellm and args.only != "ours":
             with mock_server(args) as url:
                 accuracy("guidellm mock (1 token a chunk)", url, data, args)
                 if args.streams:
                     streams("mock", url, data, args)
-            knee(args, data)
+        if args.only is None:
+            for which in knee_on:
+                knee(args, data, which)
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
     return 0
 

@@ -341,8 +341,10 @@ def sections(result: LlmResult) -> list[Section]:
     if not result.curves:
         out.append(Section("Runs", html=_html_table(RUN_HEADERS, run_rows(result))))
     if result.settings.targets:
+        from reports.llm_traffic import traffic_sections
         from reports.server_charts import server_sections
 
+        out += traffic_sections(result)
         out += server_sections(result)
     if result.ratios:
         out.append(Section("Continuous vs run-to-completion batching at the same SLO" if not result.settings.targets

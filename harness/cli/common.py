@@ -219,8 +219,9 @@ HTML = typer.Option(None, "--html", help="Also write a self-contained HTML repor
                     callback=writable_file("--html"))
 JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core, at most 8).",
                     callback=bounded("--jobs", ge=1, le=256))
-EXECUTOR = typer.Option("process", "--executor", help="Where sim jobs run: process (this machine's cores) or ray "
-                        "(the cluster at RAY_ADDRESS, else a local Ray instance; needs the optional ray extra).",
+EXECUTOR = typer.Option("process", "--executor", help="Where sim jobs run, and `run` of an LLM URL's --driver-procs: "
+                        "process (this machine's cores) or ray (the cluster at RAY_ADDRESS, else a local Ray "
+                        "instance; needs the optional ray extra).",
                         callback=executor_check)
 NO_CACHE = typer.Option(False, "--no-cache", help="Run every sim run again instead of reusing finished ones from the "
                         "run cache ($HARNESS_CACHE_DIR, else ~/.cache/harness/runs).")

@@ -60,10 +60,13 @@ def levels_of(text: str) -> list[int]:
 
 def traffic_of(dataset: Path | None, dataset_format: str | None, rate: float | None, concurrency: int | None,
                max_concurrency: int | None, think_time: float, default_rate_rps: float, prefix_tokens: int = 0,
-               prefix_groups: int = 1, driver_procs: int = 1) -> Any:
+               prefix_groups: int = 1, driver_procs: int = 1, executor: str = "process") -> Any:
     """The run's traffic, or None when no traffic option was given (today's synthetic open loop);
     `--driver-procs N` over 1 sends the length mix as traffic too (conversations of one prompt each,
-    split over the processes)."""
+    split over the processes, or over Ray actors with `--executor ray`)."""
+    if executor != "process" and driver_procs == 1:
+        fail(f"--executor {executor} runs an LLM URL's driver processes as Ray actors: give --driver-procs N "
+             "(N > 1) too")
     if driver_procs == 1 and not any(on for _, on in given(dataset, dataset_format, concurrency, max_concurrency,
                                                            think_time, prefix_tokens, prefix_groups)):
         return None
@@ -72,7 +75,8 @@ def traffic_of(dataset: Path | None, dataset_format: str | None, rate: float | N
     try:
         return Traffic.of(str(dataset) if dataset is not None else None, dataset_format, rate, concurrency,
                           max_concurrency, think_time, default_rate_rps=default_rate_rps,
-                          prefix_tokens=prefix_tokens, prefix_groups=prefix_groups, driver_procs=driver_procs)
+                          prefix_tokens=prefix_tokens, prefix_groups=prefix_groups, driver_procs=driver_procs,
+                          driver_executor=executor)
     except ValueError as exc:
         fail(str(exc))
 

@@ -125,7 +125,7 @@ def run_llm_url(target: str, workload: str | None, seed: int, duration: float | 
                 dataset_format: str | None = None, concurrency: int | None = None,
                 max_concurrency: int | None = None, think_time: float = 0.0, prefix_tokens: int = 0,
                 prefix_groups: int = 1, server_metrics: bool = False, server_metrics_url: str | None = None,
-                tokenizer: str | None = None, driver_procs: int = 1) -> None:
+                tokenizer: str | None = None, driver_procs: int = 1, executor: str = "process") -> None:
     """`harness run URL -w MIX`: one run at `rate` (default DEFAULT_RATE_RPS) for `duration` s; with
     a data set, a load mode or `--driver-procs N` (`llm_traffic.traffic_of`), that traffic."""
     from harness.analysis.llm.traffic import traffic_url_run
@@ -139,7 +139,7 @@ def run_llm_url(target: str, workload: str | None, seed: int, duration: float | 
     rate, duration, dataset, dataset_format, concurrency, max_concurrency, think_time, prefix_tokens, \
         prefix_groups = o.values()
     traffic = traffic_of(dataset, dataset_format, rate, concurrency, max_concurrency, think_time, DEFAULT_RATE_RPS,
-                         prefix_tokens, prefix_groups, driver_procs)
+                         prefix_tokens, prefix_groups, driver_procs, executor)
 
     url, slo = _target(target, allow_remote, model, api_key_env, template, set_,
                        (server_metrics, server_metrics_url, tokenizer))

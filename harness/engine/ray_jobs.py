@@ -25,7 +25,7 @@ from typing import Any, Callable, Protocol, Sequence, TypeVar, cast
 
 import ray
 
-__all__ = ["run_on_ray", "runtime_env", "shutdown"]
+__all__ = ["connect", "run_on_ray", "runtime_env", "shutdown"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Never uploaded to a joined cluster: environments, git data, results and caches.
@@ -52,7 +52,9 @@ def runtime_env(joined: bool) -> dict[str, Any]:
     return {"env_vars": {"PYTHONPATH": path}}
 
 
-def _connect(workers: int | None, address: str | None) -> None:
+def connect(workers: int | None, address: str | None) -> None:
+    """Join the cluster at `address`, else at RAY_ADDRESS, else start a local instance of `workers`
+    CPUs (default: all cores); a no-op when already connected (the first choice holds)."""
     global _opened
     if ray.is_initialized():
         return
@@ -87,7 +89,7 @@ def run_on_ray(work: Sequence[Job[R]], order: Sequence[int], on_done: Callable[[
     here as Ray's RayTaskError, an instance of the job's own exception type too.
     `workers` sizes a local instance (default: all cores); a joined cluster (`address`,
     else RAY_ADDRESS) has its own. The first call's choice holds for the process."""
-    _connect(workers, address)
+    connect(workers, address)
     refs: dict[ray.ObjectRef[object], int] = {_run.remote(work[i]): i for i in order}
     results: dict[int, R] = {}
     pending = list(refs)

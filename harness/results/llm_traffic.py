@@ -70,6 +70,7 @@ class TrafficFigures(Figures):
     prefix_tokens: int = 0        # a shared system prompt this long opened each conversation (0: none)
     prefix_groups: int = 1        # ... one of this many
     driver_procs: int = 1         # driver processes the conversations were split over (max_in_flight: their sum)
+    driver_executor: str = "process"   # ...spawned on this machine, or Ray actors ("ray")
 
 
 class ConcurrencyPoint(Figures):

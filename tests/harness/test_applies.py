@@ -41,8 +41,9 @@ OLD: dict[tuple[str, Where], set[str]] = {
     **{("run", Where(k, LIVE, B)): {"--seeds"} | _URL_ONLY for k in (D, F)},
     ("run", Where(U, LIVE, B)): {"--seeds", "--balancer"} | _URL_ONLY,  # harness.live.plan: not to a URL
     **{("run", Where(k, LIVE, L)): {"--seeds", "--balancer", "--driver-procs"} | _URL_ONLY for k in (D, F, U)},
-    ("run", Where(LU, LIVE, B)): {"--seeds", "--jobs", "--executor", "--scale", "--device", "--warmup", "--driver",
-                                  "--workers"},   # --driver-procs: its conversations over processes (issue 37)
+    ("run", Where(LU, LIVE, B)): {"--seeds", "--jobs", "--scale", "--device", "--warmup", "--driver",
+                                  "--workers"},   # --driver-procs: its conversations over processes, and
+                                                  # --executor ray: over Ray actors (issue 37)
     ("compare", Where(D, SIM)): _NOT_LLM_URLS | {"--warmup", "--driver-procs", "--balancer"} | _ALSO,
     **{("compare", Where(k, LIVE)): _NOT_LLM_URLS | {"--seeds"} | _ALSO for k in (D, F)},
     ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup"} | _ALSO,  # --driver-procs

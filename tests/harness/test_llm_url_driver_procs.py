@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -194,4 +195,45 @@ def test_compare_urls_takes_driver_procs(tmp_path: Path) -> None:
 def test_driver_procs_over_a_sweep_or_compare_users_is_one_line_exit_2(line: list[str], message: str) -> None:
     res = runner.invoke(app, line)
     assert res.exit_code == 2 and message in " ".join(res.output.split()), res.output
+    assert "Traceback" not in res.output
+
+
+@pytest.fixture
+def local_ray(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A local Ray instance for the driver's actors, stopped after the test."""
+    ray = pytest.importorskip("ray")
+    from harness.engine import ray_jobs
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert not ray.is_initialized()
+    yield ray
+    ray_jobs.shutdown()
+
+
+@pytest.mark.live
+@pytest.mark.slow
+def test_ray_actors_send_the_same_requests_as_processes(tmp_path: Path, local_ray: Any) -> None:
+    """`--executor ray`: the same shares as spawned processes, as Ray actors (a local instance here; a
+    cluster at RAY_ADDRESS the same way): the same schedule sends the same requests, merged the same."""
+    chats = _chats(tmp_path / "chats.json", 12)
+    cfg = FakeOpenAI(ttft_s=0.01, itl_s=0.002)
+    counts = {}
+    with serve(cfg, chat=True) as url:
+        target = UrlTarget.parse(url)
+        sweep = LlmSweep(policies=(target.label,), mixes=("short",), rates_rps=(6.0,), duration_s=2.0, seed=2)
+        for executor in ("process", "ray"):
+            convs = traffic_url_run(target, sweep, Traffic.of(str(chats), None, 6.0, None, None, driver_procs=2,
+                                                              driver_executor=executor))
+            r = convs.runs[0]
+            assert r.traffic is not None
+            counts[executor] = (r.requests, r.finished, r.traffic.conversations, r.traffic.driver_procs,
+                                r.traffic.driver_executor)
+    assert counts["process"][:4] == counts["ray"][:4] == (30, 30, 15, 2)
+    assert (counts["process"][4], counts["ray"][4]) == ("process", "ray")
+    assert sum(1 for b in cfg.seen if b.get("user") != "probe") == 60   # both runs' requests reached the server, none twice
+
+
+def test_executor_ray_without_driver_procs_is_one_line_exit_2() -> None:
+    res = runner.invoke(app, ["run", "http://127.0.0.1:9/v1/completions", "--executor", "ray"])
+    assert res.exit_code == 2 and "give --driver-procs N" in " ".join(res.output.split())
     assert "Traceback" not in res.output

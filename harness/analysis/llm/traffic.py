@@ -75,7 +75,7 @@ def traffic_figures(sd: SessionsDriven, traffic: Traffic) -> TrafficFigures:
         concurrency=load.concurrency, max_concurrency=load.max_concurrency,
         slot_wait_s=_pcts(waits) if capped else None, slots_bound=slots_bound(waits) if capped else None,
         slot_timeouts=sd.slot_timeouts, prefix_tokens=traffic.prefix_tokens, prefix_groups=traffic.prefix_groups,
-        driver_procs=traffic.driver_procs)
+        driver_procs=traffic.driver_procs, driver_executor=traffic.driver_executor)
 
 
 

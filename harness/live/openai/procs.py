@@ -41,7 +41,8 @@ from harness.live.openai.stream import Tally
 from harness.live.openai.target import UrlTarget
 from targets.llm import Sequence
 
-__all__ = ["DONE_SLACK_S", "START_AHEAD_S", "START_TIMEOUT_S", "Part", "drive_over_procs", "merge_parts"]
+__all__ = ["DONE_SLACK_S", "START_AHEAD_S", "START_TIMEOUT_S", "ChildSpec", "Part", "drive_over_procs", "drive_share", "merge_parts",
+           "plan_share"]
 
 START_TIMEOUT_S = 120.0   # a spawned interpreter imports the driver and builds its plan: slow on a busy machine
 START_AHEAD_S = 0.2       # the start is set this far ahead of the last "ready", so every process is waiting
@@ -98,19 +99,40 @@ def _part(index: int, sd: SessionsDriven, ids: range, cpu_s: float) -> Part:
                 os.getpid(), cpu_s)
 
 
+def plan_share(spec: ChildSpec) -> Any:
+    """Share `spec.index` of the run's plan (`traffic.sessions_plan` with `traffic.Share`), built where it
+    will be driven: its tokenizer loaded here, nothing of the parent's carried but the spec."""
+    from harness.live.openai.prompts import load_tokenizer
+    from harness.live.openai.traffic import Share, sessions_plan
+
+    target = spec.target
+    prepared = replace(spec.prepared, tokenizer=load_tokenizer(target.tokenizer) if target.tokenizer else None)
+    return sessions_plan(target, prepared, spec.traffic, spec.mix, spec.duration_s, spec.seed,
+                         Share(spec.index, spec.procs))
+
+
+def drive_share(spec: ChildSpec, plan: Any, start_at: float) -> Part:
+    """Drive a planned share from `start_at` (this machine's time.monotonic) in a loop of its own."""
+    from harness.live.driver_loop import new_loop
+    from harness.live.openai.sessions import drive_sessions
+
+    target, cpu0 = spec.target, time.process_time()
+
+    async def main() -> SessionsDriven:
+        return await drive_sessions(target.url, target.api, plan.conversations, plan.load, plan.request_of,
+                                    spec.duration_s, plan.starts_s, target.headers(), spec.timeout_s, plan.opening,
+                                    plan.count, start_at=start_at)
+
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        sd = runner.run(main())
+    return _part(spec.index, sd, plan.ids, time.process_time() - cpu0)
+
+
 def child_main(conn: Connection, spec: ChildSpec) -> None:
     """One driver process: plan, "ready", wait for ("go", start), drive, ("done", Part)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # a Ctrl-C reaches the group; the parent decides
-    from harness.live.driver_loop import new_loop
-    from harness.live.openai.prompts import load_tokenizer
-    from harness.live.openai.sessions import drive_sessions
-    from harness.live.openai.traffic import Share, sessions_plan
-
     try:
-        target = spec.target
-        prepared = replace(spec.prepared, tokenizer=load_tokenizer(target.tokenizer) if target.tokenizer else None)
-        plan = sessions_plan(target, prepared, spec.traffic, spec.mix, spec.duration_s, spec.seed,
-                             Share(spec.index, spec.procs))
+        plan = plan_share(spec)
     except Exception as exc:  # noqa: BLE001 - whatever it is, the parent names it
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         return
@@ -118,20 +140,12 @@ def child_main(conn: Connection, spec: ChildSpec) -> None:
     msg = conn.recv()
     if msg[0] != "go":
         return
-    cpu0 = time.process_time()
-
-    async def main() -> SessionsDriven:
-        return await drive_sessions(target.url, target.api, plan.conversations, plan.load, plan.request_of,
-                                    spec.duration_s, plan.starts_s, target.headers(), spec.timeout_s, plan.opening,
-                                    plan.count, start_at=msg[1])
-
     try:
-        with asyncio.Runner(loop_factory=new_loop) as runner:
-            sd = runner.run(main())
+        part = drive_share(spec, plan, msg[1])
     except Exception as exc:  # noqa: BLE001
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(("done", _part(spec.index, sd, plan.ids, time.process_time() - cpu0)))
+    conn.send(("done", part))
 
 
 def _collect(pipes: list[Connection], kind: str, timeout_s: float) -> dict[int, Any]:

@@ -24,11 +24,16 @@ __all__ = ["drive_traffic"]
 def drive_traffic(target: UrlTarget, prepared: Prepared, traffic: Traffic, mix: str, duration_s: float, seed: int = 0,
                   timeout_s: float = 60.0) -> SessionsDriven:
     """The traffic sent to `target` for `duration_s` s, in an event loop of its own (the live driver's);
-    over `traffic.driver_procs` processes (`procs.drive_over_procs`) when more than one."""
+    over `traffic.driver_procs` processes (`procs.drive_over_procs`) when more than one, or as many Ray
+    actors with `traffic.driver_executor` "ray" (`ray_procs.drive_over_ray`)."""
     procs = traffic.driver_procs
 
     async def main() -> SessionsDriven:
-        if procs > 1:
+        if procs > 1 and traffic.driver_executor == "ray":
+            from harness.live.openai.ray_procs import drive_over_ray   # Ray: an optional extra
+
+            drive = drive_over_ray(target, prepared, traffic, mix, duration_s, seed, timeout_s, procs)
+        elif procs > 1:
             drive = drive_over_procs(target, prepared, traffic, mix, duration_s, seed, timeout_s, procs)
         else:
             plan = sessions_plan(target, prepared, traffic, mix, duration_s, seed)

@@ -36,6 +36,9 @@ __all__ = ["MAX_CLOSED_CONVERSATIONS", "SessionsPlan", "Share", "Traffic", "sess
 MAX_CLOSED_CONVERSATIONS = 100_000   # a closed loop takes at most this many conversations (a bound)
 
 
+DRIVER_EXECUTORS = ("process", "ray")
+
+
 @dataclass(frozen=True)
 class Traffic:
     load: Load
@@ -45,9 +48,13 @@ class Traffic:
     prefix_tokens: int = 0      # a shared system prompt this long opens every conversation (0: none)...
     prefix_groups: int = 1      # ...one of this many, conversation k's the (k mod groups)th
     driver_procs: int = 1       # driver processes the conversations are split over (`procs`)
+    driver_executor: str = "process"   # ...spawned here ("process", `procs`) or Ray actors ("ray", `ray_procs`)
 
     def __post_init__(self) -> None:
         check_procs(self.load, self.driver_procs)
+        if self.driver_executor not in DRIVER_EXECUTORS:
+            raise ValueError(f"--driver-executor must be one of {', '.join(DRIVER_EXECUTORS)}, got "
+                             f"'{self.driver_executor}'")
         if self.prefix_tokens < 0:
             raise ValueError(f"--prefix-tokens must be >= 0, got {self.prefix_tokens}")
         if self.prefix_groups < 1:
@@ -57,7 +64,7 @@ class Traffic:
     def of(cls, dataset: str | None, dataset_format: str | None, rate_rps: float | None, concurrency: int | None,
            max_concurrency: int | None, think_time_s: float = 0.0, block_tokens: int = DEFAULT_BLOCK_TOKENS,
            default_rate_rps: float = 2.0, prefix_tokens: int = 0, prefix_groups: int = 1,
-           driver_procs: int = 1) -> "Traffic":
+           driver_procs: int = 1, driver_executor: str = "process") -> "Traffic":
         if think_time_s < 0:
             raise ValueError(f"--think-time must be >= 0, got {think_time_s}")
         if prefix_tokens < 0 or prefix_groups < 1:
@@ -69,7 +76,7 @@ class Traffic:
             raise ValueError("--dataset-format names the format of --dataset FILE: give --dataset too")
         data = load_dataset(dataset, dataset_format, think_time_s) if dataset is not None else None
         load = Load.of(rate_rps, concurrency, max_concurrency, data is not None and data.timed, default_rate_rps)
-        return cls(load, data, think_time_s, block_tokens, prefix_tokens, prefix_groups, driver_procs)
+        return cls(load, data, think_time_s, block_tokens, prefix_tokens, prefix_groups, driver_procs, driver_executor)
 
     @property
     def label(self) -> str:
