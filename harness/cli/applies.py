@@ -125,7 +125,7 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     _o("--seeds", Panel.SIM, SIM | LLM_SIM, tolerated={"canary": LIVE, "review": LIVE}),
     _o("--jobs", Panel.SIM, SIM | LLM_SIM, tolerated={c: LIVE for c in ("run", "compare", "alerts", "canary", "review")}),
     _o("--executor", Panel.SIM, SIM | LLM_SIM, tolerated={"run": LIVE, "compare": LIVE, "review": LIVE},
-       per_command={"run": SIM | LLM_SIM | LLM_URL}),   # an LLM URL: where its --driver-procs run
+       per_command={c: SIM | LLM_SIM | LLM_URL for c in ("run", "compare")}),   # an LLM URL: where its --driver-procs run
     _o("--check-capacity", Panel.SIM, SIM, tolerated={"sweep": LIVE}),
     _o("--quick", Panel.SIM),
     _o("--no-cache", Panel.SIM, SIM | LLM_SIM, tolerated={"*": where(Kind)}),  # a live run has nothing to cache

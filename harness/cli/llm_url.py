@@ -157,11 +157,11 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
                      concurrency: int | None = None, max_concurrency: int | None = None,
                      think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1,
                      server_metrics: bool = False, server_metrics_url: str | None = None,
-                     tokenizer: str | None = None, driver_procs: int = 1) -> None:
+                     tokenizer: str | None = None, driver_procs: int = 1, executor: str = "process") -> None:
     """`harness compare URL_A URL_B`: both on the same arrivals at each rate (default URL_RATES,
     DEFAULT_COMPARE_S s each) of each mix (-w, or an LLM suite: `--suite llm-bad-day`), B's capacity
     at the SLO against A's; with a data set, a load mode or `--driver-procs N` (`llm_traffic.traffic_of`),
-    that traffic (each side's runs over N driver processes)."""
+    that traffic (each side's runs over N driver processes, or Ray actors with `--executor ray`)."""
     from harness.analysis.llm.traffic import traffic_url_compare
     from harness.analysis.llm.url import url_compare
     from harness.cli.llm_traffic import traffic_of, workload_file
@@ -200,7 +200,7 @@ def compare_llm_urls(a: str, b: str, workload: list[str] | None, suite: str, see
               f"B {tb.host}:{tb.port}" if same_path else f"B {tb.label}")
     sweep = _plan(labels, workloads, (rate,) if rate else URL_RATES, duration or DEFAULT_COMPARE_S, seed, slo)
     traffic = traffic_of(dataset, dataset_format, rate, concurrency, max_concurrency, think_time, URL_RATES[0],
-                         prefix_tokens, prefix_groups, driver_procs)
+                         prefix_tokens, prefix_groups, driver_procs, executor)
     result = _drive("llm: driving A then B", quiet or as_json,
                     lambda on: url_compare([ta, tb], sweep, on) if traffic is None
                     else traffic_url_compare([ta, tb], sweep, traffic, on))

@@ -46,7 +46,7 @@ OLD: dict[tuple[str, Where], set[str]] = {
                                                   # --executor ray: over Ray actors (issue 37)
     ("compare", Where(D, SIM)): _NOT_LLM_URLS | {"--warmup", "--driver-procs", "--balancer"} | _ALSO,
     **{("compare", Where(k, LIVE)): _NOT_LLM_URLS | {"--seeds"} | _ALSO for k in (D, F)},
-    ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--executor", "--scale", "--warmup"} | _ALSO,  # --driver-procs
+    ("compare", Where(LU, LIVE)): {"--seeds", "--jobs", "--scale", "--warmup"} | _ALSO,  # --driver-procs
     # too before issue 37: each side's conversations over processes now, as `run URL`'s
     ("compare", Where(LP, SIM)): _NOT_LLM_URLS | _LLM_COMPARE,
     ("compare", Where(LP, LIVE)): _NOT_LLM_URLS | _LLM_COMPARE | {"--seeds", "--jobs", "--executor"},

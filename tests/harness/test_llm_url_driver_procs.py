@@ -237,3 +237,10 @@ def test_executor_ray_without_driver_procs_is_one_line_exit_2() -> None:
     res = runner.invoke(app, ["run", "http://127.0.0.1:9/v1/completions", "--executor", "ray"])
     assert res.exit_code == 2 and "give --driver-procs N" in " ".join(res.output.split())
     assert "Traceback" not in res.output
+
+
+def test_compare_executor_ray_without_driver_procs_is_one_line_exit_2() -> None:
+    res = runner.invoke(app, ["compare", "http://127.0.0.1:9/v1/completions", "http://127.0.0.1:10/v1/completions",
+                              "--executor", "ray"])
+    assert res.exit_code == 2 and "give --driver-procs N" in " ".join(res.output.split())
+    assert "Traceback" not in res.output
