@@ -45,9 +45,19 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 # scheduler does it by node id: xdist's own `xdist_group` mark no longer groups anything under
 # pytest 9.2 (xdist 3.8 renames the item through `_nodeid`, which pytest 9.2 no longer reads), so
 # every such module was spread over both workers and built its fixtures on each.
+# Modules that take a session fixture of SESSION_SHARED (a sim several modules read) form one group
+# of that fixture's name instead, so it too is built once.
 _SHARED = ('scope="module"', "functools.cache", "lru_cache")  # what a module builds once and shares
-_GROUPED = frozenset(path.name for path in Path(__file__).parent.rglob("test_*.py")
-                     if any(s in path.read_text(encoding="utf-8") for s in _SHARED))
+SESSION_SHARED = ("llm_rank_30s",)
+
+
+def _group(path: Path) -> str | None:
+    text = path.read_text(encoding="utf-8")
+    return next((f for f in SESSION_SHARED if f in text), None) or (path.name if any(s in text for s in _SHARED)
+                                                                    else None)
+
+
+_GROUPED = {path.name: group for path in Path(__file__).parent.rglob("test_*.py") if (group := _group(path))}
 
 
 @pytest.hookimpl(optionalhook=True)  # only xdist defines it (`-p no:xdist` leaves it unknown)
@@ -59,7 +69,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     class ModuleGroups(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
             name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-            return name if name in _GROUPED else super()._split_scope(nodeid)
+            return _GROUPED[name] if name in _GROUPED else super()._split_scope(nodeid)
 
     return ModuleGroups(config, log)
 
@@ -78,3 +88,14 @@ def _module_run_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 @pytest.fixture(autouse=True)
 def _own_run_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path_factory.mktemp("run-cache")))
+
+
+# -- sims several modules read (each module that takes one is grouped with the others: _GROUPED) ------
+
+@pytest.fixture(scope="session")
+def llm_rank_30s() -> object:
+    """The rank's LLM section, every LLM flaw on 30 s of its mixes, seed 1 (~2.5 CPU-s of pure-Python
+    LLM simulation): the LLM rank's tests, its view's and the rank file's end to end share it."""
+    from harness.analysis.llm.rank import llm_rank
+
+    return llm_rank(seed=1, duration_s=30)

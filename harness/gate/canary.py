@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from scipy.stats import binomtest, quantile_test
-
 from harness.analysis.canary import run_rollouts
 from harness.engine.jobs import Jobs
 from harness.gate.file import COMPARE, Bound, CanaryGate, Check, GateFile
@@ -42,6 +40,8 @@ def _median_runs(cell: CanaryCell, key: str) -> list[float]:
 def canary_interval(cell: CanaryCell, key: str) -> Interval:
     """The cell's figure (in `mean`) and its exact 95% interval over the runs (none for a count,
     or for a median of fewer than 6 runs)."""
+    from scipy.stats import binomtest, quantile_test  # here, not with the module: `harness gate` starts 1 s sooner
+
     figure = getattr(cell, key)
     n = len(cell.runs)
     if key in _SHARES:

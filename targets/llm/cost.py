@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence as Seq
 
 import numpy as np
-from scipy.optimize import nnls
 
 __all__ = ["DEFAULT", "DEFAULT_BLOCK_SIZE", "DEFAULT_KV_BLOCKS", "StepCost"]
 
@@ -91,6 +90,8 @@ class StepCost:
         design = np.column_stack([np.ones(len(data)), data[:, :3]])
         # Scale columns so a token count of thousands does not swamp the intercept.
         scale = np.maximum(design.max(axis=0), 1e-12)
+        from scipy.optimize import nnls  # here, not with the module: every LLM import paid scipy's
+
         coef, _ = nnls(design / scale, data[:, 3])
         return cls(*(float(c) for c in coef / scale))
 

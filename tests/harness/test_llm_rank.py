@@ -3,24 +3,23 @@ typed into the rank result and cited by the review."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from harness.analysis.llm.rank import NOISE_WORSE, llm_rank, worse_x
+from harness.results.llm_rank import LlmRank
 from harness.analysis.rank import rank
 from harness.engine.jobs import Jobs
 from harness.results.rank import NOISE_GOODPUT, RankResult
 from targets.llm.flaws import LLM_FLAWS
 
 
-@functools.cache
-def _section():
-    return llm_rank(seed=1, duration_s=30)
+@pytest.fixture
+def section(llm_rank_30s: LlmRank) -> LlmRank:
+    """llm_rank(seed=1, duration_s=30), built once a session (tests/conftest.py)."""
+    return llm_rank_30s
 
 
-def test_every_llm_flaw_is_measured_on_each_exposing_mix_and_ranked():
-    section = _section()
+def test_every_llm_flaw_is_measured_on_each_exposing_mix_and_ranked(section):
     assert sorted(f.id for f in section.flaws) == sorted(f.id for f in LLM_FLAWS)
     assert [f.rank for f in section.flaws] == list(range(1, len(LLM_FLAWS) + 1))
     by_id = {f.id: f for f in LLM_FLAWS}
@@ -32,15 +31,15 @@ def test_every_llm_flaw_is_measured_on_each_exposing_mix_and_ranked():
         assert entry.goodput_loss == pytest.approx((w.goodput_fixed_rps - w.goodput_present_rps) / w.rate_rps)
 
 
-def test_the_order_follows_goodput_lost_then_the_symptom_ratio():
-    flaws = _section().flaws
+def test_the_order_follows_goodput_lost_then_the_symptom_ratio(section):
+    flaws = section.flaws
     for a, b in zip(flaws, flaws[1:]):
         steps_a, steps_b = a.goodput_loss // NOISE_GOODPUT, b.goodput_loss // NOISE_GOODPUT
         assert steps_a > steps_b or (steps_a == steps_b and (a.worse_x or float("inf")) >= (b.worse_x or 0))
 
 
-def test_each_fix_moves_its_symptom_the_right_way_and_is_measurable():
-    for entry in _section().flaws:
+def test_each_fix_moves_its_symptom_the_right_way_and_is_measurable(section):
+    for entry in section.flaws:
         w = entry.worst()
         flaw = next(f for f in LLM_FLAWS if f.id == entry.id)
         if flaw.lower_is_better:
@@ -51,8 +50,8 @@ def test_each_fix_moves_its_symptom_the_right_way_and_is_measurable():
                                      or entry.goodput_loss >= NOISE_GOODPUT)
 
 
-def test_the_dominant_tenant_flaw_is_costed_by_the_small_tenants_ttft():
-    entry = next(f for f in _section().flaws if f.id == "request-count-limits")
+def test_the_dominant_tenant_flaw_is_costed_by_the_small_tenants_ttft(section):
+    entry = next(f for f in section.flaws if f.id == "request-count-limits")
     w = entry.worst()
     assert entry.mix == "dominant-tenant" and w.symptom == "small_tenants_ttft_p99_s"
     assert entry.worse_x == pytest.approx(w.symptom_present / w.symptom_fixed) and entry.worse_x > 1

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+import harness.analysis.llm
 from harness.cli import app
 from harness.results import from_json, load_result
 from harness.results.gate import GateResult
@@ -42,14 +43,16 @@ def _cli(*args: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory) -> dict[str, Path]:
+def files(tmp_path_factory, llm_rank_30s) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("kinds")
     suite = d / "tiny.toml"
     suite.write_text('scenarios = ["night"]\n')
     gate_file = d / "gate.toml"
     gate_file.write_text(GATE)
     out = {kind: d / f"{kind}.json" for kind in ("rank", "review", "gate")}
-    _cli("rank", "--suite", str(suite), "--scale", "0.05", "--jobs", "1", "--quiet", "--out", str(out["rank"]))
+    with pytest.MonkeyPatch.context() as mp:  # the rank's LLM section: the session's, not ~5 CPU-s more of its own
+        mp.setattr(harness.analysis.llm, "llm_rank", lambda seed: llm_rank_30s)
+        _cli("rank", "--suite", str(suite), "--scale", "0.05", "--jobs", "1", "--quiet", "--out", str(out["rank"]))
     _cli("review", "--rank", str(out["rank"]), "--no-parts", "--quiet", "--out", str(out["review"]))
     _cli("gate", str(gate_file), "--jobs", "1", "--out", str(out["gate"]))
     return out
