@@ -12,10 +12,17 @@ prefill token beside 48 us fitted to the same replicas' steps on the day).
 (`llm_profile.CALIBRATION`, prompts as token ids) to every replica at once,
 directly (no router: its cost is measured apart, `llm_fleet_cost`), each replica
 its own schedule (seed + its index) at `rate_rps` / replicas, so the fleet takes the
-calibration's rate in all; then fits `StepCost.from_table` to the steps every
-replica logged over it (`/step_log`) and takes the front end's medians from each
-replica's `/request_times` beside the client's times, as `profile_llm` reads them
-in process (in: scheduled start to the engine seeing it; out: its first and last
+calibration's rate in all. A fleet day's prefill reads cached blocks (a
+chat turn's earlier turns), so the calibration's prompts do too: each request's
+prompt follows one of `HEADS` shared heads (0-192 tokens, by its index), so its
+replica's prefix cache holds the head from the second request on and prefill
+steps read context far beyond the tokens they compute, which pins the cost's
+context term (with no shared head, context and prefill tokens move together in a
+prefill step and the fit cannot part them). Then it fits `StepCost.fit_median`
+(the median step, not the mean one a preempted thread's long tail pulls up) to
+the steps every replica logged over it (`/step_log`) and takes the front end's
+medians from each replica's `/request_times` beside the client's times, as
+`profile_llm` reads them in process (in: scheduled start to the engine seeing it; out: its first and last
 token to the client). The replicas' prefix caches keep the calibration's blocks:
 the caller flushes them before a day (`RunningFleet.flush_caches`).
 """
@@ -30,14 +37,17 @@ from typing import Any
 
 import aiohttp
 
-from harness.live.llm_drive import drive
+from harness.live.openai.drive import drive_stream
+from harness.live.openai.stream import Api
 from harness.live.llm_profile import CALIBRATION, calibration_schedule
 from harness.live.llm_serve import MODEL_NAME
 from targets.llm.cost import StepCost
+from workloads.llm import LlmSchedule
 
-__all__ = ["FleetProfile", "MAX_PROFILE_S", "profile_replicas"]
+__all__ = ["FleetProfile", "HEADS", "MAX_PROFILE_S", "calibration_prompt", "profile_replicas"]
 
 MAX_PROFILE_S = 120.0
+HEADS = (0, 64, 128, 192)   # shared head tokens, by request index; + 200 prompt + 64 answer fit 512
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,24 @@ def front_end(origin_s: float, client: list[tuple[int, float, float, float]],
     return into, out
 
 
+def calibration_prompt(index: int, tokens: int, replica: int = 0) -> list[int]:
+    """Request `index`'s prompt: head `index % len(HEADS)` (the same tokens for every request with that
+    head), then `tokens` of its own (printable, by replica and index: no two requests share them)."""
+    head = HEADS[index % len(HEADS)]
+    k = index % len(HEADS)
+    own = [33 + (7 * index + 13 * replica + 31 * i * (i + 1) + k) % 94 for i in range(tokens)]
+    return [65 + (k * 5 + i * i) % 26 for i in range(head)] + own
+
+
+async def _drive(url: str, schedule: LlmSchedule, replica: int) -> tuple[Any, list[str]]:
+    def body(seq: Any, tenant: str) -> dict[str, Any]:
+        return {"model": MODEL_NAME, "prompt": calibration_prompt(seq.id, seq.prompt_tokens, replica),
+                "max_tokens": seq.output_tokens, "stream": True, "user": tenant}
+
+    driven = await drive_stream(url, Api.COMPLETIONS, schedule, body, timeout_s=30.0)
+    return driven.trace, driven.errors
+
+
 async def profile_replicas(replica_urls: list[str], duration_s: float = CALIBRATION.duration_s,
                            rate_rps: float = CALIBRATION.rate_rps, seed: int = 7) -> FleetProfile:
     """See the module doc. ValueError when a drive failed or the steps cannot pin the cost."""
@@ -80,13 +108,13 @@ async def profile_replicas(replica_urls: list[str], duration_s: float = CALIBRAT
         since = [int(info["steps"]) for info in
                  [await _get(http, base + "/get_server_info") for base in replica_urls]]
     schedules = [calibration_schedule(rate_rps / n, duration_s, seed + r) for r in range(n)]
-    drives = await asyncio.gather(*(drive(base + "/v1/completions", s, MODEL_NAME)
-                                    for base, s in zip(replica_urls, schedules)))
+    drives = await asyncio.gather(*(_drive(base + "/v1/completions", s, r)
+                                    for r, (base, s) in enumerate(zip(replica_urls, schedules))))
     rows: list[tuple[int, int, int, float]] = []
     into: list[float] = []
     out: list[float] = []
     async with aiohttp.ClientSession() as http:
-        for base, n_since, (trace, errors, _) in zip(replica_urls, since, drives):
+        for base, n_since, (trace, errors) in zip(replica_urls, since, drives):
             if errors:
                 raise ValueError(f"fleet profile: {base}: {errors[0]} ({len(errors)} errors)")
             log = await _get(http, base + "/step_log", since=str(n_since))
@@ -98,6 +126,6 @@ async def profile_replicas(replica_urls: list[str], duration_s: float = CALIBRAT
             out += o
     if not into:
         raise ValueError("fleet profile: no request finished: no front end to measure")
-    cost = replace(StepCost.from_table(rows), frontend_in_s=statistics.median(into),
+    cost = replace(StepCost.fit_median(rows), frontend_in_s=statistics.median(into),
                    frontend_out_s=statistics.median(out))
     return FleetProfile(cost, len(rows), len(into))

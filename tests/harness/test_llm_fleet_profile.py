@@ -7,7 +7,18 @@ import math
 
 import pytest
 
-from harness.live.llm_fleet_profile import front_end, profile_replicas
+from harness.live.llm_fleet_profile import HEADS, calibration_prompt, front_end, profile_replicas
+
+
+def test_calibration_prompts_share_their_head_and_nothing_after_it():
+    n = len(HEADS)
+    for k, head in enumerate(HEADS):
+        a, b = calibration_prompt(k, 40), calibration_prompt(k + n, 40)
+        assert len(a) == len(b) == head + 40
+        assert a[:head] == b[:head] and a[head] != b[head]
+    assert calibration_prompt(1, 40, replica=0)[64:] != calibration_prompt(1, 40, replica=1)[64:]
+    assert max(HEADS) + 200 + 64 <= 512     # the longest calibration prompt and answer fit the decoder
+    assert all(33 <= t <= 126 for i in range(4 * n) for t in calibration_prompt(i, 200))
 
 
 def test_the_front_end_is_each_requests_way_in_and_its_first_and_last_tokens_way_out():
