@@ -58,7 +58,7 @@ async def test_the_chat_day_behind_our_router_hits_as_the_sim_does(fleet2):
     driven = await drive_fleet(fleet2.url, schedule, day_texts(schedule), timeout_s=20.0)
     figures = await fleet2.figures()
     got = ttft_figures(driven)
-    assert got["finished"] == len(schedule) and got["errors"] == 0
+    assert got["finished"] == len(schedule) and got["errors"] == 0, (got, driven.errors[:3])
     spec = fleet2.live.fleet
     sim = fleet_figures(simulate_fleet(spec, schedule), spec.name, "prefix", DAY.name, DAY.rate_rps,
                         schedule.turn, 1.0, 0.1)
