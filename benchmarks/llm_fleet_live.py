@@ -5,8 +5,12 @@ Usage (from the repository root)::
     python benchmarks/llm_fleet_live.py                      # about 4 minutes on 2 cores
     python benchmarks/llm_fleet_live.py --routers prefix,sglang:cache_aware --duration 20
 
-First `harness profile llm`'s calibration (`--profile-s` seconds) fits the tiny
-decoder's step cost and front end on this machine. Then the live fleet compare
+First the tiny decoder's step cost and front end are fitted on this machine for
+`--profile-s` seconds: by default (`--profile fleet`) on the first fleet's own
+replicas, all driven at once as the day drives them (`harness.live.llm_fleet_profile`);
+`--profile alone` takes `harness profile llm`'s calibration instead, one engine in
+this process beside its driver (one GIL: under load its fit parted from the
+replicas' steps by 3-9x). Then the live fleet compare
 (`harness.analysis.llm.fleet_live`, what `harness compare llm-fleet:... --mode live`
 runs) serves each router's fleet of `--replicas` `serve llm-continuous` processes
 (prefix caching on) on loopback in turn, measures the router's own cost (probes
@@ -38,6 +42,7 @@ from harness.analysis.llm.fleet_live import LiveFleetCompare, run_live_fleets  #
 from harness.live.llm_fleet_drive import LIVE_CHAT  # noqa: E402
 from harness.live.llm_fleet_serve import parse_live_fleet, sglang_available  # noqa: E402
 from harness.live.llm_profile import profile_llm  # noqa: E402
+from targets.llm.cost import StepCost  # noqa: E402
 
 HIT_POINTS, TTFT_REL = 5.0, 0.20
 
@@ -52,6 +57,12 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def print_cost(cost: StepCost) -> None:
+    print(f"profiled: base {cost.base_s * 1e3:.2f} ms, prefill {cost.per_prefill_token_s * 1e6:.1f} us/token, "
+          f"decode {cost.per_decode_seq_s * 1e6:.1f} us/row, context {cost.per_context_token_s * 1e9:.1f} ns/token, "
+          f"front end in {cost.frontend_in_s * 1e3:.2f} ms, out {cost.frontend_out_s * 1e3:.2f} ms", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--routers", default="round-robin,prefix,kv-aware,sglang:round_robin,sglang:cache_aware")
@@ -59,6 +70,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=LIVE_CHAT.rate_rps)
     ap.add_argument("--duration", type=float, default=LIVE_CHAT.duration_s)
     ap.add_argument("--profile-s", type=float, default=15.0)
+    ap.add_argument("--profile", choices=("fleet", "alone"), default="fleet",
+                    help="fit the cost on the fleet's replicas at once (default) or one engine in this process")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, help="write the fleet result here")
     args = ap.parse_args()
@@ -66,17 +79,23 @@ def main() -> None:
     if any(r.startswith("sglang:") for r in routers) and not sglang_available():
         print("sglang-router is not installed (pip install 'inference-harness[sglang]'): its rows are left out")
         routers = [r for r in routers if not r.startswith("sglang:")]
-    print(f"load average {load()}; profiling {args.profile_s:g} s ...", flush=True)
-    cost = profile_llm(duration_s=args.profile_s).cost
-    print(f"profiled: base {cost.base_s * 1e3:.2f} ms, prefill {cost.per_prefill_token_s * 1e6:.1f} us/token, "
-          f"decode {cost.per_decode_seq_s * 1e6:.1f} us/row, front end in {cost.frontend_in_s * 1e3:.2f} ms, "
-          f"out {cost.frontend_out_s * 1e3:.2f} ms", flush=True)
+    print(f"load average {load()}", flush=True)
+    cost, profile_s = None, None
+    if args.profile == "alone":
+        print(f"profiling {args.profile_s:g} s, one engine in this process ...", flush=True)
+        cost = profile_llm(duration_s=args.profile_s).cost
+        print_cost(cost)
+    else:
+        profile_s = args.profile_s
     fleets = tuple(parse_live_fleet(f"llm-fleet:router={r},replicas={args.replicas}") for r in routers)
-    compare = LiveFleetCompare(fleets=fleets, rate_rps=args.rate, duration_s=args.duration, seed=args.seed, cost=cost)
+    compare = LiveFleetCompare(fleets=fleets, rate_rps=args.rate, duration_s=args.duration, seed=args.seed, cost=cost,
+                               profile_s=profile_s)
     schedule = compare.schedule()
     print(f"chat-live: {len(schedule)} requests in {args.duration:g} s, "
           f"{len(set(schedule.conversation.tolist()))} conversations, {args.replicas} replicas", flush=True)
     result = run_live_fleets(compare, on_run=lambda what: print(f"  {what} (load {load()})", flush=True))
+    if profile_s is not None:
+        print_cost(StepCost(**result.settings.engine.cost))
     runs = {(r.router, r.day): r for r in result.runs}
     names = [f.router_name for f in fleets]
     print(f"\n{'router':<20}{'TTFT p50 ms':>12}{'sim':>7}{'l/s':>6}{'p99 ms':>8}{'sim':>7}{'hit':>7}{'sim':>7}"

@@ -12,7 +12,13 @@ router's cost is the front's median minus the direct median, each way (0 at leas
 back), the two fleet knobs the sim adds to its front end (`targets.llm.fleet`).
 
 The probes are one at a time on an idle fleet, so this is the router's cost alone,
-not its queueing under the day's load. Their prompts are shorter than one KV block, so
+not its queueing under the day's load. Each waits `gap_s` (PROBE_GAP_S) after the last
+one's answer, as the day's requests (4 rps) mostly do: a request that follows the
+last answer on its keep-alive connection within the client's delayed-ACK window
+(Linux: 40 ms) meets a front that writes its response head in one segment and has
+Nagle on (sglang-router 0.3.2) holding its body until the client ACKs that head, a
+full 40 ms later. Back to back, sglang-router's way out read 42 ms over direct; 0.1 s
+apart, 0.4-0.7 ms (the chat day reads 2.8-3.6 ms out through it, front end included). Their prompts are shorter than one KV block, so
 they leave nothing in any replica's prefix cache; their number is rounded up to whole rounds over the
 replicas, so a round-robin front meets the day's first request at the replica it would have. Bounded: `probes` <= MAX_PROBES, each
 request `timeout_s`.
@@ -20,17 +26,20 @@ request `timeout_s`.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import statistics
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import aiohttp
 
-__all__ = ["MAX_PROBES", "RouterCost", "measure_router_cost"]
+__all__ = ["MAX_PROBES", "PROBE_GAP_S", "RouterCost", "measure_router_cost"]
 
 MAX_PROBES = 64
+PROBE_GAP_S = 0.1   # past the client's delayed ACK (40 ms; see the module doc); 36 probes add 3.6 s
 _PROMPT_CHARS = 8   # under one 16-token block: no block is named, none cached
 
 
@@ -71,11 +80,15 @@ async def _times(http: aiohttp.ClientSession, replica_urls: list[str]) -> dict[s
 
 
 async def measure_router_cost(front_url: str, replica_urls: list[str], probes: int = 16, model: str = "tiny-llm",
-                              seed: int = 0, timeout_s: float = 10.0) -> RouterCost:
-    """See the module doc. `front_url` and each replica's `/v1/completions` are posted; RuntimeError when a
-    probe fails or the front does not pass `X-Request-Id` through (no replica saw the front's probes)."""
+                              seed: int = 0, timeout_s: float = 10.0, gap_s: float = PROBE_GAP_S,
+                              sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> RouterCost:
+    """See the module doc. `front_url` and each replica's `/v1/completions` are posted, `gap_s` apart
+    (`sleep(gap_s)` after each probe: a seam for tests); RuntimeError when a probe fails or the front does
+    not pass `X-Request-Id` through (no replica saw the front's probes)."""
     if not 1 <= probes <= MAX_PROBES:
         raise ValueError(f"router cost probes: 1-{MAX_PROBES}, got {probes}")
+    if not 0 <= gap_s <= 1:
+        raise ValueError(f"router cost probe gap: 0-1 s, got {gap_s}")
     # A whole number of rounds over the replicas, so a round robin front starts the day where it would have.
     probes = -(-probes // len(replica_urls)) * len(replica_urls)
     rng = random.Random(seed)
@@ -85,12 +98,14 @@ async def measure_router_cost(front_url: str, replica_urls: list[str], probes: i
     async with aiohttp.ClientSession() as http:
         for r, base in enumerate(replica_urls):        # warm-up: a replica's first forward pass is slower
             await _probe(http, base + "/v1/completions", f"warm-{tag}-{r}", model, rng, timeout_s)
+            await sleep(gap_s)
         for k in range(probes):
             direct = replica_urls[k % len(replica_urls)] + "/v1/completions"
             for way, url in (("direct", direct), ("front", front_url)):
                 rid = f"cost-{tag}-{way}-{k}"
                 s, f = await _probe(http, url, rid, model, rng, timeout_s)
                 sent[rid] = (way, s, f)
+                await sleep(gap_s)
         times = await _times(http, replica_urls)
     ins: dict[str, list[float]] = {"direct": [], "front": []}
     outs: dict[str, list[float]] = {"direct": [], "front": []}

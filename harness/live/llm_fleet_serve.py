@@ -15,7 +15,8 @@ first completion answered. `fleet.figures()` reads every replica's
 `/get_server_info` (prefix hit rate by tokens, tokens saved, evictions) and, for
 the project's router, its own cost (`/router_stats`). `await fleet.switch_front(other)`
 puts another fleet's front before the same replicas, their prefix caches flushed first
-(`POST /flush_cache`), when it has the same replicas and engine (`fleet.serves(other)`).
+(`POST /flush_cache`; `fleet.flush_caches()` alone), when it has the same replicas and engine
+(`fleet.serves(other)`).
 `await fleet.close()` stops
 the front, then the replicas (SIGTERM, then SIGKILL after 5 s). Every process binds
 127.0.0.1 only.
@@ -177,13 +178,21 @@ class RunningFleet:
         await self._stop_front()
         deadline = time.monotonic() + START_TIMEOUT_S
         async with aiohttp.ClientSession() as http:
-            for base in self.replica_urls:
-                await _until(http, "POST", base + "/flush_cache", deadline)
+            await self._flush(http, deadline)
             self.live = live
             if live.sglang_policy is None:
                 await _start_ours(self, port)
             else:
                 await _start_sglang(self, port, http, deadline, token)
+
+    async def flush_caches(self) -> None:
+        """Flush every replica's prefix cache (each once idle); RuntimeError when one stays busy START_TIMEOUT_S."""
+        async with aiohttp.ClientSession() as http:
+            await self._flush(http, time.monotonic() + START_TIMEOUT_S)
+
+    async def _flush(self, http: aiohttp.ClientSession, deadline: float) -> None:
+        for base in self.replica_urls:
+            await _until(http, "POST", base + "/flush_cache", deadline)
 
     async def _stop_front(self) -> None:
         if self.runner is not None:

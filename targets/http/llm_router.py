@@ -31,7 +31,7 @@ import itertools
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable
 
 import aiohttp
 from aiohttp import web
@@ -84,6 +84,7 @@ class RouterStats:
     requests: int = 0
     errors: int = 0
     rejected: int = 0                                  # malformed: answered by the router itself
+    clients_gone: int = 0                              # the client left mid-stream (its replica kept up)
     route_s: list[float] = field(default_factory=list)  # arrival to forward, per request (first 100,000)
     per_replica: list[int] = field(default_factory=list)
     cpu_start_s: float = field(default_factory=time.process_time)
@@ -96,6 +97,7 @@ class RouterStats:
 
         cpu = time.process_time() - self.cpu_start_s
         return {"requests": self.requests, "errors": self.errors, "rejected": self.rejected,
+                "clients_gone": self.clients_gone,
                 "routed_per_replica": self.per_replica, "route_us_p50": q(0.5), "route_us_p99": q(0.99),
                 "cpu_s": round(cpu, 3), "cpu_us_per_request": round(cpu / self.requests * 1e6, 1)
                 if self.requests else None}
@@ -113,6 +115,19 @@ class _State:
     http: aiohttp.ClientSession | None = None
     probe_rounds: int = 0
     ids: itertools.count = field(default_factory=itertools.count)
+
+
+async def _to_client(write: Awaitable[object]) -> bool:
+    """Await a write to the client; False when the client has gone (its transport closing, which aiohttp
+    raises as `ClientConnectionResetError`, a ClientError too). A client that left says nothing about the
+    replica: caught here, it never reaches the handler's `except aiohttp.ClientError`, which marks the
+    replica down (it did, until the next health probe: a driver closing its streams after [DONE] marked
+    both replicas of a live fleet down and the next request found none alive)."""
+    try:
+        await write
+    except ConnectionResetError:
+        return False
+    return True
 
 
 def _json_error(exc: BadCompletion) -> web.Response:
@@ -176,12 +191,18 @@ def create_router_app(replicas: list[str], router: Router, block_size: int, mode
                     k: v for k, v in up.headers.items()
                     if k.lower() in ("content-type", "cache-control", "retry-after", "retry-after-ms")})
                 resp.headers["X-Replica"] = str(r)
-                await resp.prepare(request)
+                if not await _to_client(resp.prepare(request)):
+                    state.stats.clients_gone += 1
+                    return resp
                 async for chunk in up.content.iter_any():
-                    await resp.write(chunk)
-                await resp.write_eof()
+                    if not await _to_client(resp.write(chunk)):
+                        break
+                else:
+                    if await _to_client(resp.write_eof()):
+                        return resp
+                state.stats.clients_gone += 1
                 return resp
-        except aiohttp.ClientError as exc:
+        except aiohttp.ClientError as exc:   # the replica's side: refused, reset, cut short
             state.stats.errors += 1
             state.view.alive[r] = False
             return _json_error(BadCompletion(502, "replica-unreachable", f"replica {r}: {exc}", kind="server_error"))

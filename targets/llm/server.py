@@ -72,7 +72,7 @@ PROBES: dict[str, str] = {
     "/get_server_info": "the engine's state (`steps`, `busy_s`: wall seconds of its steps) and its prefix cache's "
                         "figures: `prefix_cache.hit_rate` by tokens, "
                         "`tokens_saved`, `evictions`, `blocks_kept` (also as `/server_info`)",
-    "/request_times": "per `X-Request-Id` the engine saw: `arrival_s`, `first_token_s`, `finish_s` on the "
+    "/request_times": "per `X-Request-Id` the engine saw: `arrival_s`, `scheduled_s` (its first step), `first_token_s`, `finish_s` on the "
                       "replica's monotonic clock (one clock for every process of the machine)",
     "/step_log": "the engine's steps (first 100,000), each `[prefill_tokens, decode_rows, context_tokens, "
                  "wall_s]`: what `harness profile llm` fits the sim's step cost to; `?since=N` from step N on",
@@ -223,8 +223,9 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         return web.json_response(engine.info(model))
 
     async def request_times(request: web.Request) -> web.Response:
-        return web.json_response({rid: {"arrival_s": s.arrival_s, "first_token_s": s.first_token_s,
-                                        "finish_s": s.finish_s} for rid, s in engine.seen.items()})
+        return web.json_response({rid: {"arrival_s": s.arrival_s, "scheduled_s": s.scheduled_s,
+                                        "first_token_s": s.first_token_s, "finish_s": s.finish_s}
+                                  for rid, s in engine.seen.items()})
 
     async def step_log(request: web.Request) -> web.Response:
         try:

@@ -58,7 +58,7 @@ async def test_the_chat_day_behind_our_router_hits_as_the_sim_does(fleet2):
     driven = await drive_fleet(fleet2.url, schedule, day_texts(schedule), timeout_s=20.0)
     figures = await fleet2.figures()
     got = ttft_figures(driven)
-    assert got["finished"] == len(schedule) and got["errors"] == 0
+    assert got["finished"] == len(schedule) and got["errors"] == 0, (got, driven.errors[:3])
     spec = fleet2.live.fleet
     sim = fleet_figures(simulate_fleet(spec, schedule), spec.name, "prefix", DAY.name, DAY.rate_rps,
                         schedule.turn, 1.0, 0.1)
@@ -153,3 +153,11 @@ def test_compare_two_live_fleets_gives_the_sim_compares_verdicts_and_each_live_r
         assert live["front_in_s"] > 0 and live["ttft_s"]["p50"] > 0 and live["step_slowdown"] > 0
         assert sum(p["requests"] for p in live["per_replica"]) == live["requests"]
         assert abs(live["prefix_hit_rate"] - sim["prefix_hit_rate"]) <= 0.05, (router, live, sim)
+
+
+@pytest.mark.parametrize("profile_s", [0.0, 500.0])
+def test_a_live_fleet_compare_refuses_a_profile_it_cannot_bound(profile_s):
+    from harness.analysis.llm.fleet_live import LiveFleetCompare
+
+    with pytest.raises(ValueError, match="profile_s: 0-120 s"):
+        LiveFleetCompare(fleets=(parse_live_fleet("llm-fleet:router=prefix,replicas=2"),), profile_s=profile_s)

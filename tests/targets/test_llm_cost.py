@@ -53,3 +53,25 @@ def test_coefficients_are_checked():
         StepCost(0.01, 0.0, -1.0, 0.0)
     with pytest.raises(ValueError, match="must cost something"):
         StepCost(0.0, 0.0, 0.0, 1e-6)
+
+
+def test_fit_median_follows_the_median_step_where_a_long_tail_pulls_least_squares_off():
+    # 200 decode steps (1-8 rows) and 40 prefill steps of a true cost, every fifth step 5x slower (preempted)
+    true = StepCost(base_s=1e-3, per_prefill_token_s=50e-6, per_decode_seq_s=300e-6, per_context_token_s=1e-6)
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(240):
+        p = int(rng.integers(16, 128)) if i % 6 == 0 else 0
+        d, c = int(rng.integers(1, 9)), int(rng.integers(0, 400))
+        wall = true.time_s(p, d, c) * (5.0 if i % 5 == 0 else 1.0)
+        rows.append((p, d, c, wall))
+    fit = StepCost.fit_median(rows)
+    for p, d, c in ((0, 1, 50), (0, 8, 400), (100, 2, 300)):
+        assert fit.time_s(p, d, c) == pytest.approx(true.time_s(p, d, c), rel=0.05)
+    ls = StepCost.from_table(rows)
+    assert ls.time_s(0, 1, 50) > 1.15 * true.time_s(0, 1, 50)    # least squares follows the tail
+
+
+def test_fit_median_refuses_what_from_table_refuses():
+    with pytest.raises(ValueError, match=">= 4 rows"):
+        StepCost.fit_median([(1, 1, 1, 0.01)])

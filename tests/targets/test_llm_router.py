@@ -158,3 +158,20 @@ def test_the_view_never_goes_negative_nor_past_its_block_bound(ops):
             assert view.outstanding_requests[k] == sum(1 for o, _ in open_ if o == k) >= 0
             assert view.outstanding_tokens[k] == sum(t for o, t in open_ if o == k) >= 0
             assert len(view.sent[k]) <= 5
+
+
+
+async def test_a_write_to_a_client_that_left_is_the_clients_end_not_its_replicas():
+    from targets.http.llm_router import _to_client
+
+    async def gone() -> None:
+        raise aiohttp.ClientConnectionResetError("Cannot write to closing transport")
+
+    async def ok() -> None:
+        return None
+
+    # aiohttp raises a closing client's write as a ClientError: the handler's `except aiohttp.ClientError`
+    # (the replica's failures) marked the replica down for it, so _to_client must take it first
+    assert issubclass(aiohttp.ClientConnectionResetError, aiohttp.ClientError)
+    assert await _to_client(gone()) is False
+    assert await _to_client(ok()) is True

@@ -12,7 +12,9 @@ day is driven open loop (the same conversations, text and arrivals for every fle
 and the replicas' figures are read before and after, with their step logs over the day
 (`step_slowdown`: how much slower than the sim's cost each step ran). Beside each live run, the sim of
 the same schedule (`harness.engine.llm_fleet`) with the sim's step cost (`cost`: from
-`harness profile llm`, `--set cost=FILE`), its front end, and the router cost just
+`harness profile llm`, `--set cost=FILE`; or, with `profile_s`, profiled on the first
+fleet's own replicas, all driven at once, before any day: `harness.live.llm_fleet_profile`,
+their caches flushed after), its front end, and the router cost just
 measured, under the sim router that models the live one (`SIM_OF`: sglang's
 `round_robin` as round robin, `cache_aware` as prefix affinity without a load bound).
 
@@ -36,6 +38,7 @@ from harness.engine.llm_fleet import FleetTrace, ReplicaTrace, simulate_fleet
 from harness.engine.llm_fleet_metrics import fleet_figures
 from harness.live.llm_fleet_cost import RouterCost, measure_router_cost
 from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, split_ttft
+from harness.live.llm_fleet_profile import MAX_PROFILE_S, profile_replicas
 from harness.live.llm_fleet_serve import LiveFleet, RunningFleet, start_fleet
 from harness.results.fleet import FleetResult, FleetRun, FleetSettings
 from targets.llm.cost import StepCost
@@ -67,6 +70,7 @@ class LiveFleetCompare:
     cost: StepCost | None = None     # the sim's step cost and front end (None: the fleet engine's own)
     timeout_s: float = 30.0
     probes: int = 16
+    profile_s: float | None = None   # profile the cost on the first fleet's replicas this long (over `cost`)
 
     def __post_init__(self) -> None:
         if not self.fleets:
@@ -78,6 +82,8 @@ class LiveFleetCompare:
         if self.rate_rps * self.duration_s > MAX_REQUESTS:
             raise ValueError(f"--rate x --duration: {self.rate_rps * self.duration_s:.0f} requests, a live fleet day "
                              f"sends at most {MAX_REQUESTS}")
+        if self.profile_s is not None and not 0 < self.profile_s <= MAX_PROFILE_S:
+            raise ValueError(f"profile_s: 0-{MAX_PROFILE_S:g} s, got {self.profile_s:g}")
         if not 0 < self.timeout_s <= 120:
             raise ValueError(f"timeout_s: 0-120 s, got {self.timeout_s:g}")
 
@@ -129,8 +135,8 @@ def live_run(live: LiveFleet, schedule: FleetSchedule, driven: Any, before: dict
                                   "router_out_s": router.router_out_s if router else None})
 
 
-async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule, texts: list[str]
-               ) -> tuple[FleetRun, RouterCost]:
+async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule, texts: list[str],
+               step_cost: StepCost) -> tuple[FleetRun, RouterCost]:
     """One fleet's day on running replicas behind its front: the router's cost, the drive, the figures."""
     live = fleet.live
     cost = await measure_router_cost(fleet.url, fleet.replica_urls, c.probes, seed=c.seed)
@@ -151,17 +157,18 @@ async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule
                          + (f" (and {driven.error_count - 1} more)" if driven.error_count > 1 else ""))
     run = live_run(live, schedule, driven, before, after, times, replica_of, f"{LIVE_DAY} live", c.rate_rps,
                    c.slo_ttft_s, c.slo_tpot_s, cost)
-    step_cost = c.cost or live.fleet.engine.cost
     slowdown = statistics.median(wall / step_cost.time_s(p, d, x) for p, d, x, wall in steps) if steps else None
     return run.model_copy(update={"step_slowdown": slowdown}), cost
 
 
 async def _days(c: LiveFleetCompare, schedule: FleetSchedule, texts: list[str],
-                on_run: Callable[[str], None] | None) -> list[tuple[FleetRun, RouterCost]]:
-    """Every fleet's day in turn; fleets of one shape (replicas, engine) share one set of replicas, each
+                on_run: Callable[[str], None] | None) -> tuple[list[tuple[FleetRun, RouterCost]], StepCost | None]:
+    """Every fleet's day in turn, and the sim's cost (profiled first on the first fleet's replicas with
+    `profile_s`, else `c.cost`); fleets of one shape (replicas, engine) share one set of replicas, each
     fleet's day starting from flushed caches behind its own front."""
-    out = []
+    out: list[tuple[FleetRun, RouterCost]] = []
     fleet: RunningFleet | None = None
+    cost = c.cost
     try:
         for live in c.fleets:
             if on_run:
@@ -173,11 +180,17 @@ async def _days(c: LiveFleetCompare, schedule: FleetSchedule, texts: list[str],
                     await fleet.close()
                     fleet = None
                 fleet = await start_fleet(live)
-            out.append(await _day(c, fleet, schedule, texts))
+            if c.profile_s is not None and not out:
+                if on_run:
+                    on_run(f"profiling the step cost on its {len(fleet.replica_urls)} replicas at once, "
+                           f"{c.profile_s:g} s")
+                cost = (await profile_replicas(fleet.replica_urls, c.profile_s)).cost
+                await fleet.flush_caches()
+            out.append(await _day(c, fleet, schedule, texts, cost or live.fleet.engine.cost))
     finally:
         if fleet is not None:
             await fleet.close()
-    return out
+    return out, cost
 
 
 def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = None) -> FleetResult:
@@ -188,9 +201,10 @@ def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = 
     schedule = c.schedule()
     texts = day_texts(schedule)
     runs: list[FleetRun] = []
-    for live, (run, cost) in zip(c.fleets, asyncio.run(_days(c, schedule, texts, on_run))):
+    days_run, step_cost = asyncio.run(_days(c, schedule, texts, on_run))
+    for live, (run, cost) in zip(c.fleets, days_run):
         runs.append(run)
-        spec = sim_fleet_of(live, c.cost, cost)
+        spec = sim_fleet_of(live, step_cost, cost)
         sim = fleet_figures(simulate_fleet(spec, schedule), run.fleet, live.router_name, f"{LIVE_DAY} sim",
                             c.rate_rps, schedule.turn, c.slo_ttft_s, c.slo_tpot_s)
         runs.append(sim.model_copy(update={"front_in_s": spec.front_in_s, "front_out_s": spec.front_out_s,
@@ -202,8 +216,8 @@ def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = 
             a, b = (next(r for r in runs if r.day == day and r.fleet == n) for n in names[:2])
             verdicts[day] = judge_fleets(a, b)
     engine = c.fleets[0].fleet.engine
-    if c.cost is not None:
-        engine = replace(engine, cost=c.cost)
+    if step_cost is not None:
+        engine = replace(engine, cost=step_cost)
     settings = FleetSettings(fleets=names, days=days, rate_rps=c.rate_rps, duration_s=c.duration_s, seed=c.seed,
                              slo_ttft_s=c.slo_ttft_s, slo_tpot_s=c.slo_tpot_s, engine=engine_settings(engine),
                              mode="live")
