@@ -102,6 +102,8 @@ class StepCost:
         step's wall time has a long right tail (the thread preempted); least squares follows the tail and
         over-predicts the many decode steps while under-predicting the few prefill steps that TTFT waits
         on (0.55x and 0.85x their medians on a fleet day's steps; 1.0x and 1.1x fitted here)."""
+        from scipy.optimize import nnls  # here, not with the module (as from_table)
+
         data = np.asarray(list(rows), dtype=float)
         first = cls.from_table(data)   # validates the rows
         design = np.column_stack([np.ones(len(data)), data[:, :3]])
