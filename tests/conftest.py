@@ -99,3 +99,17 @@ def llm_rank_30s() -> object:
     from harness.analysis.llm.rank import llm_rank
 
     return llm_rank(seed=1, duration_s=30)
+
+
+@pytest.fixture
+def local_ray(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """A local Ray instance (harness.engine.ray_jobs opens it on first use), stopped after the test;
+    skipped where the optional ray extra is not installed."""
+    ray = pytest.importorskip("ray")
+    from harness.engine import ray_jobs
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert not ray.is_initialized()
+    yield ray
+    ray_jobs.shutdown()
+

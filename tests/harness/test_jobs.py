@@ -54,18 +54,6 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "harness.engine.ray_jobs", raising=False)
 
 
-@pytest.fixture
-def local_ray(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The ray executor on a local instance, stopped after the test."""
-    ray = pytest.importorskip("ray")
-    from harness.engine import ray_jobs
-
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    assert not ray.is_initialized()
-    yield ray
-    ray_jobs.shutdown()
-
-
 def test_an_unknown_executor_is_refused() -> None:
     with pytest.raises(ValueError, match="'dask'"):
         Jobs("dask")  # type: ignore[arg-type]  # what a caller passing a name gets

@@ -198,18 +198,6 @@ def test_driver_procs_over_a_sweep_or_compare_users_is_one_line_exit_2(line: lis
     assert "Traceback" not in res.output
 
 
-@pytest.fixture
-def local_ray(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A local Ray instance for the driver's actors, stopped after the test."""
-    ray = pytest.importorskip("ray")
-    from harness.engine import ray_jobs
-
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    assert not ray.is_initialized()
-    yield ray
-    ray_jobs.shutdown()
-
-
 @pytest.mark.live
 @pytest.mark.slow
 def test_ray_actors_send_the_same_requests_as_processes(tmp_path: Path, local_ray: Any) -> None:
@@ -230,7 +218,8 @@ def test_ray_actors_send_the_same_requests_as_processes(tmp_path: Path, local_ra
                                 r.traffic.driver_executor)
     assert counts["process"][:4] == counts["ray"][:4] == (30, 30, 15, 2)
     assert (counts["process"][4], counts["ray"][4]) == ("process", "ray")
-    assert sum(1 for b in cfg.seen if b.get("user") != "probe") == 60   # both runs' requests reached the server, none twice
+    # both runs' requests reached the server, none twice
+    assert sum(1 for b in cfg.seen if b.get("user") != "probe") == 60
 
 
 def test_executor_ray_without_driver_procs_is_one_line_exit_2() -> None:
