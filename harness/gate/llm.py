@@ -25,6 +25,8 @@ A gate file whose gates are `[[llm]]` tables (example: harness/gate/llm.toml)::
     think_time_s = 1.0          # between an answer and its conversation's next turn
     prefix_tokens = 256         # a shared system prompt opening every conversation...
     prefix_groups = 4           # ...one of this many
+    driver_procs = 2            # the run's conversations over N driver processes...
+    driver_executor = "ray"     # ...spawned here ("process") or Ray actors ("ray": RAY_ADDRESS)
 
     [[llm]]                     # one live run of the endpoint, and checks on it
     url = "..."                 # optional; every key of [defaults] but seed and
@@ -94,7 +96,7 @@ LLM_KEYS: dict[str, tuple[str, str]] = {
     "shed_ratio": ("-", "share of requests the server refused with 429"),
 }
 _TRAFFIC = ("dataset", "dataset_format", "concurrency", "max_concurrency", "think_time_s", "prefix_tokens",
-            "prefix_groups")
+            "prefix_groups", "driver_procs", "driver_executor")
 _SETTINGS = {"url", "mix", "rate_rps", "duration_s", "slo_ttft_s", "slo_tpot_s", "attainment", "model", "api_key_env",
              *_TRAFFIC}
 DEFAULT_MIX = "short"
@@ -151,9 +153,10 @@ def _traffic(item: dict[str, Any], d: dict[str, Any], p: str, key: str, rate_rps
 
     if not any(name in item or name in d for name in _TRAFFIC):
         return None
-    text = {n: _text(where(n)[0], p, where(n)[1], n, None) for n in ("dataset", "dataset_format")}
+    text = {n: _text(where(n)[0], p, where(n)[1], n, None) for n in ("dataset", "dataset_format", "driver_executor")}
     whole = {n: _whole(where(n)[0], p, where(n)[1], n, low) for n, low in
-             (("concurrency", 1), ("max_concurrency", 1), ("prefix_tokens", 0), ("prefix_groups", 1))}
+             (("concurrency", 1), ("max_concurrency", 1), ("prefix_tokens", 0), ("prefix_groups", 1),
+              ("driver_procs", 1))}
     think = where("think_time_s")
     think_s = think[0].get("think_time_s", 0.0)
     if isinstance(think_s, bool) or not isinstance(think_s, (int, float)) or think_s < 0:
@@ -161,7 +164,8 @@ def _traffic(item: dict[str, Any], d: dict[str, Any], p: str, key: str, rate_rps
     try:
         return Traffic.of(text["dataset"], text["dataset_format"], rate_rps, whole["concurrency"],
                           whole["max_concurrency"], float(think_s), default_rate_rps=DEFAULT_RATE_RPS,
-                          prefix_tokens=whole["prefix_tokens"] or 0, prefix_groups=whole["prefix_groups"] or 1)
+                          prefix_tokens=whole["prefix_tokens"] or 0, prefix_groups=whole["prefix_groups"] or 1,
+                          driver_procs=whole["driver_procs"] or 1, driver_executor=text["driver_executor"] or "process")
     except DatasetError as exc:
         raise ConfigError(f"{where('dataset')[1]}.dataset: {exc}") from None
     except ValueError as exc:

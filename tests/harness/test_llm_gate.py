@@ -66,6 +66,14 @@ def words(text: str) -> str:
      "LLM trace file 'gone.csv' not found"),
     ('[[llm]]\nurl = "U"\nchecks = ["ttft_s.p99 <= 1"]\n[[llm]]\nurl = "U"\ncheck = ["ttft_s.p99 <= 1"]',
      "llm[1].check", "unknown key"),
+    ('[[llm]]\nurl = "U"\ndriver_procs = 0\nchecks = ["ttft_s.p99 <= 1"]', "llm[0].driver_procs",
+     "must be a whole number >= 1, not 0"),
+    ('[[llm]]\nurl = "U"\ndriver_procs = 2\ndriver_executor = "dask"\nchecks = ["ttft_s.p99 <= 1"]', "llm[0]",
+     "the driver's executor must be one of process, ray, got 'dask'"),
+    ('[[llm]]\nurl = "U"\ndriver_executor = "ray"\nchecks = ["ttft_s.p99 <= 1"]', "llm[0]",
+     "executor ray runs the driver's processes as Ray actors: give more than one"),
+    ('[[llm]]\nurl = "U"\nconcurrency = 2\ndriver_procs = 3\nchecks = ["ttft_s.p99 <= 1"]', "llm[0]",
+     "--driver-procs 3 is more than --concurrency 2"),
 ])
 def test_a_malformed_llm_gate_file_is_exit_2_naming_file_key_and_problem(tmp_path, text, key, problem):
     path = tmp_path / "bad.toml"
@@ -236,3 +244,17 @@ def test_the_example_passes_on_continuous_batching_and_fails_static_against_its_
     assert failed.exit_code == 1, failed.output
     result = load_result(base)
     assert isinstance(result, GateResult) and result.llm and result.llm[0].settings.targets[0].model == "tiny-llm"
+
+
+@pytest.mark.live
+def test_a_gate_drives_its_run_over_driver_processes(tmp_path):
+    """`driver_procs = 2`: the gate's run split over two processes, as `run URL --driver-procs 2`."""
+    with serve(FakeOpenAI(ttft_s=0.01, itl_s=0.002)) as url:
+        path = gate_file(tmp_path, ["error_ratio == 0", "finished >= 1"], url, driver_procs=2)
+        res = runner.invoke(app, ["gate", str(path), "--out", str(tmp_path / "gate.json")])
+    assert res.exit_code == 0, res.output
+    result = load_result(tmp_path / "gate.json")
+    assert isinstance(result, GateResult) and result.llm is not None
+    run = result.llm[0].runs[0]
+    assert run.traffic is not None and run.traffic.driver_procs == 2 and run.finished == run.requests > 0
+

@@ -53,8 +53,11 @@ class Traffic:
     def __post_init__(self) -> None:
         check_procs(self.load, self.driver_procs)
         if self.driver_executor not in DRIVER_EXECUTORS:
-            raise ValueError(f"--driver-executor must be one of {', '.join(DRIVER_EXECUTORS)}, got "
+            raise ValueError(f"the driver's executor must be one of {', '.join(DRIVER_EXECUTORS)}, got "
                              f"'{self.driver_executor}'")
+        if self.driver_executor != "process" and self.driver_procs == 1:
+            raise ValueError(f"executor {self.driver_executor} runs the driver's processes as Ray actors: give "
+                             "more than one (--driver-procs N)")
         if self.prefix_tokens < 0:
             raise ValueError(f"--prefix-tokens must be >= 0, got {self.prefix_tokens}")
         if self.prefix_groups < 1:
