@@ -125,7 +125,9 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in [
     _o("--seeds", Panel.SIM, SIM | LLM_SIM, tolerated={"canary": LIVE, "review": LIVE}),
     _o("--jobs", Panel.SIM, SIM | LLM_SIM, tolerated={c: LIVE for c in ("run", "compare", "alerts", "canary", "review")}),
     _o("--executor", Panel.SIM, SIM | LLM_SIM, tolerated={"run": LIVE, "compare": LIVE, "review": LIVE},
-       per_command={c: SIM | LLM_SIM | LLM_URL for c in ("run", "compare")}),   # an LLM URL: where its --driver-procs run
+       per_command={**{c: SIM | LLM_SIM | LLM_URL for c in ("run", "compare")}, "sweep": LLM_URL},
+       panel_in={"sweep": Panel.LLM}),
+    # an LLM URL: where its --driver-procs run (sweep: an LLM URL's only; its sim search runs in-process)
     _o("--check-capacity", Panel.SIM, SIM, tolerated={"sweep": LIVE}),
     _o("--quick", Panel.SIM),
     _o("--no-cache", Panel.SIM, SIM | LLM_SIM, tolerated={"*": where(Kind)}),  # a live run has nothing to cache

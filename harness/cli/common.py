@@ -219,7 +219,7 @@ HTML = typer.Option(None, "--html", help="Also write a self-contained HTML repor
                     callback=writable_file("--html"))
 JOBS = typer.Option(None, "--jobs", "-j", help="Worker processes (default: one per core, at most 8).",
                     callback=bounded("--jobs", ge=1, le=256))
-EXECUTOR = typer.Option("process", "--executor", help="Where sim jobs run, and the --driver-procs of `run` or `compare` of LLM URLs: "
+EXECUTOR = typer.Option("process", "--executor", help="Where sim jobs run, and the --driver-procs of `run`, `compare` or `sweep` of LLM URLs: "
                         "process (this machine's cores) or ray (the cluster at RAY_ADDRESS, else a local Ray "
                         "instance; needs the optional ray extra).",
                         callback=executor_check)

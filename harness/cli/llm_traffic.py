@@ -83,7 +83,7 @@ def traffic_of(dataset: Path | None, dataset_format: str | None, rate: float | N
 
 def sweep_traffic_of(dataset: Path | None, dataset_format: str | None, concurrency: str | None,
                      think_time: float, prefix_tokens: int = 0, prefix_groups: int = 1,
-                     driver_procs: int = 1) -> tuple[Any, list[int]]:
+                     driver_procs: int = 1, executor: str = "process") -> tuple[Any, list[int]]:
     """A concurrency sweep's traffic and levels (`--concurrency 1,2,4,...`, needed with --dataset).
     `--driver-procs N` is checked against the highest level (a level under N runs over that many
     processes: `harness.analysis.llm.traffic.concurrency_sweep`)."""
@@ -92,7 +92,7 @@ def sweep_traffic_of(dataset: Path | None, dataset_format: str | None, concurren
              "(e.g. 1,2,4,8,16): the rate sweep sends the length mix")
     levels = levels_of(concurrency)
     return traffic_of(dataset, dataset_format, None, levels[-1], None, think_time, 1.0, prefix_tokens,
-                      prefix_groups, driver_procs), levels
+                      prefix_groups, driver_procs, executor), levels
 
 
 # A workload file's key for each option of an LLM URL command (the parameter's name), and the

@@ -212,10 +212,11 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
                   rel_tol: float, attainment: float, set_: list[str] | None, model: str | None, api_key_env: str,
                   template: Path | None, allow_remote: bool, as_json: bool, out_path: Path | None, quiet: bool,
                   html: Path | None, search: Callable[[float, float], Any], checks: list[str] | None = None,
-                  extras: Extras = NO_EXTRAS, driver_procs: int = 1) -> None:
+                  extras: Extras = NO_EXTRAS, driver_procs: int = 1, executor: str = "process") -> None:
     """`harness sweep URL`: the highest rate within the TTFT + TPOT SLO (`attainment`: --min-goodput);
     `checks` (--check) judge its knee as the request-level sweep's are (exit 1 when one fails);
-    `driver_procs` over 1: each step's length mix sent as traffic over that many processes."""
+    `driver_procs` over 1: each step's length mix sent as traffic over that many processes (Ray actors
+    with `executor` "ray")."""
     from harness.analysis.llm.traffic import traffic_url_rate_sweep
     from harness.analysis.llm.url import url_sweep
     from harness.cli.llm_traffic import traffic_of
@@ -230,7 +231,7 @@ def sweep_llm_url(url: str, workload: str | None, seed: int, start_rps: float | 
     slo.setdefault("attainment", attainment)
     start = start_rps or DEFAULT_START_RPS
     sweep = _plan((target.label,), [workload] if workload else None, (start,), step_s or DEFAULT_STEP_S, seed, slo)
-    traffic = traffic_of(None, None, start, None, None, 0.0, start, driver_procs=driver_procs)
+    traffic = traffic_of(None, None, start, None, None, 0.0, start, driver_procs=driver_procs, executor=executor)
 
     def shown(run: Any) -> None:
         if not (quiet or as_json):

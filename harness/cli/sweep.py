@@ -14,8 +14,8 @@ from typing import List, Optional
 
 import typer
 
-from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, HTML, JSON, LIVE_SCALE, MODE, OUT, QUIET, SEED,
-                                SERVER_METRICS, SERVER_METRICS_URL, SET, TOKENIZER, URL_MODEL, URL_TEMPLATE, bounded,
+from harness.cli.common import (ALLOW_REMOTE, API_KEY_ENV, DEVICE, EXECUTOR, HTML, JSON, LIVE_SCALE, MODE, OUT, QUIET,
+                                SEED, SERVER_METRICS, SERVER_METRICS_URL, SET, TOKENIZER, URL_MODEL, URL_TEMPLATE, bounded,
                                 check_target_mode, err, fail, out, publish,
                                 torch_model)
 from harness.cli.live import BALANCER, DRIVER_PROCS, WARMUP
@@ -65,6 +65,7 @@ def sweep(
                                            "without a load (its mix, data set, prefix)."),
     warmup: Optional[float] = WARMUP,
     driver_procs: int = DRIVER_PROCS,
+    executor: str = EXECUTOR,
     balancer: str = BALANCER,
     as_json: bool = JSON,
     out_path: Optional[Path] = OUT,
@@ -94,7 +95,7 @@ def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[f
               dataset_format: Optional[str] = None, concurrency: Optional[str] = None,
               think_time: float = 0.0, prefix_tokens: int = 0, prefix_groups: int = 1,
               server_metrics: bool = False, server_metrics_url: Optional[str] = None,
-              tokenizer: Optional[str] = None, driver_procs: int = 1) -> None:
+              tokenizer: Optional[str] = None, driver_procs: int = 1, executor: str = "process") -> None:
     """`sweep` of an OpenAI-compatible LLM URL: its TTFT + TPOT SLO, its own rate search; with
     --concurrency LEVELS (and a data set), a closed-loop run at each level and the knee."""
     from harness.analysis.sweep.search import RateSearch
@@ -115,14 +116,14 @@ def sweep_llm(target: str, workload: Optional[str], seed: int, start: Optional[f
             if given:
                 fail(f"{flag}: not used by a concurrency sweep of an LLM URL (--concurrency LEVELS)")
         traffic, levels = sweep_traffic_of(dataset, dataset_format, concurrency, think_time, prefix_tokens,
-                                           prefix_groups, driver_procs)
+                                           prefix_groups, driver_procs, executor)
         return sweep_llm_url_concurrency(target, workload, seed, duration, set_, model, api_key_env, template,
                                          allow_remote, as_json, out_path, quiet, html, traffic, levels,
                                          (server_metrics, server_metrics_url, tokenizer))
     sweep_llm_url(target, workload, seed, start, duration, rel_tol, min_ratio, set_, model, api_key_env, template,
                   allow_remote, as_json, out_path, quiet, html,
                   lambda start_rps, tol: RateSearch(start_rps, rel_tol=tol), list(check or []),
-                  (server_metrics, server_metrics_url, tokenizer), driver_procs)
+                  (server_metrics, server_metrics_url, tokenizer), driver_procs, executor)
 
 
 def sweep_target(target: str, mode: str, start: Optional[float], duration: Optional[float], rel_tol: float,

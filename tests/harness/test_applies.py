@@ -67,6 +67,12 @@ OLD: dict[tuple[str, Where], set[str]] = {
 
 _TREE = typer.main.get_command(app)
 
+# sweep's --executor, added after the chains (issue 37): where an LLM URL's --driver-procs run; refused
+# on every other kind of target.
+for (_c, _w), _refused in OLD.items():
+    if _c == "sweep" and _w.kind is not LU:
+        _refused.add("--executor")
+
 # Issue 37's LLM URL traffic options (harness.cli.llm_traffic), added after the chains: refused on
 # every other kind of target, where a command has them.
 _TRAFFIC = {"--dataset", "--dataset-format", "--concurrency", "--max-concurrency", "--think-time", "--prefix-tokens",

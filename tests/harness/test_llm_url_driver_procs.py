@@ -233,3 +233,9 @@ def test_compare_executor_ray_without_driver_procs_is_one_line_exit_2() -> None:
                               "--executor", "ray"])
     assert res.exit_code == 2 and "give --driver-procs N" in " ".join(res.output.split())
     assert "Traceback" not in res.output
+
+
+def test_sweep_executor_ray_without_driver_procs_is_one_line_exit_2() -> None:
+    res = runner.invoke(app, ["sweep", "http://127.0.0.1:9/v1/completions", "--concurrency", "1,2", "--executor", "ray"])
+    assert res.exit_code == 2 and "give --driver-procs N" in " ".join(res.output.split())
+    assert "Traceback" not in res.output

@@ -112,11 +112,13 @@ def concurrency_sweep(target: UrlTarget, label: str, prepared: Prepared, traffic
                       levels: list[int], timeout_s: float,
                       on_run: Callable[[LlmRun], None] | None = None) -> tuple[list[LlmRun], ConcurrencySweep]:
     """Each level of `levels` a closed-loop run of `sweep.duration_s` s, in order, and the knee; over
-    `traffic.driver_procs` processes, a level with fewer users over one process per user."""
+    `traffic.driver_procs` processes, a level with fewer users over one process per user (a level of
+    one user in this process: no Ray actor for it)."""
     runs, points = [], []
     for n in levels:
-        level = replace(traffic, load=Load(LoadMode.CONCURRENCY, concurrency=n),
-                        driver_procs=min(traffic.driver_procs, n))
+        procs = min(traffic.driver_procs, n)
+        level = replace(traffic, load=Load(LoadMode.CONCURRENCY, concurrency=n), driver_procs=procs,
+                        driver_executor=traffic.driver_executor if procs > 1 else "process")
         run = traffic_run(target, label, prepared, level, sweep, timeout_s)
         runs.append(run)
         t = run.traffic
