@@ -4,6 +4,8 @@ what one process sends on the same schedule."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from harness.live.openai.load import Load, LoadError, LoadMode, check_procs, spl
 from harness.live.openai.procs import Part, merge_parts
 from harness.live.openai.sessions import TurnRecord
 from harness.live.openai.traffic import Share, Traffic
+from harness.results.llm import LlmRun
 from targets.llm import Sequence
 from tests.harness.fake_openai import FakeOpenAI, serve
 
@@ -77,22 +80,30 @@ def _chats(path: Path, n: int) -> Path:
     return path
 
 
+@contextmanager
+def _on_fake_server() -> Iterator[tuple[Callable[[Traffic], LlmRun], FakeOpenAI]]:
+    """A chat fake server (TTFT 10 ms, ITL 2 ms) and a function that drives one traffic at it: the same
+    plan each time (6 req/s for 2 s, seed 2), its run."""
+    cfg = FakeOpenAI(ttft_s=0.01, itl_s=0.002)
+    with serve(cfg, chat=True) as url:
+        target = UrlTarget.parse(url)
+        sweep = LlmSweep(policies=(target.label,), mixes=("short",), rates_rps=(6.0,), duration_s=2.0, seed=2)
+        yield (lambda traffic: traffic_url_run(target, sweep, traffic).runs[0]), cfg
+
+
 @pytest.mark.live
 def test_two_driver_processes_send_the_same_requests_as_one(tmp_path: Path) -> None:
     """The same open-loop schedule (seed 2: 15 starts in 2 s, the last at 1.71 s) of the length mix and
     of two-turn ShareGPT conversations: every start in the window is sent, every turn of each (the
     answers take ms), so one process and two send the same requests."""
-    chats = _chats(tmp_path / "chats.json", 12)
-    cfg = FakeOpenAI(ttft_s=0.01, itl_s=0.002)
+    chats = str(_chats(tmp_path / "chats.json", 12))
     counts = {}
-    with serve(cfg, chat=True) as url:
-        target = UrlTarget.parse(url)
-        sweep = LlmSweep(policies=(target.label,), mixes=("short",), rates_rps=(6.0,), duration_s=2.0, seed=2)
+    with _on_fake_server() as (run, _):
         for procs in (1, 2):
-            mix = traffic_url_run(target, sweep, Traffic.of(None, None, 6.0, None, None, driver_procs=procs))
-            convs = traffic_url_run(target, sweep, Traffic.of(str(chats), None, 6.0, None, None, driver_procs=procs))
+            mix = run(Traffic.of(None, None, 6.0, None, None, driver_procs=procs))
+            convs = run(Traffic.of(chats, None, 6.0, None, None, driver_procs=procs))
             counts[procs] = [(r.requests, r.finished, r.traffic.conversations, r.traffic.driver_procs)
-                             for r in (mix.runs[0], convs.runs[0]) if r.traffic is not None]
+                             for r in (mix, convs) if r.traffic is not None]
     assert counts[1][0][:3] == counts[2][0][:3] == (15, 15, 15)
     assert counts[1][1][:3] == counts[2][1][:3] == (30, 30, 15)
     assert [c[3] for c in counts[1]] == [1, 1] and [c[3] for c in counts[2]] == [2, 2]
@@ -203,16 +214,11 @@ def test_driver_procs_over_a_sweep_or_compare_users_is_one_line_exit_2(line: lis
 def test_ray_actors_send_the_same_requests_as_processes(tmp_path: Path, local_ray: Any) -> None:
     """`--executor ray`: the same shares as spawned processes, as Ray actors (a local instance here; a
     cluster at RAY_ADDRESS the same way): the same schedule sends the same requests, merged the same."""
-    chats = _chats(tmp_path / "chats.json", 12)
-    cfg = FakeOpenAI(ttft_s=0.01, itl_s=0.002)
+    chats = str(_chats(tmp_path / "chats.json", 12))
     counts = {}
-    with serve(cfg, chat=True) as url:
-        target = UrlTarget.parse(url)
-        sweep = LlmSweep(policies=(target.label,), mixes=("short",), rates_rps=(6.0,), duration_s=2.0, seed=2)
+    with _on_fake_server() as (run, cfg):
         for executor in ("process", "ray"):
-            convs = traffic_url_run(target, sweep, Traffic.of(str(chats), None, 6.0, None, None, driver_procs=2,
-                                                              driver_executor=executor))
-            r = convs.runs[0]
+            r = run(Traffic.of(chats, None, 6.0, None, None, driver_procs=2, driver_executor=executor))
             assert r.traffic is not None
             counts[executor] = (r.requests, r.finished, r.traffic.conversations, r.traffic.driver_procs,
                                 r.traffic.driver_executor)
