@@ -60,7 +60,8 @@ def load() -> str:
 def print_cost(cost: StepCost) -> None:
     print(f"profiled: base {cost.base_s * 1e3:.2f} ms, prefill {cost.per_prefill_token_s * 1e6:.1f} us/token, "
           f"decode {cost.per_decode_seq_s * 1e6:.1f} us/row, context {cost.per_context_token_s * 1e9:.1f} ns/token, "
-          f"front end in {cost.frontend_in_s * 1e3:.2f} ms, out {cost.frontend_out_s * 1e3:.2f} ms", flush=True)
+          f"wake-up {cost.wake_s * 1e3:.2f} ms, front end in {cost.frontend_in_s * 1e3:.2f} ms, "
+          f"out {cost.frontend_out_s * 1e3:.2f} ms", flush=True)
 
 
 def main() -> None:

@@ -16,7 +16,8 @@ apply at the edges, as one engine's sim applies its front end (`harness.engine.l
 the router and the replica see each request `front_in_s` after its scheduled start, and
 the trace hands back every sequence in the client's view, arrival as scheduled and
 token times `front_out_s` later than the engine made them. A lone request's TTFT is
-then front_in_s + its prefill + front_out_s; TPOT and ITL do not move.
+then front_in_s + its prefill (and `StepCost.wake_s`: a step after idle) + front_out_s;
+TPOT and ITL do not move.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
     in_flight: list[Step | None] = [None] * n
     epoch = [0] * n               # a heap entry of an older epoch is stale (its replica was lost)
     armed = [False] * n           # the replica has an event on the heap (a step's end or a wake-up)
+    last_end = [-math.inf] * n    # when each replica's last step ended (a step after idle pays cost.wake_s)
     heap: list[tuple[float, int, int]] = []
     fail_at = schedule.lose_replica_at_s if schedule.lose_replica_at_s is not None and n > 1 else math.inf
 
@@ -113,7 +115,7 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
                 heapq.heappush(heap, (max(wake, t), r, epoch[r]))
                 armed[r] = True
             return
-        dt = cost.time_s(step.prefill_tokens, step.decode_seqs, step.context_tokens)
+        dt = cost.step_s(step.prefill_tokens, step.decode_seqs, step.context_tokens, t - last_end[r])
         in_flight[r] = step
         reps[r].busy_s += dt
         reps[r].steps += 1
@@ -143,6 +145,7 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
             armed[r] = False
             step, in_flight[r] = in_flight[r], None
             if step is not None:
+                last_end[r] = t
                 out = engines[r].complete(step, t)
                 for gap, count in out.gaps.items():
                     us = max(1, round(gap * _US))

@@ -72,6 +72,7 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
     trace = EngineTrace(seqs, duration, stop, new_histogram(), kv_blocks=kv.total if kv else None)
     record = trace.itl.record_value
     n, i, t = len(seqs), 0, 0.0
+    last_end = -math.inf   # when the last step ended (a step after idle pays cost.wake_s)
     while t < stop:
         while i < n and arrival[i] <= t:
             sched.add(seqs[i], arrival[i])
@@ -84,10 +85,11 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
                 break
             t = max(t, nxt)
             continue
-        dt = cost.time_s(step.prefill_tokens, step.decode_seqs, step.context_tokens)
+        dt = cost.step_s(step.prefill_tokens, step.decode_seqs, step.context_tokens, t - last_end)
         if kv is not None:
             trace.kv_block_s += kv.used * dt
         t += dt
+        last_end = t
         out = sched.complete(step, t)
         trace.busy_s += dt
         trace.steps += 1

@@ -110,7 +110,7 @@ async def profile_replicas(replica_urls: list[str], duration_s: float = CALIBRAT
     schedules = [calibration_schedule(rate_rps / n, duration_s, seed + r) for r in range(n)]
     drives = await asyncio.gather(*(_drive(base + "/v1/completions", s, r)
                                     for r, (base, s) in enumerate(zip(replica_urls, schedules))))
-    rows: list[tuple[int, int, int, float]] = []
+    rows: list[tuple[int, int, int, float, float]] = []
     into: list[float] = []
     out: list[float] = []
     async with aiohttp.ClientSession() as http:
@@ -118,7 +118,7 @@ async def profile_replicas(replica_urls: list[str], duration_s: float = CALIBRAT
             if errors:
                 raise ValueError(f"fleet profile: {base}: {errors[0]} ({len(errors)} errors)")
             log = await _get(http, base + "/step_log", since=str(n_since))
-            rows += [(int(p), int(d), int(c), float(w)) for p, d, c, w in log]
+            rows += [(int(p), int(d), int(c), float(w), float(idle)) for p, d, c, w, idle in log]
             times = await _get(http, base + "/request_times")
             client = [(s.id, s.arrival_s, s.first_token_s, s.finish_s) for s in trace.seqs]
             i, o = front_end(trace.origin_s, client, times)
@@ -126,6 +126,6 @@ async def profile_replicas(replica_urls: list[str], duration_s: float = CALIBRAT
             out += o
     if not into:
         raise ValueError("fleet profile: no request finished: no front end to measure")
-    cost = replace(StepCost.fit_median(rows), frontend_in_s=statistics.median(into),
+    cost = replace(StepCost.fit_wake(rows), frontend_in_s=statistics.median(into),
                    frontend_out_s=statistics.median(out))
     return FleetProfile(cost, len(rows), len(into))

@@ -30,6 +30,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -156,8 +157,9 @@ class RunningFleet:
                     merged.update(await resp.json())
         return merged
 
-    async def step_logs(self, since: list[int]) -> list[list[tuple[int, int, int, float]]]:
-        """Every replica's `/step_log` from its step `since[r]` on (prefill, decode rows, context, wall s)."""
+    async def step_logs(self, since: list[int]) -> list[list[tuple[int, int, int, float, float]]]:
+        """Every replica's `/step_log` from its step `since[r]` on (prefill, decode rows, context, wall s,
+        idle s before it)."""
         logs = []
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
             for base, n in zip(self.replica_urls, since):
@@ -326,9 +328,14 @@ async def start_sglang_front(replica_urls: list[str], policy: str, port: int = 0
         raise ValueError(f"sglang policy '{policy}' is not one of {', '.join(SGLANG_POLICIES)}")
     deadline = deadline or time.monotonic() + START_TIMEOUT_S
     port = port or _free_port()
+    # Its metrics listener binds 0.0.0.0:29000 unless told: loopback, and a free port, so a second
+    # router on the machine (another fleet, a user's own) does not stop this one from starting. It logs
+    # warnings and errors only (its INFO lines are two a request, kept in a file nobody reads).
     cmd = [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(port),
+           "--prometheus-host", "127.0.0.1", "--prometheus-port", str(_free_port()), "--log-level", "warn",
            "--policy", policy, "--worker-urls", *replica_urls]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    log = tempfile.TemporaryFile()   # its own words, for the error if it never gets ready
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1/completions"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -336,10 +343,18 @@ async def start_sglang_front(replica_urls: list[str], policy: str, port: int = 0
         async with aiohttp.ClientSession() if http is None else _borrowed(http) as session:
             await _until(session, "POST", url, deadline, headers=headers,
                          json={"model": MODEL_NAME, "prompt": "ready?", "max_tokens": 1})
-    except BaseException:
+    except BaseException as exc:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        if isinstance(exc, RuntimeError):
+            log.seek(0)
+            said = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+            log.close()
+            raise RuntimeError(f"sglang-router did not get ready: {exc}"
+                               + (f"; it said: {said[-1][-300:]}" if said else "")) from None
+        log.close()
         raise
+    log.close()   # it keeps its own handle; what it writes from now on is not read
     return proc, url
 
 

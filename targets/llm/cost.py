@@ -34,16 +34,29 @@ so they add to TTFT and E2E but not to TPOT or ITL. DEFAULT prices the engine
 alone (both 0); `harness profile llm` measures them on the live server, where
 they are milliseconds per request on a loaded CPU, comparable to a tiny model's
 prefill (`harness.live.llm_profile`).
+
+`wake_s` is what a step costs more when the engine sat idle before it (at least
+`WAKE_IDLE_S`): a processor woken from idle runs its first step with cold caches and
+a low clock. On this project's CPU decoder it is most of a millisecond against a
+step of one: the same 40-token prefill behind 128 cached tokens took 1.0 ms back to
+back and 1.9-2.1 ms after 10-300 ms asleep, a decode step 0.43 ms and 1.4 ms (one
+worker thread, quiet 2-core machine). On a light day every first token follows such
+a wake-up, so TTFT carries it while TPOT does not. The sims add it to a step that
+begins `WAKE_IDLE_S` or more after the engine's last step ended (or before any);
+`StepCost.fit_wake` measures it from a live engine's steps and the idle time before
+each (`/step_log`). DEFAULT has none.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence as Seq
 
 import numpy as np
 
-__all__ = ["DEFAULT", "DEFAULT_BLOCK_SIZE", "DEFAULT_KV_BLOCKS", "StepCost"]
+__all__ = ["DEFAULT", "DEFAULT_BLOCK_SIZE", "DEFAULT_KV_BLOCKS", "StepCost", "WAKE_IDLE_S"]
+
+WAKE_IDLE_S = 0.005   # idle this long before a step, and it pays `wake_s`
 
 
 @dataclass(frozen=True)
@@ -57,10 +70,11 @@ class StepCost:
     per_context_token_s: float
     frontend_in_s: float = 0.0
     frontend_out_s: float = 0.0
+    wake_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s", "frontend_in_s",
-                     "frontend_out_s"):
+                     "frontend_out_s", "wake_s"):
             v = getattr(self, name)
             if not (v >= 0 and np.isfinite(v)):
                 raise ValueError(f"StepCost.{name} must be a finite number >= 0, got {v}")
@@ -70,6 +84,11 @@ class StepCost:
     def time_s(self, prefill_tokens: int, decode_seqs: int, context_tokens: int) -> float:
         return (self.base_s + self.per_prefill_token_s * prefill_tokens + self.per_decode_seq_s * decode_seqs
                 + self.per_context_token_s * context_tokens)
+
+    def step_s(self, prefill_tokens: int, decode_seqs: int, context_tokens: int, idle_s: float) -> float:
+        """`time_s`, and `wake_s` more when the engine sat idle `idle_s` >= WAKE_IDLE_S before the step."""
+        t = self.time_s(prefill_tokens, decode_seqs, context_tokens)
+        return t + self.wake_s if idle_s >= WAKE_IDLE_S else t
 
     def prefill_s(self, prompt_tokens: int) -> float:
         """One prompt alone (its attention reads its own tokens only in the chunk: no prior context)."""
@@ -116,6 +135,24 @@ class StepCost:
             w = np.sqrt(1.0 / np.maximum(np.abs(y - x @ coef), floor))
             coef, _ = nnls(x * w[:, None], y * w)
         return cls(*(float(c) for c in coef / scale))
+
+
+    @classmethod
+    def fit_wake(cls, rows: Iterable[Seq[float]]) -> "StepCost":
+        """Rows (prefill_tokens, decode_seqs, context_tokens, time_s, idle_s) fitted as `fit_median` fits the
+        steps that followed another (idle_s < WAKE_IDLE_S; all steps when fewer than 8 did), and `wake_s`
+        as the median of what each step after idle took over that fit (0 when none did, or none took
+        more)."""
+        data = np.asarray(list(rows), dtype=float)
+        if data.ndim != 2 or data.shape[1] != 5:
+            raise ValueError("fit_wake rows are (prefill_tokens, decode_seqs, context_tokens, time_s, idle_s)")
+        woke = data[:, 4] >= WAKE_IDLE_S
+        warm = data[~woke, :4] if (~woke).sum() >= 8 else data[:, :4]
+        fit = cls.fit_median(warm)
+        if not woke.any():
+            return fit
+        over = [w - fit.time_s(int(p), int(d), int(c)) for p, d, c, w in data[woke, :4]]
+        return replace(fit, wake_s=max(0.0, float(np.median(over))))
 
 
 DEFAULT = StepCost(base_s=0.008, per_prefill_token_s=0.09e-3, per_decode_seq_s=0.09e-3, per_context_token_s=0.25e-6)

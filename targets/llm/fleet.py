@@ -2,7 +2,8 @@
 
 Keys: `router` (`targets.llm.routing.router_names`), `replicas`, the router's knobs
 `load_factor` (prefix: 0 = no load bound), `affinity_blocks` (prefix: leading blocks
-hashed) and `overlap_weight` (kv-aware), the router's own cost per request
+hashed), `overlap_weight` (kv-aware) and `cache_threshold`, `balance_abs`, `balance_rel`
+(cache-aware), the router's own cost per request
 `router_in_s` (its delay of a request on the way in: reading, parsing, routing and the
 extra hop to the replica) and `router_out_s` (of each token on the way back: the extra
 relay), which the sim adds as it adds the engine's front end (`StepCost.frontend_in_s`,
@@ -26,7 +27,8 @@ from targets.llm.routing import Router, RouterPolicy, create_router
 __all__ = ["FLEET", "FleetSpec", "is_fleet", "parse_fleet"]
 
 FLEET = "llm-fleet"
-_FLEET_KNOBS = ("router", "replicas", "load_factor", "affinity_blocks", "overlap_weight", "router_in_s", "router_out_s")
+_FLEET_KNOBS = ("router", "replicas", "load_factor", "affinity_blocks", "overlap_weight", "cache_threshold",
+               "balance_abs", "balance_rel", "router_in_s", "router_out_s")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class FleetSpec:
     load_factor: float = 1.25
     affinity_blocks: int = 8
     overlap_weight: float = 1.0
+    cache_threshold: float = 0.3   # cache-aware: sglang-router's thresholds (routing.CacheAware)
+    balance_abs: int = 64
+    balance_rel: float = 1.5
     router_in_s: float = 0.0   # the router's delay of each request before its replica sees it (s)
     router_out_s: float = 0.0  # and of each token on its way back to the client (s)
     engine: LlmEngineSpec = field(default_factory=lambda: LlmEngineSpec(prefix_caching=True))
@@ -52,7 +57,8 @@ class FleetSpec:
 
     def new_router(self) -> Router:
         return create_router(self.router, self.replicas, self.engine.block_size, self.load_factor,
-                             self.affinity_blocks, self.overlap_weight)
+                             self.affinity_blocks, self.overlap_weight, self.cache_threshold, self.balance_abs,
+                             self.balance_rel)
 
     @property
     def front_in_s(self) -> float:
@@ -95,7 +101,7 @@ def parse_fleet(text: str, base: LlmEngineSpec | None = None) -> FleetSpec:
         if not sep or not key:
             raise ValueError(f"{FLEET}: '{pair}' is not KEY=VALUE")
         if key in _FLEET_KNOBS:
-            fleet[key] = raw if key == "router" else _number(key, raw, int if key in ("replicas", "affinity_blocks")
+            fleet[key] = raw if key == "router" else _number(key, raw, int if key in ("replicas", "affinity_blocks", "balance_abs")
                                                                 else float)
         elif key in ENGINE_KNOBS or key in COST_KNOBS:
             engine[key] = raw

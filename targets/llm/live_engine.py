@@ -94,6 +94,10 @@ class LiveEngine:
         # (prefill tokens, decode rows, context tokens, wall s) per step, schedule to complete: the rows
         # `harness profile llm` fits the sim's step cost to (bounded: the first MAX_LOGGED_STEPS).
         self.step_log: list[tuple[int, int, int, float]] = []
+        # Beside each logged step: how long the engine sat idle before it (s; since start for the first),
+        # what `StepCost.wake_s` is fitted from.
+        self.step_idle: list[float] = []
+        self._last_end = 0.0
         # Request id -> its sequence, in the engine's clock (arrival: when the engine saw it; token times:
         # when the engine made them), for requests that named an id; the same bound. `profile llm` sets
         # them beside the client's times to measure the front end.
@@ -138,6 +142,7 @@ class LiveEngine:
         return self.store.flush()
 
     def start(self) -> None:
+        self._last_end = asyncio.get_running_loop().time()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="llm-engine")
 
     async def stop(self) -> None:
@@ -201,11 +206,19 @@ class LiveEngine:
             self.busy_s += now - began
             if len(self.step_log) < MAX_LOGGED_STEPS:
                 self.step_log.append((step.prefill_tokens, step.decode_seqs, step.context_tokens, now - began))
+                self.step_idle.append(began - self._last_end)
+            self._last_end = now
             for live, token in tokens:
                 live.ids.append(token)
                 live.out.put_nowait(token)
             for seq in out.finished:
                 self._live.pop(seq.id).out.put_nowait(_DONE)
+            if tokens:
+                # Let the streams write what this step made before the next step takes the decoder's
+                # thread: on a CPU decoder that thread holds the GIL for most of a step, so a chunk
+                # written during it waits for the step (measured: the way out went from ~1 to ~2 ms
+                # per token behind a replica taking most of the day's requests).
+                await asyncio.sleep(0)
 
     def _name_answers(self, step: Step, bs: int) -> None:
         """Name the answer block each decode just filled (its tokens are all in `ids`), before `complete`

@@ -75,7 +75,8 @@ PROBES: dict[str, str] = {
     "/request_times": "per `X-Request-Id` the engine saw: `arrival_s`, `scheduled_s` (its first step), `first_token_s`, `finish_s` on the "
                       "replica's monotonic clock (one clock for every process of the machine)",
     "/step_log": "the engine's steps (first 100,000), each `[prefill_tokens, decode_rows, context_tokens, "
-                 "wall_s]`: what `harness profile llm` fits the sim's step cost to; `?since=N` from step N on",
+                 "wall_s, idle_s]` (idle_s: how long the engine sat idle before it): what a fleet's profile fits "
+                 "the sim's step cost and its wake-up to; `?since=N` from step N on",
 }
 HEALTH_TENANT = "health-probe"   # a probe's generation is its own tenant's, not a client's
 _ENGINE = web.AppKey("engine", LiveEngine)
@@ -232,7 +233,7 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
             since = max(0, int(request.query.get("since", "0")))
         except ValueError:
             return web.json_response({"error": "since: expected a step number"}, status=400)
-        return web.json_response(engine.step_log[since:])
+        return web.json_response([[*row, idle] for row, idle in zip(engine.step_log[since:], engine.step_idle[since:])])
 
     async def flush_cache(request: web.Request) -> web.Response:
         dropped = engine.flush_cache()

@@ -191,3 +191,17 @@ def test_a_lone_requests_ttft_is_the_front_end_and_the_router_around_its_prefill
     assert runs[1].finished == 1 and runs[1].goodput_rps == pytest.approx(0.1)
     with pytest.raises(ValueError, match="router_in_s"):
         parse_fleet("llm-fleet:router=prefix,router_in_s=-1")
+    # A wake-up of 3 ms: the lone request's first step follows idle, its decode steps follow steps.
+    woken = parse_fleet(f"llm-fleet:router=prefix,replicas=2,{cost},wake_s=0.003")
+    run = fleet_figures(simulate_fleet(woken, sched), woken.name, "prefix", "lone", 0.1, sched.turn, 1.0, 1.0)
+    assert run.ttft_s.p50 == pytest.approx(0.003 + prefill)
+    assert run.tpot_s.p50 == pytest.approx(decode)
+
+
+def test_sglang_cache_aware_sends_a_quiet_days_cold_prompts_to_one_replica():
+    """The sim model of sglang-router's cache_aware on a light chat day: nothing outstanding when most
+    turns arrive, so a prompt no tree matches goes to the least loaded replica's first index, as live
+    sglang-router 0.3.2 sent all 86 of a chat day's requests to one of three replicas."""
+    run = _run("llm-fleet:router=cache-aware,replicas=3", "chat", 1.0, 60.0)
+    per = [p.requests for p in run.per_replica]
+    assert max(per) >= 0.8 * sum(per)

@@ -55,6 +55,17 @@ def test_the_front_end_adds_to_ttft_and_e2e_but_not_to_tpot():
     assert run.queue_wait_s.max == pytest.approx(0.003)      # the scheduler saw it 3 ms late
 
 
+def test_a_step_after_idle_pays_the_wake_up_and_a_step_after_a_step_does_not():
+    # Two lone requests 100 s apart: each first step follows idle (+4 ms), every decode step follows a step.
+    woken = StepCost(**{**vars(COST), "wake_s": 0.004})
+    sched = schedule([(0.0, 500, 11), (100.0, 500, 11)], duration=200)
+    run = run_figures(simulate(LlmEngineSpec(cost=woken), sched), "c", "t", 0.01, sched.tenants, 1, 1)
+    prefill, step = COST.prefill_s(500), COST.decode_s(1, 0)
+    assert run.ttft_s.p50 == pytest.approx(0.004 + prefill)
+    assert run.tpot_s.p50 == pytest.approx(step)
+    assert run.e2e_s.max == pytest.approx(0.004 + prefill + 10 * step)
+
+
 def test_static_figures_measure_the_slot_waste_of_a_known_mix():
     sched = schedule([(0.0, 2, 1), (0.0, 4, 2), (0.0, 6, 3), (0.0, 8, 10)])
     run = run_figures(simulate(LlmEngineSpec(policy=LlmPolicy.STATIC, batch_size=4, cost=COST), sched),

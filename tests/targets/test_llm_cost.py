@@ -75,3 +75,29 @@ def test_fit_median_follows_the_median_step_where_a_long_tail_pulls_least_square
 def test_fit_median_refuses_what_from_table_refuses():
     with pytest.raises(ValueError, match=">= 4 rows"):
         StepCost.fit_median([(1, 1, 1, 0.01)])
+
+
+def test_fit_wake_recovers_what_a_step_after_idle_costs_more():
+    """Steps back to back priced by one cost; steps after idle (>= WAKE_IDLE_S) by it plus 0.9 ms: the fit
+    finds the four coefficients from the warm steps and the wake-up from the others."""
+    from targets.llm.cost import WAKE_IDLE_S
+
+    true = StepCost(base_s=4e-4, per_prefill_token_s=2e-5, per_decode_seq_s=1e-4, per_context_token_s=1e-6)
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(400):
+        p, d, c = int(rng.integers(0, 60)) * (i % 3 == 0), int(rng.integers(1, 8)), int(rng.integers(16, 400))
+        idle = 0.3 if i % 5 == 0 else 1e-4
+        rows.append((p, d, c, true.step_s(p, d, c, idle) + 0.9e-3 * (idle >= WAKE_IDLE_S), idle))
+    fit = StepCost.fit_wake(rows)
+    assert fit.wake_s == pytest.approx(0.9e-3, rel=0.02)
+    assert fit.base_s == pytest.approx(true.base_s, rel=0.05)
+    assert fit.per_decode_seq_s == pytest.approx(true.per_decode_seq_s, rel=0.05)
+    assert true.step_s(10, 1, 100, WAKE_IDLE_S) == true.time_s(10, 1, 100)   # true has no wake-up
+    assert fit.step_s(10, 1, 100, WAKE_IDLE_S) - fit.step_s(10, 1, 100, WAKE_IDLE_S / 2) == pytest.approx(fit.wake_s)
+    # no step after idle: no wake-up; rows of four columns are refused
+    assert StepCost.fit_wake([r for r in rows if r[4] < WAKE_IDLE_S]).wake_s == 0
+    with pytest.raises(ValueError, match="idle_s"):
+        StepCost.fit_wake([r[:4] for r in rows])
+    with pytest.raises(ValueError, match="wake_s"):
+        StepCost(1e-3, 0, 0, 0, wake_s=-1.0)

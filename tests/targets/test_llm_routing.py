@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from targets.llm.prefix_cache import chain_hashes
-from targets.llm.routing import Routed, bound_of, create_router, router_names
+from targets.llm.routing import CacheAware, Routed, bound_of, create_router, router_names
 
 
 @dataclass
@@ -49,8 +49,8 @@ def req(i: int, ids: list[int], conversation: int = 0, out: int = 10) -> Routed:
 
 
 def test_registry_lists_the_valid_names():
-    assert router_names() == ("round-robin", "least-tokens", "prefix", "kv-aware")
-    with pytest.raises(ValueError, match="valid are round-robin, least-tokens, prefix, kv-aware"):
+    assert router_names() == ("round-robin", "least-tokens", "prefix", "kv-aware", "cache-aware")
+    with pytest.raises(ValueError, match="valid are round-robin, least-tokens, prefix, kv-aware, cache-aware"):
         create_router("random", 4)
     with pytest.raises(ValueError, match="load_factor"):
         create_router("prefix", 4, load_factor=0.5)
@@ -104,6 +104,39 @@ def test_kv_aware_weighs_the_cache_against_the_queue():
     assert kv.route(Routed(1, 0, names, 320, 10), view) in (0, 2)
 
 
+def test_cache_aware_sends_every_cold_prompt_on_an_idle_fleet_to_one_replica():
+    """As sglang-router 0.3.2 was seen to (three recording workers, prompts one at a time): distinct
+    prompts with nothing outstanding all reach one worker; sent at once, they spread by load."""
+    ca = create_router("cache-aware", 3)
+    idle = View(3)
+    assert {ca.route(req(i, [1000 * i + k for k in range(4)]), idle) for i in range(6)} == {0}
+    busy = View(3)
+    chosen = []
+    for i in range(6):
+        rq = req(10 + i, [5000 + 100 * i + k for k in range(4)])
+        chosen.append(ca.route(rq, busy))
+        busy.send(chosen[-1], rq)
+    assert chosen == [0, 1, 2, 0, 1, 2]
+
+
+def test_cache_aware_follows_its_tree_past_the_threshold_and_balances_past_both_thresholds():
+    ca = create_router("cache-aware", 3, cache_threshold=0.5, balance_abs=4, balance_rel=1.5)
+    view = View(3, outstanding_requests=[0, 2, 0])
+    head = [7, 8, 9]
+    first = Routed(0, 0, chain_hashes(head), 3 * 16, 4)
+    assert ca.route(first, view) == 0                           # cold: least loaded
+    view.outstanding_requests[:] = [3, 0, 0]
+    # 3 of 4 blocks known on replica 0: 0.75 > 0.5, so it goes there although it is the busiest
+    assert ca.route(Routed(1, 0, chain_hashes(head + [1]), 4 * 16, 4), view) == 0
+    # 3 of 8 blocks: 0.375 <= 0.5, least loaded
+    assert ca.route(Routed(2, 0, chain_hashes(head + [1, 2, 3, 4, 5]), 8 * 16, 4), view) == 1
+    view.outstanding_requests[:] = [9, 4, 2]                    # 9 - 2 > 4 and 9 > 1.5 x 2: imbalanced
+    assert ca.route(Routed(3, 0, chain_hashes(head + [1]), 4 * 16, 4), view) == 2
+    assert ca.balanced == 1 and ca.by_match == 1
+    with pytest.raises(ValueError, match="cache_threshold"):
+        create_router("cache-aware", 3, cache_threshold=1.5)
+
+
 def test_no_replica_alive_is_an_error():
     with pytest.raises(ValueError, match="no replica is alive"):
         create_router("least-tokens", 2).route(req(0, [1]), View(2, alive=[False, False]))
@@ -139,3 +172,17 @@ def test_bounded_affinity_never_exceeds_its_bound_and_loses_nothing(evs, n, fact
         for r in held.values():
             counts[r] += 1
         assert counts == view.outstanding_requests
+
+
+@settings(max_examples=100, deadline=None)
+@given(events, st.integers(1, 6), st.integers(0, 5), st.integers(1, 6))
+def test_cache_aware_routes_to_the_alive_and_keeps_its_trees_bounded(evs, n, dead, tree_blocks):
+    alive = [r != dead for r in range(n)] if n > 1 else [True]
+    view = View(n, alive=alive)
+    ca = CacheAware(n, 16, tree_blocks=tree_blocks)
+    for i, (_, family, tail) in enumerate(evs):
+        rq = req(i, [family * 100 + k for k in range(3)] + [tail])
+        r = ca.route(rq, view)
+        assert alive[r]
+        view.send(r, rq)
+        assert all(len(t) <= tree_blocks for t in ca.trees)

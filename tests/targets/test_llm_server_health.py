@@ -50,7 +50,8 @@ async def test_server_info_carries_the_prefix_cache_figures(client):
     assert figures["hit_rate"] == pytest.approx(96 / (102 + 103))
     assert info["steps"] >= 2 and info["busy_s"] > 0                      # at least one prefill each
     log = await (await client.get("/step_log")).json()
-    assert len(log) == info["steps"] and all(len(row) == 4 and row[3] > 0 for row in log)
+    assert len(log) == info["steps"] and all(len(row) == 5 and row[3] > 0 and row[4] >= 0 for row in log)
+    assert log[0][4] > 0 and min(row[4] for row in log[1:]) < 0.005   # idle before the first; steps back to back
     assert sum(row[0] for row in log) == (102 - 0) + (103 - 96)             # the second prefilled past its hit
     assert await (await client.get("/step_log", params={"since": str(len(log) - 1)})).json() == log[-1:]
     assert (await client.get("/step_log", params={"since": "x"})).status == 400

@@ -16,7 +16,7 @@ the same schedule (`harness.engine.llm_fleet`) with the sim's step cost (`cost`:
 fleet's own replicas, all driven at once, before any day: `harness.live.llm_fleet_profile`,
 their caches flushed after), its front end, and the router cost just
 measured, under the sim router that models the live one (`SIM_OF`: sglang's
-`round_robin` as round robin, `cache_aware` as prefix affinity without a load bound).
+`round_robin` as round robin, `cache_aware` as `cache-aware`, sglang-router 0.3.2 as it behaves).
 
 One `fleet` result, as the sim compare's: days "chat live" and "chat sim", the
 verdicts of B against A on each, the ranking of the live runs. Bounded: at most
@@ -52,10 +52,9 @@ __all__ = ["LIVE_DAY", "LiveFleetCompare", "MAX_DURATION_S", "MAX_REQUESTS", "SI
 LIVE_DAY = "chat"
 MAX_DURATION_S = 300.0
 MAX_REQUESTS = 2_000
-# The sim router that models each sglang policy. cache_aware sends a request to the worker with the longest
-# prefix match unless the load is imbalanced past its thresholds (64 requests, 1.5x): at this load, never;
-# so prefix affinity without a load bound.
-SIM_OF = {"sglang:round_robin": "round-robin", "sglang:cache_aware": "prefix,load_factor=0",
+# The sim router that models each sglang policy: cache_aware as `cache-aware` (routing.CacheAware: sglang-router
+# 0.3.2 as it behaves on the wire: a cold prompt to the least loaded worker, ties to one of them).
+SIM_OF = {"sglang:round_robin": "round-robin", "sglang:cache_aware": "cache-aware",
           "sglang:power_of_two": "least-tokens", "sglang:random": "round-robin"}
 
 
@@ -157,7 +156,8 @@ async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule
                          + (f" (and {driven.error_count - 1} more)" if driven.error_count > 1 else ""))
     run = live_run(live, schedule, driven, before, after, times, replica_of, f"{LIVE_DAY} live", c.rate_rps,
                    c.slo_ttft_s, c.slo_tpot_s, cost)
-    slowdown = statistics.median(wall / step_cost.time_s(p, d, x) for p, d, x, wall in steps) if steps else None
+    slowdown = statistics.median(wall / step_cost.step_s(p, d, x, idle) for p, d, x, wall, idle in steps) \
+        if steps else None
     return run.model_copy(update={"step_slowdown": slowdown}), cost
 
 

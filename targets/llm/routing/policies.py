@@ -17,6 +17,14 @@
   prefill (prompt blocks not in its cache) + its outstanding blocks (queue depth in
   blocks), as Dynamo's KV router scores workers and llm-d's scorers weigh the prefix
   cache against the queue (ties as LeastTokens).
+- `CacheAware`: sglang-router's `cache_aware` as release 0.3.2 behaves on the wire (probed
+  here with three recording workers: docs/guide/llm-fleet-live.md): an approximate tree per
+  replica of the prompts sent there; a prompt whose best match covers more than
+  `cache_threshold` of it goes to the replica that matched most, any other to the replica with
+  the fewest outstanding requests (ties: the lowest index, so an idle fleet sends every cold
+  prompt to one replica, as sglang-router does); when loads are imbalanced past both
+  thresholds (max - min > `balance_abs` and max > `balance_rel` x min) the least loaded
+  replica, whatever the match.
 
 None reads a clock; `route` always returns an alive replica (ValueError when none is).
 """
@@ -28,7 +36,7 @@ import math
 
 from targets.llm.routing.view import FleetView, Routed
 
-__all__ = ["KvAware", "LeastTokens", "PrefixAffinity", "RoundRobin", "bound_of"]
+__all__ = ["CacheAware", "KvAware", "LeastTokens", "PrefixAffinity", "RoundRobin", "bound_of"]
 
 
 def _alive_or_fail(view: FleetView) -> list[bool]:
@@ -168,3 +176,65 @@ class KvAware:
         r = _argmin_from(costs, alive, self._start)
         self._start = (r + 1) % self.replicas
         return r
+
+
+class CacheAware:
+    def __init__(self, replicas: int, block_size: int, cache_threshold: float = 0.3, balance_abs: int = 64,
+                 balance_rel: float = 1.5, tree_blocks: int = 1 << 20) -> None:
+        """Defaults: sglang-router 0.3.2's (`--cache-threshold 0.3 --balance-abs-threshold 64
+        --balance-rel-threshold 1.5`); `tree_blocks` bounds each replica's tree (LRU), as its
+        `--max-tree-size` of 2^26 characters does (~2^20 blocks of 16 tokens at ~4 characters a token)."""
+        if block_size < 1 or tree_blocks < 1:
+            raise ValueError("block_size and tree_blocks must be >= 1")
+        if not 0 <= cache_threshold <= 1:
+            raise ValueError(f"cache_threshold must be within 0-1, got {cache_threshold}")
+        if balance_abs < 0 or not balance_rel >= 1:
+            raise ValueError(f"balance_abs must be >= 0 and balance_rel >= 1, got {balance_abs} and {balance_rel}")
+        self.replicas = replicas
+        self.block_size = block_size
+        self.cache_threshold = cache_threshold
+        self.balance_abs = balance_abs
+        self.balance_rel = balance_rel
+        self.tree_blocks = tree_blocks
+        # Per replica: the block names of the prompts sent there (a chained name stands for its whole
+        # prefix, so the deepest name found is the match), in insertion order for LRU.
+        self.trees: list[dict[int, None]] = [{} for _ in range(replicas)]
+        self.balanced = 0      # requests sent by load because the fleet was imbalanced
+        self.by_match = 0      # requests sent to the replica that matched most
+
+    def matched_blocks(self, replica: int, names: tuple[int, ...]) -> int:
+        """How many leading blocks of `names` the replica's tree holds."""
+        tree = self.trees[replica]
+        for i in range(len(names) - 1, -1, -1):
+            if names[i] in tree:
+                return i + 1
+        return 0
+
+    def route(self, req: Routed, view: FleetView) -> int:
+        alive = _alive_or_fail(view)
+        loads = view.outstanding_requests
+        up = [r for r in range(self.replicas) if alive[r]]
+        least = min(up, key=lambda r: (loads[r], r))
+        most = max(loads[r] for r in up)
+        if most - loads[least] > self.balance_abs and most > self.balance_rel * loads[least]:
+            chosen = least
+            self.balanced += 1
+        else:
+            names = req.block_hashes
+            best = max(up, key=lambda r: (self.matched_blocks(r, names), -loads[r], -r))
+            matched = self.matched_blocks(best, names) * self.block_size
+            if req.prompt_tokens and matched / req.prompt_tokens > self.cache_threshold:
+                chosen = best
+                self.by_match += 1
+            else:
+                chosen = least
+        self._insert(chosen, req.block_hashes)
+        return chosen
+
+    def _insert(self, replica: int, names: tuple[int, ...]) -> None:
+        tree = self.trees[replica]
+        for name in names:
+            tree.pop(name, None)
+            tree[name] = None
+        while len(tree) > self.tree_blocks:
+            del tree[next(iter(tree))]
