@@ -126,7 +126,8 @@ def section() -> str:
         "### A fleet: `harness serve llm-fleet:router=R,replicas=N`\n",
         "N processes of `serve llm-continuous` (prefix caching on, at most 8, each on its own loopback port) "
         "behind a router on `--port`, all on 127.0.0.1: `R` any sim router (`round-robin`, `least-tokens`, "
-        "`prefix`, `kv-aware`: the project's router, which parses the request, asks the same policy object the "
+        "`prefix`, `kv-aware`, `cache-aware`: the project's router, which parses the request, asks the same "
+        "policy object the "
         "sim asks and streams the answer through; `GET /router_stats` is its own cost per request and "
         "`X-Replica` names the replica that answered) or `sglang:POLICY` (sglang-router, `pip install "
         "'inference-harness[sglang]'`, POLICY round_robin, cache_aware, power_of_two or random). "

@@ -15,7 +15,8 @@ end `StepCost.frontend_in_s` plus the router's `router_in_s`; `front_out_s` like
 apply at the edges, as one engine's sim applies its front end (`harness.engine.llm_run`):
 the router and the replica see each request `front_in_s` after its scheduled start, and
 the trace hands back every sequence in the client's view, arrival as scheduled and
-token times `front_out_s` later than the engine made them. A lone request's TTFT is
+token times `front_out_s` later than the engine made them. A fleet with measured front
+ends (`FleetSpec.front_in_samples`, `front_out_samples`) draws each request's own instead. A lone request's TTFT is
 then front_in_s + its prefill (and `StepCost.wake_s`: a step after idle) + front_out_s;
 TPOT and ITL do not move.
 """
@@ -27,6 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from harness.engine.hdr import new_histogram
@@ -91,7 +93,7 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
     view = _View(n, [r.cache for r in reps])
     router = fleet.new_router()
     cost = fleet.engine.cost
-    front_in, front_out = fleet.front_in_s, fleet.front_out_s
+    front_in, front_out = _front_ends(fleet, len(schedule.arrival_s))
     arrival = (schedule.arrival_s + front_in).tolist()
     prompts, outputs = schedule.prompt_tokens.tolist(), schedule.output_tokens.tolist()
     tenants, convs = schedule.tenant.tolist(), schedule.conversation.tolist()
@@ -173,9 +175,24 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
     trace.spills = getattr(router, "spills", 0)
     for rep, core in zip(reps, cores):
         rep.preemptions = getattr(core, "preemptions", 0)
-    if front_in or front_out:
-        to_client_view(seqs, schedule.arrival_s.tolist(), front_out)
+    if np.any(front_in) or np.any(front_out):
+        to_client_view(seqs, schedule.arrival_s.tolist(), front_out if isinstance(front_out, float) else
+                       front_out.tolist())
     return trace
+
+
+def _front_ends(fleet: FleetSpec, n: int) -> tuple[Any, Any]:
+    """Each request's way in and way out (s): the fleet's constants, or draws from its measured samples
+    (a fixed seed: one fleet and day, one result) with the router's cost added."""
+    if not fleet.front_in_samples and not fleet.front_out_samples:
+        return fleet.front_in_s, fleet.front_out_s
+    rng = np.random.default_rng(0x5EED)
+
+    def draws(samples: tuple[float, ...], constant: float, router: float) -> Any:
+        return rng.choice(np.asarray(samples), n) + router if samples else np.full(n, constant + router)
+
+    return (draws(fleet.front_in_samples, fleet.engine.cost.frontend_in_s, fleet.router_in_s),
+            draws(fleet.front_out_samples, fleet.engine.cost.frontend_out_s, fleet.router_out_s))
 
 
 def _lose(r: int, engines: list[Any], cores: list[Any], reps: list[ReplicaTrace], view: _View, lost: list[bool],

@@ -109,10 +109,12 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
     return trace
 
 
-def to_client_view(seqs: list[Sequence], scheduled_s: list[float], front_out_s: float) -> None:
-    """Arrivals back to their scheduled starts, tokens to when the client reads them (NaN stays NaN)."""
-    for seq, start in zip(seqs, scheduled_s):
+def to_client_view(seqs: list[Sequence], scheduled_s: list[float], front_out_s: float | list[float]) -> None:
+    """Arrivals back to their scheduled starts, tokens to when the client reads them, `front_out_s` later
+    (one delay for all, or each request's own); NaN stays NaN."""
+    outs = front_out_s if isinstance(front_out_s, list) else [front_out_s] * len(seqs)
+    for seq, start, out in zip(seqs, scheduled_s, outs):
         seq.arrival_s = start
-        seq.first_token_s += front_out_s
-        seq.last_token_s += front_out_s
-        seq.finish_s += front_out_s
+        seq.first_token_s += out
+        seq.last_token_s += out
+        seq.finish_s += out

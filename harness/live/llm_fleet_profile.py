@@ -55,6 +55,8 @@ class FleetProfile:
     cost: StepCost
     steps: int               # steps fitted, over every replica
     requests: int            # requests whose front end was measured
+    front_in_samples: tuple[float, ...] = ()    # each request's way in (s), the cost's frontend_in_s their median
+    front_out_samples: tuple[float, ...] = ()   # each first and last token's way out (s)
 
 
 async def _get(http: aiohttp.ClientSession, url: str, **params: str) -> Any:
@@ -128,4 +130,4 @@ async def profile_replicas(replica_urls: list[str], duration_s: float = CALIBRAT
         raise ValueError("fleet profile: no request finished: no front end to measure")
     cost = replace(StepCost.fit_wake(rows), frontend_in_s=statistics.median(into),
                    frontend_out_s=statistics.median(out))
-    return FleetProfile(cost, len(rows), len(into))
+    return FleetProfile(cost, len(rows), len(into), tuple(into), tuple(out))

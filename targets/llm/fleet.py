@@ -44,7 +44,12 @@ class FleetSpec:
     router_in_s: float = 0.0   # the router's delay of each request before its replica sees it (s)
     router_out_s: float = 0.0  # and of each token on its way back to the client (s)
     engine: LlmEngineSpec = field(default_factory=lambda: LlmEngineSpec(prefix_caching=True))
-    label: str = ""        # the spec text it was parsed from (a name for tables)
+    label: str = ""
+    # Measured front ends (s; a live profile's per-request samples, `harness.live.llm_fleet_profile`): when
+    # given, the sim draws each request's way in and way out from them (seeded) in place of the constants
+    # `engine.cost.frontend_in_s` and `frontend_out_s`, the router's cost added to each draw.
+    front_in_samples: tuple[float, ...] = ()
+    front_out_samples: tuple[float, ...] = ()        # the spec text it was parsed from (a name for tables)
 
     def __post_init__(self) -> None:
         if self.engine.policy is not LlmPolicy.CONTINUOUS:

@@ -100,10 +100,39 @@ def test_the_sim_beside_a_live_fleet_models_its_router_and_carries_the_router_co
     cost = StepCost(0.001, 7e-5, 1e-4, 0.0, frontend_in_s=0.002, frontend_out_s=0.0005)
     router = RouterCost(router_in_s=0.0012, router_out_s=0.0008, probes=4, direct_in_s=0.002, direct_out_s=0.0005)
     sim = sim_fleet_of(parse_live_fleet("llm-fleet:router=sglang:cache_aware,replicas=3"), cost, router)
-    assert (sim.router, sim.load_factor, sim.replicas) == ("prefix", 0.0, 3)    # cache_aware: no load bound
+    assert (sim.router, sim.replicas) == ("cache-aware", 3)     # sglang's cache_aware as it behaves
     assert sim.front_in_s == pytest.approx(0.0032) and sim.front_out_s == pytest.approx(0.0013)
     assert sim.engine.prefix_caching and sim.engine.kv_blocks == LIVE_ENGINE.kv_blocks and sim.engine.cost == cost
     assert sim_fleet_of(parse_live_fleet("llm-fleet:router=kv-aware,replicas=2"), None, None).router == "kv-aware"
+    assert sim.front_in_samples == ()
+
+
+def test_a_profiled_front_end_is_drawn_per_request_around_the_router_cost():
+    """With a profile's samples the sim draws each request's way in and out from them (the router's cost on
+    top): a lone request's TTFT is one in-draw + prefill + one out-draw, and the draws repeat run to run."""
+    import numpy as np
+
+    from harness.analysis.llm.fleet_live import sim_fleet_of
+    from harness.engine.llm_fleet import simulate_fleet
+    from harness.live.llm_fleet_cost import RouterCost
+    from harness.live.llm_fleet_profile import FleetProfile
+    from targets.llm.cost import StepCost
+    from workloads.llm_days import FleetSchedule
+
+    cost = StepCost(0.001, 1e-4, 1e-4, 0.0, frontend_in_s=0.002, frontend_out_s=0.0005)
+    router = RouterCost(router_in_s=0.001, router_out_s=0.0002, probes=4, direct_in_s=0.002, direct_out_s=0.0005)
+    profile = FleetProfile(cost, 10, 3, (0.002, 0.004), (0.0005,))
+    sim = sim_fleet_of(parse_live_fleet("llm-fleet:router=round-robin,replicas=2"), cost, router, profile)
+    n = 40
+    blocks = [tuple(range(1000 * i, 1000 * i + 10)) for i in range(n)]
+    sched = FleetSchedule("lone", 400.0, 16, ("t",), np.arange(n) * 10.0, np.full(n, 160), np.full(n, 1),
+                          np.zeros(n, dtype=np.int64), np.arange(n), np.ones(n, dtype=np.int64), blocks)
+    ttft = [s.first_token_s - s.arrival_s for s in simulate_fleet(sim, sched).seqs]
+    constant = [s.first_token_s - s.arrival_s for s in simulate_fleet(sim_fleet_of(
+        parse_live_fleet("llm-fleet:router=round-robin,replicas=2"), cost, router), sched).seqs]
+    # the constants' way in is the cost's 2 ms (+ the router's); the draws are 2 or 4 ms (+ the router's)
+    assert sorted({round(t - c, 9) for t, c in zip(ttft, constant)}) == [0.0, 0.002]
+    assert ttft == [s.first_token_s - s.arrival_s for s in simulate_fleet(sim, sched).seqs]
 
 
 @pytest.mark.parametrize("args, says", [

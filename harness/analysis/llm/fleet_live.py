@@ -38,7 +38,7 @@ from harness.engine.llm_fleet import FleetTrace, ReplicaTrace, simulate_fleet
 from harness.engine.llm_fleet_metrics import fleet_figures
 from harness.live.llm_fleet_cost import RouterCost, measure_router_cost
 from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, split_ttft
-from harness.live.llm_fleet_profile import MAX_PROFILE_S, profile_replicas
+from harness.live.llm_fleet_profile import MAX_PROFILE_S, FleetProfile, profile_replicas
 from harness.live.llm_fleet_serve import LiveFleet, RunningFleet, start_fleet
 from harness.results.fleet import FleetResult, FleetRun, FleetSettings
 from targets.llm.cost import StepCost
@@ -91,14 +91,18 @@ class LiveFleetCompare:
         return build_fleet_schedule(day, self.seed, self.fleets[0].fleet.engine.block_size)
 
 
-def sim_fleet_of(live: LiveFleet, cost: StepCost | None, router: RouterCost | None) -> FleetSpec:
-    """The sim fleet that models `live`: its sim router (SIM_OF for sglang's), `cost`, the router's cost."""
+def sim_fleet_of(live: LiveFleet, cost: StepCost | None, router: RouterCost | None,
+                 front: FleetProfile | None = None) -> FleetSpec:
+    """The sim fleet that models `live`: its sim router (SIM_OF for sglang's), `cost`, the router's cost,
+    and `front`'s measured front ends drawn per request (a profile's; None: the cost's constants)."""
     text = f"llm-fleet:router={SIM_OF.get(live.router_name, live.router_name)},replicas={live.fleet.replicas}"
     engine = replace(live.fleet.engine, cost=cost) if cost is not None else live.fleet.engine
     spec = parse_fleet(text, base=engine)   # the live fleet's engine knobs, its cost: the sim's
     return replace(spec, label=live.label or text,
                    router_in_s=router.router_in_s if router else 0.0,
-                   router_out_s=router.router_out_s if router else 0.0)
+                   router_out_s=router.router_out_s if router else 0.0,
+                   front_in_samples=front.front_in_samples if front else (),
+                   front_out_samples=front.front_out_samples if front else ())
 
 
 class _Counted:
@@ -161,14 +165,15 @@ async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule
     return run.model_copy(update={"step_slowdown": slowdown}), cost
 
 
-async def _days(c: LiveFleetCompare, schedule: FleetSchedule, texts: list[str],
-                on_run: Callable[[str], None] | None) -> tuple[list[tuple[FleetRun, RouterCost]], StepCost | None]:
+async def _days(c: LiveFleetCompare, schedule: FleetSchedule, texts: list[str], on_run: Callable[[str], None] | None
+                ) -> tuple[list[tuple[FleetRun, RouterCost]], StepCost | None, FleetProfile | None]:
     """Every fleet's day in turn, and the sim's cost (profiled first on the first fleet's replicas with
     `profile_s`, else `c.cost`); fleets of one shape (replicas, engine) share one set of replicas, each
     fleet's day starting from flushed caches behind its own front."""
     out: list[tuple[FleetRun, RouterCost]] = []
     fleet: RunningFleet | None = None
     cost = c.cost
+    profile: FleetProfile | None = None
     try:
         for live in c.fleets:
             if on_run:
@@ -184,13 +189,14 @@ async def _days(c: LiveFleetCompare, schedule: FleetSchedule, texts: list[str],
                 if on_run:
                     on_run(f"profiling the step cost on its {len(fleet.replica_urls)} replicas at once, "
                            f"{c.profile_s:g} s")
-                cost = (await profile_replicas(fleet.replica_urls, c.profile_s)).cost
+                profile = await profile_replicas(fleet.replica_urls, c.profile_s)
+                cost = profile.cost
                 await fleet.flush_caches()
             out.append(await _day(c, fleet, schedule, texts, cost or live.fleet.engine.cost))
     finally:
         if fleet is not None:
             await fleet.close()
-    return out, cost
+    return out, cost, profile
 
 
 def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = None) -> FleetResult:
@@ -201,10 +207,10 @@ def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = 
     schedule = c.schedule()
     texts = day_texts(schedule)
     runs: list[FleetRun] = []
-    days_run, step_cost = asyncio.run(_days(c, schedule, texts, on_run))
+    days_run, step_cost, profile = asyncio.run(_days(c, schedule, texts, on_run))
     for live, (run, cost) in zip(c.fleets, days_run):
         runs.append(run)
-        spec = sim_fleet_of(live, step_cost, cost)
+        spec = sim_fleet_of(live, step_cost, cost, profile)
         sim = fleet_figures(simulate_fleet(spec, schedule), run.fleet, live.router_name, f"{LIVE_DAY} sim",
                             c.rate_rps, schedule.turn, c.slo_ttft_s, c.slo_tpot_s)
         runs.append(sim.model_copy(update={"front_in_s": spec.front_in_s, "front_out_s": spec.front_out_s,
