@@ -145,7 +145,7 @@ class Batcher:
         self._on_drop = on_drop
         self._loop = asyncio.get_running_loop()
         self._alarm = Alarm(self._loop, self.pump)  # the next recheck
-        self._time, self._decide = self._loop.time, policy.decide  # bound once: called per request
+        self._time = self._loop.time  # bound once: called per request
         self._rate = ArrivalRate(policy.rate_horizon_s) if policy.kind is Batching.RATE else None
         self.gpu_share = gpu_share
         self._slowness = slowness
@@ -179,7 +179,9 @@ class Batcher:
         self._pump(self._time())
 
     def _pump(self, now: float) -> None:
-        pool, queue, decide = self.pool, self.queue, self._decide
+        # policy.decide called on the policy itself: compiled, a native call with unboxed
+        # arguments, where a bound method kept in an attribute is a Python call.
+        pool, queue, policy = self.pool, self.queue, self.policy
         rate = gpus = 0.0
         if self._rate is not None:
             rate, gpus = self._rate.rps(now), pool.alive * self.gpu_share
@@ -193,7 +195,7 @@ class Batcher:
             if self._bucketed:
                 decision, source = WAIT, None
                 for sub in queue.sub_queues():  # type: ignore[attr-defined]  # a BucketedQueue's
-                    d = decide(len(sub), now - sub.oldest_s(), gpu_free, free, rate, gpus)
+                    d = policy.decide(len(sub), now - sub.oldest_s(), gpu_free, free, rate, gpus)
                     if d.take:
                         decision, source = d, sub
                         break
@@ -201,7 +203,7 @@ class Batcher:
                         decision = d
             else:
                 oldest = queue.oldest_s()
-                decision = decide(len(queue), now - oldest if oldest is not None else 0.0, gpu_free, free, rate, gpus)
+                decision = policy.decide(len(queue), now - oldest if oldest is not None else 0.0, gpu_free, free, rate, gpus)
                 source = None
             take = decision.take
             if not take:

@@ -117,7 +117,13 @@ class BoundedMap(Generic[K, V]):
         item = self._live(key, now)
         if item is None:
             return None
-        self._set(key, item.value, now)
+        log = self._log
+        if log[-1] is item:
+            # Already the newest touch (one tenant's run of requests): a new entry would take
+            # the same place in the log, so restarting this one's TTL in place is the same.
+            item.t = now
+        else:
+            self._set(key, item.value, now)
         self.prune(now)
         return item.value
 

@@ -197,19 +197,27 @@ class Client:
         self._send = transport.send
         self._record_attempt = sink.attempt
         self._record_finish = sink.finish
+        # The policy's fields read per request, copied into attributes of this (compiled: native)
+        # class: ClientPolicy is a plain class, whose every attribute read is a dict lookup.
+        self._timeout_s: float = policy.timeout_s
+        self._retries: int = policy.retries
+        self._request_ids: bool = policy.request_ids
+        self._deadlines: bool = policy.propagate_deadline
+        self._throttle_k: float | None = policy.throttle_k
+        self._retry_budget: float | None = policy.retry_budget
 
     def start(self, index: int, tenant: str, conn: int, content: int, variant: int, size: int, payload: Any = None) -> None:
-        p = self.policy
         sent = self._time()
         throttle = None
-        if p.throttle_k is not None:
+        throttle_k = self._throttle_k
+        if throttle_k is not None:
             # One throttle per tenant and size class (sizes within a factor of two): a tenant's
             # clients share what they saw, and a server that refuses large requests (admission
             # predicts their batches too slow) does not get a tenant's small ones throttled.
             key = (tenant, size.bit_length())
             throttle = self.throttles.get(key)
             if throttle is None:
-                throttle = self.throttles[key] = Throttle(p.throttle_k, p.throttle_window_s)
+                throttle = self.throttles[key] = Throttle(throttle_k, self.policy.throttle_window_s)
             chance = throttle.reject_probability(sent)
             if chance > 0.0 and self.rng.random() < chance:
                 self.throttled += 1
@@ -218,19 +226,20 @@ class Client:
                     self.on_finished()
                 return
         budget = None
-        if p.retry_budget is not None:
+        ratio = self._retry_budget
+        if ratio is not None:
             budget = self.budgets.get(tenant)
             if budget is None:
-                budget = self.budgets[tenant] = RetryBudget(p.retry_budget)
+                budget = self.budgets[tenant] = RetryBudget(ratio)
             budget.record_first()
         # Positional: this runs once per request (uid, tenant, conn, content, variant, size,
         # sent_s, attempt_no, on_answer, request_id, deadline_s, payload).
         r = _Request(index, tenant, conn, content, variant, size, sent, 0, None,
-                     f"{tenant}-{index}" if p.request_ids else None,
-                     sent + p.timeout_s if p.propagate_deadline else None, payload)
+                     f"{tenant}-{index}" if self._request_ids else None,
+                     sent + self._timeout_s if self._deadlines else None, payload)
         r.client, r.budget, r.throttle, r.tries, r.sent = self, budget, throttle, 0, sent
         r.on_answer = answer = r.on_response
-        self._send(r, p.timeout_s, answer)
+        self._send(r, self._timeout_s, answer)
 
 
 class _Request(Attempt):
@@ -253,13 +262,13 @@ class _Request(Attempt):
     def send(self) -> None:
         """Send the next attempt (a retry)."""
         c = self.client
-        p = c.policy
+        timeout_s = c._timeout_s
         sent = self.sent = c._time()  # a retry is sent whatever the throttle says: the budget bounds it
         answer = self.on_response
         a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
                     self.tries, answer, self.request_id,
-                    sent + p.timeout_s if p.propagate_deadline else None, self.payload)
-        c._send(a, p.timeout_s, answer)
+                    sent + timeout_s if c._deadlines else None, self.payload)
+        c._send(a, timeout_s, answer)
 
     def on_response(self, response: Response) -> None:
         self.on_answer = None  # see the class docstring
@@ -276,7 +285,7 @@ class _Request(Attempt):
             throttle.ended(now, status is OK or status is BAD_REQUEST)
         if (
             status is OK
-            or tries > p.retries
+            or tries > c._retries
             or not p.retryable(response)
             or (self.budget is not None and not self.budget.try_spend())
         ):

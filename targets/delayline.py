@@ -15,9 +15,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Callable
+from typing import Callable, Protocol
 
 from targets.protocol import Attempt
+
+
+class Wakeup(Protocol):
+    """A loop's slot for one pending call (harness.engine.clock.Wakeup)."""
+
+    def arm(self, when: float) -> None: ...
 
 
 class DelayLine:
@@ -42,6 +48,11 @@ class DelayLine:
         self._on_due = on_due
         self._items: deque[tuple[float, Attempt]] = deque()
         self._armed = False
+        # Where the loop offers one (the virtual-time loop's `wakeup`), the line's one pending
+        # expiry waits in a slot of the loop's own: no timer handle, no heap entry per arm, in
+        # the order call_at would give it. Elsewhere (live), a plain call_at.
+        make = getattr(self.loop, "wakeup", None)
+        self._wake: Wakeup | None = make(self._fire) if make is not None else None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -51,7 +62,14 @@ class DelayLine:
         self._items.append((self._time() + self.delay_s, attempt))
         if not self._armed:
             self._armed = True
-            self.loop.call_at(self._items[0][0], self._fire)
+            self._arm(self._items[0][0])
+
+    def _arm(self, when: float) -> None:
+        wake = self._wake
+        if wake is not None:
+            wake.arm(when)
+        else:
+            self.loop.call_at(when, self._fire)
 
     def clear(self) -> None:
         """Forget every attempt still on the line (a finished simulation); an armed timer
@@ -72,7 +90,7 @@ class DelayLine:
             while items and items[0][0] <= horizon:
                 on_due(items.popleft()[1])
         if items:
-            self.loop.call_at(max(items[0][0], now + self.resolution_s), self._fire)
+            self._arm(max(items[0][0], now + self.resolution_s))
         else:
             self._armed = False
 

@@ -79,6 +79,38 @@ class _Timer:
             self._context.run(self._callback, *self._args)
 
 
+def _nothing() -> None:
+    pass
+
+
+class Wakeup:
+    """A call a `VirtualTimeLoop` holds in a slot of its own, beside its timer heap
+    (`VirtualTimeLoop.wakeup`, `feed_at`): `arm(when)` costs no handle and no heap push
+    and pop, and takes the sequence number `call_at` would, so the order of events is
+    the same as through `call_at`. `when` is inf while unarmed."""
+
+    def __init__(self, loop: "VirtualTimeLoop", callback: Callable[[], Any]) -> None:
+        self._loop = loop
+        self._callback = callback
+        self._cancelled = False  # as a handle's, for the ready queue: never set
+        self.when = math.inf
+        self.seq = 0
+
+    def arm(self, when: float) -> None:
+        """Call the callback at `when` (replacing a pending call)."""
+        loop = self._loop
+        loop._seq = seq = loop._seq + 1
+        self.when = when
+        self.seq = seq
+
+    def _run(self) -> None:
+        self._callback()
+
+
+def _order(w: Wakeup) -> tuple[float, int]:
+    return w.when, w.seq
+
+
 class VirtualTimeLoop(asyncio.BaseEventLoop):
     """An asyncio loop whose `time()` is virtual seconds starting at `start_s`."""
 
@@ -87,11 +119,10 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         self._now = float(start_s)
         self._timers: list[tuple[float, int, _Timer]] = []
         self._seq = 0
-        # The feed slot (see feed_at): when and with what sequence number it is due, and
-        # the one handle it is run through (reused: at most one feed is pending).
-        self._feed_when = math.inf
-        self._feed_seq = 0
-        self._feed = _Timer(math.inf, None, (), None)  # type: ignore[arg-type]  # feed_at gives it one
+        # Wakeups (see `wakeup`): calls held in slots of their own beside the heap; the
+        # first is the feed slot (see feed_at).
+        self._feed = Wakeup(self, _nothing)
+        self._wakeups: list[Wakeup] = [self._feed]
         # Timers due within this much of now run together; keep it tiny so
         # that distinct virtual instants stay distinct.
         self._clock_resolution = 1e-9
@@ -114,17 +145,28 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
     def feed_at(self, when: float, callback: Callable[[], Any]) -> None:
         """Call `callback()` at `when`, exactly as `call_at(when, callback)` made now would
         (the same sequence number, so the same order among equal times), but through the
-        loop's one feed slot: no handle, no heap entry. For a caller that always has
-        exactly one wake-up pending, such as a driver's next arrival; arming the slot
+        loop's one feed slot (a `Wakeup`): no handle, no heap entry. For a caller that always
+        has exactly one wake-up pending, such as a driver's next arrival; arming the slot
         again before it fired replaces the pending call. Nothing can cancel it."""
-        self._seq = seq = self._seq + 1
-        self._feed_when, self._feed_seq = when, seq
-        self._feed._callback = callback
+        feed = self._feed
+        feed._callback = callback
+        feed.arm(when)
+
+    def wakeup(self, callback: Callable[[], Any]) -> "Wakeup":
+        """A slot of this loop's own for `callback`: `arm(when)` has it called at `when`,
+        in the order `call_at(when, callback)` made at that moment would (the same sequence
+        number), with no handle and no heap entry. For a caller with at most one call of
+        `callback` pending at a time (a delay line's next expiry); arming it again before it
+        fired replaces the pending call. Each wakeup costs every loop iteration a look, so a
+        caller makes one for its life, not one per call."""
+        w = Wakeup(self, callback)
+        self._wakeups.append(w)
+        return w
 
     def _run_once(self) -> None:
         """Iterations until the loop is stopped. Each: if nothing is ready, jump the
-        clock to the next timer (or the feed); move the timers (and the feed) now due
-        onto the ready queue in (time, sequence) order; run what was ready at the start.
+        clock to the next timer (or wakeup); move the timers and wakeups now due onto the
+        ready queue in (time, sequence) order; run what was ready at the start.
 
         asyncio's `run_forever` calls this once per iteration and then checks
         `_stopping`; looping here, in one frame, does the same iterations in the same
@@ -132,21 +174,34 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         ready: deque = self._ready  # type: ignore[attr-defined]  # BaseEventLoop's, untyped in typeshed
         timers = self._timers
         resolution = self._clock_resolution
-        feed = self._feed
+        wakeups = self._wakeups
         inf = math.inf
         while True:
             if not ready and not self._stopping:  # type: ignore[attr-defined]  # as _ready
                 while timers and timers[0][2]._cancelled:
                     heappop(timers)
-                when = self._feed_when
-                if when < inf:
-                    # The feed alone is due next (no timer within the clock's resolution
-                    # of it, nothing ready): the whole iteration is one call.
+                # The earliest wakeup by (time, sequence), and the earliest time of the others.
+                first: Wakeup | None = None
+                when = other = inf
+                for w in wakeups:
+                    t = w.when
+                    if t == inf:
+                        continue
+                    if first is None or t < when or (t == when and w.seq < first.seq):
+                        if when < other:
+                            other = when
+                        first, when = w, t
+                    elif t < other:
+                        other = t
+                if first is not None:
+                    # That wakeup alone is due next (no timer nor other wakeup within the
+                    # clock's resolution of it, nothing ready): the whole iteration is one call.
                     now = when if when > self._now else self._now
-                    if not timers or timers[0][0] > now + resolution:
+                    horizon = now + resolution
+                    if other > horizon and (not timers or timers[0][0] > horizon):
                         self._now = now
-                        self._feed_when = inf
-                        feed._callback()
+                        first.when = inf
+                        first._callback()
                         if self._stopping:  # type: ignore[attr-defined]  # as _ready
                             return
                         continue
@@ -164,17 +219,25 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                 if when > self._now:
                     self._now = when
             horizon = self._now + resolution
-            fed = self._feed_when
-            if fed <= horizon:
-                # The feed goes among the due timers where its (time, sequence) puts it.
-                seq = self._feed_seq
-                self._feed_when = inf
-                while timers and timers[0][0] <= horizon and (
-                        timers[0][0] < fed or (timers[0][0] == fed and timers[0][1] < seq)):
-                    timer = heappop(timers)[2]
-                    if not timer._cancelled:
-                        ready.append(timer)
-                ready.append(feed)
+            due: Wakeup | None = None
+            several = False
+            for w in wakeups:
+                if w.when <= horizon:
+                    if due is None:
+                        due = w
+                    else:
+                        several = True
+            if due is not None:
+                # Each wakeup goes among the due timers where its (time, sequence) puts it.
+                for w in (sorted([w for w in wakeups if w.when <= horizon], key=_order) if several else (due,)):
+                    fed, seq = w.when, w.seq
+                    w.when = inf
+                    while timers and timers[0][0] <= horizon and (
+                            timers[0][0] < fed or (timers[0][0] == fed and timers[0][1] < seq)):
+                        timer = heappop(timers)[2]
+                        if not timer._cancelled:
+                            ready.append(timer)
+                    ready.append(w)
             while timers and timers[0][0] <= horizon:
                 timer = heappop(timers)[2]
                 if not timer._cancelled:
@@ -192,8 +255,9 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         stay in reference cycles for the cyclic collector to walk (see `run_virtual`)."""
         super().close()
         self._timers.clear()
-        self._feed._callback = None  # type: ignore[assignment]  # let go; a closed loop runs nothing
-        self._feed_when = math.inf
+        for w in self._wakeups:  # let go; a closed loop runs nothing
+            w._callback = _nothing
+            w.when = math.inf
 
     # -- hooks BaseEventLoop needs ------------------------------------------
     def _process_events(self, event_list: list) -> None:
@@ -311,6 +375,7 @@ __all__ = [
     "SimulationError",
     "SimulationStalled",
     "VirtualTimeLoop",
+    "Wakeup",
     "fewer_collections",
     "run_virtual",
 ]
