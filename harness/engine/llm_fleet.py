@@ -16,9 +16,9 @@ apply at the edges, as one engine's sim applies its front end (`harness.engine.l
 the router and the replica see each request `front_in_s` after its scheduled start, and
 the trace hands back every sequence in the client's view, arrival as scheduled and
 token times `front_out_s` later than the engine made them. A fleet with measured front
-ends (`FleetSpec.front_in_samples`, `front_out_samples`) draws each request's own instead. A lone request's TTFT is
-then front_in_s + its prefill (and `StepCost.wake_s`: a step after idle) + front_out_s;
-TPOT and ITL do not move.
+ends (`FleetSpec.front_in_samples`, `front_out_samples`) draws each request's own instead.
+A lone request's TTFT is then front_in_s + its prefill (and `StepCost.wake_s`: a step
+after idle) + front_out_s; TPOT and ITL do not move.
 """
 
 from __future__ import annotations

@@ -349,12 +349,11 @@ async def start_sglang_front(replica_urls: list[str], policy: str, port: int = 0
         if isinstance(exc, RuntimeError):
             log.seek(0)
             said = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
-            log.close()
             raise RuntimeError(f"sglang-router did not get ready: {exc}"
                                + (f"; it said: {said[-1][-300:]}" if said else "")) from None
-        log.close()
         raise
-    log.close()   # it keeps its own handle; what it writes from now on is not read
+    finally:
+        log.close()   # the router keeps its own handle; what it writes once ready is not read
     return proc, url
 
 

@@ -38,7 +38,7 @@ from aiohttp import web
 
 from targets.llm.openai_request import BadCompletion, parse_completion
 from targets.llm.prefix_cache import token_block_names
-from targets.llm.routing import Routed, Router
+from targets.llm.routing import Routed, Router, touch
 
 __all__ = ["RouterStats", "RouterView", "create_router_app"]
 
@@ -67,12 +67,7 @@ class RouterView:
     def routed(self, replica: int, names: tuple[int, ...], tokens: int) -> None:
         self.outstanding_requests[replica] += 1
         self.outstanding_tokens[replica] += tokens
-        sent = self.sent[replica]
-        for name in names:
-            sent.pop(name, None)
-            sent[name] = None
-        while len(sent) > self.kv_blocks:
-            del sent[next(iter(sent))]
+        touch(self.sent[replica], names, None, self.kv_blocks)
 
     def finished(self, replica: int, tokens: int) -> None:
         self.outstanding_requests[replica] -= 1

@@ -27,6 +27,7 @@ from targets.llm.routing import Router, RouterPolicy, create_router
 __all__ = ["FLEET", "FleetSpec", "is_fleet", "parse_fleet"]
 
 FLEET = "llm-fleet"
+_INT_KNOBS = ("replicas", "affinity_blocks", "balance_abs")
 _FLEET_KNOBS = ("router", "replicas", "load_factor", "affinity_blocks", "overlap_weight", "cache_threshold",
                "balance_abs", "balance_rel", "router_in_s", "router_out_s")
 
@@ -44,12 +45,12 @@ class FleetSpec:
     router_in_s: float = 0.0   # the router's delay of each request before its replica sees it (s)
     router_out_s: float = 0.0  # and of each token on its way back to the client (s)
     engine: LlmEngineSpec = field(default_factory=lambda: LlmEngineSpec(prefix_caching=True))
-    label: str = ""
+    label: str = ""        # the spec text it was parsed from (a name for tables)
     # Measured front ends (s; a live profile's per-request samples, `harness.live.llm_fleet_profile`): when
     # given, the sim draws each request's way in and way out from them (seeded) in place of the constants
     # `engine.cost.frontend_in_s` and `frontend_out_s`, the router's cost added to each draw.
     front_in_samples: tuple[float, ...] = ()
-    front_out_samples: tuple[float, ...] = ()        # the spec text it was parsed from (a name for tables)
+    front_out_samples: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.engine.policy is not LlmPolicy.CONTINUOUS:
@@ -106,7 +107,7 @@ def parse_fleet(text: str, base: LlmEngineSpec | None = None) -> FleetSpec:
         if not sep or not key:
             raise ValueError(f"{FLEET}: '{pair}' is not KEY=VALUE")
         if key in _FLEET_KNOBS:
-            fleet[key] = raw if key == "router" else _number(key, raw, int if key in ("replicas", "affinity_blocks", "balance_abs")
+            fleet[key] = raw if key == "router" else _number(key, raw, int if key in _INT_KNOBS
                                                                 else float)
         elif key in ENGINE_KNOBS or key in COST_KNOBS:
             engine[key] = raw

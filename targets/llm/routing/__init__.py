@@ -19,10 +19,11 @@ from __future__ import annotations
 from enum import Enum
 from typing import Protocol
 
-from targets.llm.routing.policies import CacheAware, KvAware, LeastTokens, PrefixAffinity, RoundRobin, bound_of
+from targets.llm.routing.policies import CacheAware, KvAware, LeastTokens, PrefixAffinity, RoundRobin, bound_of, touch
 from targets.llm.routing.view import FleetView, Routed
 
-__all__ = ["CacheAware", "FleetView", "Router", "RouterPolicy", "Routed", "bound_of", "create_router", "router_names"]
+__all__ = ["CacheAware", "FleetView", "Router", "RouterPolicy", "Routed", "bound_of", "create_router", "router_names",
+           "touch"]
 
 
 class RouterPolicy(str, Enum):

@@ -33,10 +33,23 @@ from __future__ import annotations
 
 import bisect
 import math
+from typing import TypeVar
 
 from targets.llm.routing.view import FleetView, Routed
 
-__all__ = ["CacheAware", "KvAware", "LeastTokens", "PrefixAffinity", "RoundRobin", "bound_of"]
+V = TypeVar("V")
+
+__all__ = ["CacheAware", "KvAware", "LeastTokens", "PrefixAffinity", "RoundRobin", "bound_of", "touch"]
+
+
+def touch(table: dict[int, V], names: tuple[int, ...], value: V, entries: int) -> None:
+    """Mark each block name in `table` as just used (with `value`), then drop the least recently used
+    names past `entries`: the LRU table a router keeps of the blocks it sent."""
+    for name in names:
+        table.pop(name, None)
+        table[name] = value
+    while len(table) > entries:
+        del table[next(iter(table))]
 
 
 def _alive_or_fail(view: FleetView) -> list[bool]:
@@ -146,12 +159,7 @@ class PrefixAffinity:
         return chosen
 
     def _remember(self, names: tuple[int, ...], replica: int) -> None:
-        table = self.table
-        for name in names:
-            table.pop(name, None)
-            table[name] = replica
-        while len(table) > self.table_entries:
-            del table[next(iter(table))]
+        touch(self.table, names, replica, self.table_entries)
 
     def forget(self, replica: int) -> None:
         """A replica is gone: its table entries point nowhere (the next turns re-hash)."""
@@ -221,20 +229,13 @@ class CacheAware:
             self.balanced += 1
         else:
             names = req.block_hashes
-            best = max(up, key=lambda r: (self.matched_blocks(r, names), -loads[r], -r))
-            matched = self.matched_blocks(best, names) * self.block_size
-            if req.prompt_tokens and matched / req.prompt_tokens > self.cache_threshold:
+            # the deepest match, ties to the least loaded, then the lowest index
+            matched, _, neg_index = max((self.matched_blocks(r, names), -loads[r], -r) for r in up)
+            best = -neg_index
+            if req.prompt_tokens and matched * self.block_size / req.prompt_tokens > self.cache_threshold:
                 chosen = best
                 self.by_match += 1
             else:
                 chosen = least
-        self._insert(chosen, req.block_hashes)
+        touch(self.trees[chosen], req.block_hashes, None, self.tree_blocks)
         return chosen
-
-    def _insert(self, replica: int, names: tuple[int, ...]) -> None:
-        tree = self.trees[replica]
-        for name in names:
-            tree.pop(name, None)
-            tree[name] = None
-        while len(tree) > self.tree_blocks:
-            del tree[next(iter(tree))]
