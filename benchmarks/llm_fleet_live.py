@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/llm_fleet_live.py                      # about 4 minutes on 2 cores
+    python benchmarks/llm_fleet_live.py                      # about 5 minutes on 2 cores
     python benchmarks/llm_fleet_live.py --routers prefix,sglang:cache_aware --duration 20
 
 First the tiny decoder's step cost and front end are fitted on this machine for
@@ -17,8 +17,8 @@ runs) serves each router's fleet of `--replicas` `serve llm-continuous` processe
 through the front against probes direct), drives the live chat day (the same
 conversations, text and arrivals for every router) and simulates the same schedule
 with the profiled cost, its front end and that router cost, under the sim router
-that models the live one (sglang's round_robin -> round-robin, cache_aware -> prefix
-without a load bound). Printed: TTFT p50 and p99 live and sim, live / sim, prefix
+that models the live one (`SIM_OF`: sglang's and vllm's round_robin -> round-robin,
+cache_aware -> cache-aware, each as it behaves on the wire). Printed: TTFT p50 and p99 live and sim, live / sim, prefix
 hit rate by tokens and live - sim in points, where TTFT went (front in and out, live
 medians against the sim's applied constants; the router's share), the checks (hit
 rate within 5 points, TTFT p50 within 20%), and the rankings by TTFT p50 and by hit
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.analysis.llm.fleet_live import LiveFleetCompare, run_live_fleets  # noqa: E402
 from harness.live.llm_fleet_drive import LIVE_CHAT  # noqa: E402
-from harness.live.llm_fleet_serve import parse_live_fleet, sglang_available  # noqa: E402
+from harness.live.llm_fleet_serve import EXTERNAL_ROUTERS, external_available, parse_live_fleet  # noqa: E402
 from harness.live.llm_profile import profile_llm  # noqa: E402
 from targets.llm.cost import StepCost  # noqa: E402
 
@@ -66,7 +66,7 @@ def print_cost(cost: StepCost) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--routers", default="round-robin,prefix,kv-aware,sglang:round_robin,sglang:cache_aware")
+    ap.add_argument("--routers", default="round-robin,prefix,kv-aware,sglang:round_robin,sglang:cache_aware,vllm:round_robin,vllm:cache_aware")
     ap.add_argument("--replicas", type=int, default=3)
     ap.add_argument("--rate", type=float, default=LIVE_CHAT.rate_rps)
     ap.add_argument("--duration", type=float, default=LIVE_CHAT.duration_s)
@@ -77,9 +77,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the fleet result here")
     args = ap.parse_args()
     routers = [r for r in args.routers.split(",") if r]
-    if any(r.startswith("sglang:") for r in routers) and not sglang_available():
-        print("sglang-router is not installed (pip install 'inference-harness[sglang]'): its rows are left out")
-        routers = [r for r in routers if not r.startswith("sglang:")]
+    for name, ext in EXTERNAL_ROUTERS.items():
+        if any(r.startswith(f"{name}:") for r in routers) and not external_available(name):
+            print(f"{name}-router is not installed ({ext.install}): its rows are left out")
+            routers = [r for r in routers if not r.startswith(f"{name}:")]
     print(f"load average {load()}", flush=True)
     cost, profile_s = None, None
     if args.profile == "alone":

@@ -194,7 +194,7 @@ def serve(
     target: str = typer.Argument(..., help="Target spec (naive, hardened, ...) or TOML file; or an LLM policy "
                                  "(llm-static, llm-dynamic, llm-continuous): the tiny decoder behind an "
                                  "OpenAI-compatible /v1/completions; or llm-fleet:router=R,replicas=N: "
-                                 "replicas behind a router (R a sim router or sglang:POLICY)."),
+                                 "replicas behind a router (R a sim router, sglang:POLICY or vllm:POLICY)."),
     port: int = typer.Option(8000, "--port", help="Port of the layer-4 proxy, the target's front door (0: any free).",
                              callback=bounded("--port", ge=0, le=65535)),
     host: str = typer.Option("127.0.0.1", "--host", help="Address the proxy binds (API servers stay on loopback)."),

@@ -13,7 +13,7 @@ Builds a ``FleetCompare``, calls ``harness.analysis.llm.fleet.run_fleets`` and p
 the ``fleet`` result. No arithmetic lives here.
 
 `--mode live` serves each fleet on loopback in turn (its replicas of the tiny decoder and
-its router: any sim router, or `router=sglang:POLICY`) and drives the live chat day
+its router: any sim router, or `router=sglang:POLICY` or `router=vllm:POLICY`) and drives the live chat day
 against each (`harness.analysis.llm.fleet_live`): `--rate` and `--duration` size the day
 (its own 4 req/s for 30 s by default), `--set cost=FILE` (from `harness profile llm`) prices
 the sim run beside each live one, and the day is the chat day only.
@@ -151,7 +151,7 @@ def _compare_live(a: str, b: str, more: list[str], workload: list[str] | None, s
 
     from harness.analysis.llm.fleet_live import LIVE_DAY, LiveFleetCompare, run_live_fleets
     from harness.live.llm_fleet_drive import LIVE_CHAT
-    from harness.live.llm_fleet_serve import parse_live_fleet, sglang_available
+    from harness.live.llm_fleet_serve import EXTERNAL_ROUTERS, external_available, parse_live_fleet
     from harness.live.llm_profile import load_cost
 
     if suite != DEFAULT_SUITE:
@@ -162,14 +162,15 @@ def _compare_live(a: str, b: str, more: list[str], workload: list[str] | None, s
              "decoder's 512 tokens)")
     try:
         fleets = tuple(replace(parse_live_fleet(_with_knobs(x, engine)), label=x) for x in (a, b, *more))
-        if fleets[0].fleet == fleets[1].fleet and fleets[0].sglang_policy == fleets[1].sglang_policy:
+        if fleets[0].fleet == fleets[1].fleet and fleets[0].router_name == fleets[1].router_name:
             fail(f"A and B are both '{a}': compare two different fleets")
         names = [f.label for f in fleets]
         twice = next((x for x in names if names.count(x) > 1), None)
         if twice is not None:
             fail(f"--also: '{twice}' is given twice: each fleet once")
-        if any(f.sglang_policy for f in fleets) and not sglang_available():
-            fail("router=sglang:... needs sglang-router: pip install 'inference-harness[sglang]'")
+        missing = next((f.external for f in fleets if f.external and not external_available(f.external)), None)
+        if missing is not None:
+            fail(f"router={missing}:... needs {missing}-router: {EXTERNAL_ROUTERS[missing].install}")
         cost = load_cost(cost_file) if cost_file is not None else None
         compare = LiveFleetCompare(fleets=fleets, rate_rps=rate or LIVE_CHAT.rate_rps,
                                    duration_s=duration or LIVE_CHAT.duration_s, seed=seed, cost=cost,

@@ -1,7 +1,8 @@
 """`harness serve llm-fleet:router=...,replicas=N`: a live fleet of tiny-decoder replicas behind a router.
 
 The replicas are `serve llm-continuous` processes with prefix caching on; the front is
-the project's router (any sim router name) or sglang-router (`router=sglang:POLICY`),
+the project's router (any sim router name) or a router that ships: sglang-router (`router=sglang:POLICY`)
+or vllm-router (`router=vllm:POLICY`),
 all on 127.0.0.1 (`harness.live.llm_fleet_serve`). `--set` engine knobs go to every
 replica; `--port` is the front's. Runs until Ctrl-C, then prints the fleet's prefix
 figures and the router's own cost. No arithmetic lives here.
@@ -42,13 +43,13 @@ def serve_fleet_cmd(target: str, port: int, host: str, expose: bool, token: str 
             fleet = await start_fleet(live, port, token=token or None)
         except (OSError, RuntimeError) as exc:
             fail(str(exc), code=1)
-        front = (f"sglang-router --policy {live.sglang_policy}" if live.sglang_policy
+        front = (f"{live.external}-router --policy {live.external_policy}" if live.external
                  else f"the project's router ({live.fleet.router})")
         out.print(f"serving {target} at {fleet.url}\n"
                   f"  {live.fleet.replicas} replicas of llm-continuous (prefix caching "
                   f"{'on' if live.fleet.engine.prefix_caching else 'off'}): "
                   f"{', '.join(fleet.replica_urls)}\n  front: {front}; GET /health"
-                  f"{', /router_stats' if not live.sglang_policy else ''}; each replica's /get_server_info has "
+                  f"{', /router_stats' if not live.external else ''}; each replica's /get_server_info has "
                   "its prefix figures; Ctrl-C stops", highlight=False, soft_wrap=True)
         try:
             await until_stopped()

@@ -130,7 +130,9 @@ def section() -> str:
         "policy object the "
         "sim asks and streams the answer through; `GET /router_stats` is its own cost per request and "
         "`X-Replica` names the replica that answered) or `sglang:POLICY` (sglang-router, `pip install "
-        "'inference-harness[sglang]'`, POLICY round_robin, cache_aware, power_of_two or random). "
+        "'inference-harness[sglang]'`, POLICY round_robin, cache_aware, power_of_two or random) or "
+        "`vllm:POLICY` (vllm-router, `[vllm]`, the same four; its cache_aware keys on each replica's "
+        "`POST /v1/completions/render`: the token ids of a completion's body, without generating). "
         "[guide/llm-fleet-live.md](guide/llm-fleet-live.md) drives one with the chat day.\n",
         "### Driving it, or any OpenAI-compatible server\n",
         "`harness run http://HOST:PORT/v1/completions --mode live -w short` (or `.../v1/chat/completions`) "

@@ -1,16 +1,17 @@
 """A live fleet of tiny-decoder replicas behind a router on 127.0.0.1: `harness serve llm-fleet:...`.
 
 `parse_live_fleet("llm-fleet:router=prefix,replicas=3")` reads the sim fleet's spec
-(`targets.llm.fleet`, engine knobs over `LIVE_ENGINE`, prefix caching on) plus one
-live-only router form, `router=sglang:POLICY` (POLICY one of `SGLANG_POLICIES`):
-sglang-router (`pip install 'inference-harness[sglang]'`) in front of the same
-replicas, as HAProxy stands beside the project's layer-4 proxy.
+(`targets.llm.fleet`, engine knobs over `LIVE_ENGINE`, prefix caching on) plus the
+live-only router forms of a router that ships (`EXTERNAL_ROUTERS`), as HAProxy stands
+beside the project's layer-4 proxy: `router=sglang:POLICY` (sglang-router, `pip install
+'inference-harness[sglang]'`) and `router=vllm:POLICY` (vllm-router, `[vllm]`), each with
+the policies it has that serve these replicas.
 
 `start_fleet(live, host, port)` starts `replicas` processes of `harness serve
 llm-continuous` (each on its own free loopback port, torch on one thread, the fleet's
 engine knobs as `--set`), waits until each answers `GET /health`, then the front:
 the project's router (`targets.http.llm_router`, in this process, asking the same
-policy object the sim asks) or sglang-router's process, whose readiness is its
+policy object the sim asks) or the shipped router's process, whose readiness is its
 first completion answered. `fleet.figures()` reads every replica's
 `/get_server_info` (prefix hit rate by tokens, tokens saved, evictions) and, for
 the project's router, its own cost (`/router_stats`). `await fleet.switch_front(other)`
@@ -43,44 +44,79 @@ from harness.live.llm_serve import MAX_LEN, MODEL_NAME
 from targets.llm import LlmEngineSpec
 from targets.llm.fleet import FleetSpec, parse_fleet
 
-__all__ = ["LiveFleet", "RunningFleet", "SGLANG_POLICIES", "parse_live_fleet", "sglang_available", "start_fleet",
-           "start_sglang_front"]
+__all__ = ["EXTERNAL_ROUTERS", "ExternalRouter", "LiveFleet", "RunningFleet", "SGLANG_POLICIES", "external_available",
+           "parse_live_fleet", "sglang_available", "start_external_front", "start_fleet"]
 
-SGLANG_POLICIES = ("round_robin", "cache_aware", "power_of_two", "random")
-_SGLANG = "sglang:"
 _SERVING = re.compile(r"at http://127\.0\.0\.1:(\d+)/v1/completions")
 START_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
+class ExternalRouter:
+    """A router that ships, run as its own process (`python -m MODULE.launch_router`) before the replicas."""
+    name: str                     # the router= prefix
+    module: str                   # its Python package
+    extra: str                    # the project's extra that installs it
+    policies: tuple[str, ...]     # those that serve these replicas (no KV events, no PD split)
+    log_level: str                # its word for "warnings and errors only"
+
+    @property
+    def install(self) -> str:
+        return f"pip install 'inference-harness[{self.extra}]'"
+
+
+# vllm-router (forked from sglang-router) also has kv_aware, which scores by the KV events a vLLM worker
+# publishes (the tiny decoder publishes none), consistent_hash and sticky_least_loaded (keyed by a session the
+# chat day does not send: probed, the turns of one head scatter) and PD-disaggregated modes: left out.
+EXTERNAL_ROUTERS = {
+    "sglang": ExternalRouter("sglang", "sglang_router", "sglang",
+                             ("round_robin", "cache_aware", "power_of_two", "random"), "warn"),
+    "vllm": ExternalRouter("vllm", "vllm_router", "vllm",
+                           ("round_robin", "cache_aware", "power_of_two", "random"), "warning"),
+}
+SGLANG_POLICIES = EXTERNAL_ROUTERS["sglang"].policies
+
+
+@dataclass(frozen=True)
 class LiveFleet:
     fleet: FleetSpec
-    sglang_policy: str | None = None      # None: the project's router (fleet.router)
+    external: str | None = None           # an EXTERNAL_ROUTERS name; None: the project's router (fleet.router)
+    external_policy: str | None = None    # that router's --policy
     label: str = ""
 
     @property
     def router_name(self) -> str:
-        return f"sglang:{self.sglang_policy}" if self.sglang_policy else self.fleet.router
+        return f"{self.external}:{self.external_policy}" if self.external else self.fleet.router
+
+
+def external_available(name: str) -> bool:
+    """That shipped router is installed (its launcher module can be found; nothing is imported)."""
+    import importlib.util
+
+    return importlib.util.find_spec(EXTERNAL_ROUTERS[name].module) is not None
 
 
 def sglang_available() -> bool:
     """sglang-router is installed (its launcher module can be found; nothing is imported)."""
-    import importlib.util
-
-    return importlib.util.find_spec("sglang_router") is not None
+    return external_available("sglang")
 
 
 def parse_live_fleet(text: str) -> LiveFleet:
-    """A live fleet spec; ValueError naming the bad key or value (and the valid sglang policies)."""
-    policy = None
+    """A live fleet spec; ValueError naming the bad key or value (and the valid policies of a shipped router)."""
+    external = policy = None
     parts = []
     for pair in text.partition(":")[2].split(","):
         key, _, raw = pair.partition("=")
-        if key == "router" and raw.startswith(_SGLANG):
-            policy = raw[len(_SGLANG):]
-            if policy not in SGLANG_POLICIES:
-                raise ValueError(f"llm-fleet router: sglang policy '{policy}' is not one of {', '.join(SGLANG_POLICIES)}")
+        name, colon, rest = raw.partition(":")
+        if key == "router" and colon and name in EXTERNAL_ROUTERS:
+            ext = EXTERNAL_ROUTERS[name]
+            if rest not in ext.policies:
+                raise ValueError(f"llm-fleet router: {name} policy '{rest}' is not one of {', '.join(ext.policies)}")
+            external, policy = name, rest
             continue
+        if key == "router" and colon:
+            raise ValueError(f"llm-fleet router: '{raw}': a shipped router is one of "
+                             f"{', '.join(n + ':POLICY' for n in EXTERNAL_ROUTERS)}")
         if pair:
             parts.append(pair)
     head = "llm-fleet" + (":" + ",".join(parts) if parts else "")
@@ -88,7 +124,7 @@ def parse_live_fleet(text: str) -> LiveFleet:
     if fleet.replicas > 8:
         raise ValueError(f"llm-fleet replicas: a live fleet runs each replica as a process here, at most 8 "
                          f"(got {fleet.replicas}; the sim takes dozens)")
-    return LiveFleet(fleet, policy, text)
+    return LiveFleet(fleet, external, policy, text)
 
 
 def _engine_args(engine: LlmEngineSpec) -> list[str]:
@@ -182,10 +218,10 @@ class RunningFleet:
         async with aiohttp.ClientSession() as http:
             await self._flush(http, deadline)
             self.live = live
-            if live.sglang_policy is None:
+            if live.external is None:
                 await _start_ours(self, port)
             else:
-                await _start_sglang(self, port, http, deadline, token)
+                await _start_external(self, port, http, deadline, token)
 
     async def flush_caches(self) -> None:
         """Flush every replica's prefix cache (each once idle); RuntimeError when one stays busy START_TIMEOUT_S."""
@@ -284,10 +320,10 @@ async def start_fleet(live: LiveFleet, port: int = 0, token: str | None = None) 
         async with aiohttp.ClientSession() as http:
             for base in fleet.replica_urls:
                 await _until(http, "GET", base + "/health", deadline)
-            if live.sglang_policy is None:
+            if live.external is None:
                 await _start_ours(fleet, port)
             else:
-                await _start_sglang(fleet, port, http, deadline, token)
+                await _start_external(fleet, port, http, deadline, token)
     except BaseException:
         await fleet.close()
         raise
@@ -308,31 +344,34 @@ async def _start_ours(fleet: RunningFleet, port: int) -> None:
     fleet.url = f"http://127.0.0.1:{bound}/v1/completions"
 
 
-async def _start_sglang(fleet: RunningFleet, port: int, http: aiohttp.ClientSession, deadline: float,
-                        token: str | None) -> None:
-    assert fleet.live.sglang_policy is not None
-    fleet.front_proc, fleet.url = await start_sglang_front(fleet.replica_urls, fleet.live.sglang_policy, port,
-                                                           token, http, deadline)
+async def _start_external(fleet: RunningFleet, port: int, http: aiohttp.ClientSession, deadline: float,
+                         token: str | None) -> None:
+    live = fleet.live
+    assert live.external is not None and live.external_policy is not None
+    fleet.front_proc, fleet.url = await start_external_front(live.external, fleet.replica_urls, live.external_policy,
+                                                             port, token, http, deadline)
 
 
-async def start_sglang_front(replica_urls: list[str], policy: str, port: int = 0, token: str | None = None,
-                             http: aiohttp.ClientSession | None = None, deadline: float | None = None
-                             ) -> tuple[subprocess.Popen, str]:
-    """sglang-router (`policy`) on 127.0.0.1:`port` in front of running replicas: its process and its
-    /v1/completions, once it has routed one completion (its worker health checks have passed; one
-    lookup on a replica). The caller stops the process (SIGTERM to its group). RuntimeError when it is
-    not installed or not ready by `deadline`."""
-    if not sglang_available():
-        raise RuntimeError("router=sglang:... needs sglang-router: pip install 'inference-harness[sglang]'")
-    if policy not in SGLANG_POLICIES:
-        raise ValueError(f"sglang policy '{policy}' is not one of {', '.join(SGLANG_POLICIES)}")
+async def start_external_front(name: str, replica_urls: list[str], policy: str, port: int = 0,
+                               token: str | None = None, http: aiohttp.ClientSession | None = None,
+                               deadline: float | None = None) -> tuple[subprocess.Popen, str]:
+    """The shipped router `name` (an EXTERNAL_ROUTERS key) with `policy` on 127.0.0.1:`port` in front of
+    running replicas: its process and its /v1/completions, once it has routed one completion (its worker
+    health checks have passed; one lookup on a replica). The caller stops the process (SIGTERM to its
+    group). RuntimeError when it is not installed or not ready by `deadline`."""
+    ext = EXTERNAL_ROUTERS[name]
+    if not external_available(name):
+        raise RuntimeError(f"router={name}:... needs {ext.module.replace('_', '-')}: {ext.install}")
+    if policy not in ext.policies:
+        raise ValueError(f"{name} policy '{policy}' is not one of {', '.join(ext.policies)}")
     deadline = deadline or time.monotonic() + START_TIMEOUT_S
     port = port or _free_port()
-    # Its metrics listener binds 0.0.0.0:29000 unless told: loopback, and a free port, so a second
-    # router on the machine (another fleet, a user's own) does not stop this one from starting. It logs
-    # warnings and errors only (its INFO lines are two a request, kept in a file nobody reads).
-    cmd = [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(port),
-           "--prometheus-host", "127.0.0.1", "--prometheus-port", str(_free_port()), "--log-level", "warn",
+    # Its metrics listener binds 0.0.0.0:29000 (sglang) or 127.0.0.1:29000 (vllm) unless told: loopback, and
+    # a free port, so a second router on the machine (another fleet, a user's own) does not stop this one
+    # from starting. It logs warnings and errors only (its INFO lines are two a request, kept in a file
+    # nobody reads).
+    cmd = [sys.executable, "-m", f"{ext.module}.launch_router", "--host", "127.0.0.1", "--port", str(port),
+           "--prometheus-host", "127.0.0.1", "--prometheus-port", str(_free_port()), "--log-level", ext.log_level,
            "--policy", policy, "--worker-urls", *replica_urls]
     log = tempfile.TemporaryFile()   # its own words, for the error if it never gets ready
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -349,7 +388,7 @@ async def start_sglang_front(replica_urls: list[str], policy: str, port: int = 0
         if isinstance(exc, RuntimeError):
             log.seek(0)
             said = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
-            raise RuntimeError(f"sglang-router did not get ready: {exc}"
+            raise RuntimeError(f"{ext.module.replace('_', '-')} did not get ready: {exc}"
                                + (f"; it said: {said[-1][-300:]}" if said else "")) from None
         raise
     finally:

@@ -36,6 +36,12 @@ With a `token` (`harness serve llm-... --token`), every `/v1/` path needs
 ``Authorization: Bearer <token>``; without it the answer is a 401 in OpenAI's
 shape (`invalid_api_key`) and the engine never sees the request.
 
+`POST /v1/completions/render` (vLLM's) answers a completion request's body with the token ids
+the engine would see, without generating: `[{"token_ids": [...], "sampling_params": {"max_tokens": N},
+"model": ..., "request_id": "cmpl-..."}]`, a malformed body a 4xx as for completions. vllm-router's
+`cache_aware` asks it for every request and keeps its prefix tree over those ids; without it, that
+router routes by load alone (`benchmarks/router_probe.py`).
+
 `GET /metrics` is the engine's state in Prometheus text under vLLM's names
 (`targets.llm.engine_metrics`), outside /v1/ and so without the token, as vLLM serves it.
 """
@@ -199,6 +205,15 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         await resp.write_eof()
         return resp
 
+    async def render(request: web.Request) -> web.Response:
+        try:
+            named = _request_id(request)
+            req = await _read(request, model, engine.model.max_len)
+        except BadCompletion as exc:
+            return _error(exc)
+        return web.json_response([{"token_ids": list(req.prompt), "sampling_params": {"max_tokens": req.max_tokens},
+                                   "model": model, "request_id": f"cmpl-{named or uuid.uuid4().hex[:24]}"}])
+
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "harness",
                                                               "max_model_len": engine.model.max_len}]})
@@ -253,6 +268,7 @@ def create_llm_app(engine: LiveEngine, model: str = "tiny-llm", token: str | Non
         await engine.stop()
 
     app.router.add_post("/v1/completions", completions)
+    app.router.add_post("/v1/completions/render", render)   # vLLM's; vllm-router's cache_aware reads it
     app.router.add_get("/v1/models", models)
     probes = {"/health": health, "/health_generate": health_generate, "/get_model_info": model_info,
               "/get_server_info": server_info, "/request_times": request_times, "/step_log": step_log}

@@ -1,6 +1,6 @@
 """A live fleet of tiny-decoder processes on the chat day: behind the project's router its prefix hit rate
-is the sim's within 5 points on the same conversations; sglang-router serves the same replicas (its part
-runs only where sglang-router imports: `pip install '.[sglang]'`)."""
+is the sim's within 5 points on the same conversations; sglang-router and vllm-router serve the same replicas
+(each part runs only where that router imports: `pip install '.[sglang,vllm]'`)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,26 @@ import pytest
 import pytest_asyncio
 
 from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, ttft_figures
-from harness.live.llm_fleet_serve import parse_live_fleet, sglang_available, start_fleet
+from harness.live.llm_fleet_serve import external_available, parse_live_fleet, start_fleet
 from workloads.llm_days import build_fleet_schedule
 
 DAY = LIVE_CHAT.model_copy(update={"duration_s": 6.0, "rate_rps": 4.0})
 
 
-def test_a_live_spec_reads_the_sim_fleet_and_an_sglang_policy():
+def test_a_live_spec_reads_the_sim_fleet_and_a_shipped_routers_policy():
     live = parse_live_fleet("llm-fleet:router=sglang:cache_aware,replicas=3,max_seqs=8")
-    assert live.sglang_policy == "cache_aware" and live.fleet.replicas == 3
+    assert (live.external, live.external_policy, live.fleet.replicas) == ("sglang", "cache_aware", 3)
     assert live.fleet.engine.prefix_caching and live.fleet.engine.max_seqs == 8
     assert live.router_name == "sglang:cache_aware"
-    assert parse_live_fleet("llm-fleet:router=prefix,replicas=2").sglang_policy is None
+    vllm = parse_live_fleet("llm-fleet:router=vllm:round_robin,replicas=2")
+    assert (vllm.external, vllm.external_policy, vllm.router_name) == ("vllm", "round_robin", "vllm:round_robin")
+    assert parse_live_fleet("llm-fleet:router=prefix,replicas=2").external is None
     with pytest.raises(ValueError, match="sglang policy 'x'"):
         parse_live_fleet("llm-fleet:router=sglang:x")
+    with pytest.raises(ValueError, match="vllm policy 'kv_aware' is not one of round_robin"):
+        parse_live_fleet("llm-fleet:router=vllm:kv_aware")       # it scores KV events the replicas never send
+    with pytest.raises(ValueError, match="'nginx:rr': a shipped router is one of sglang:POLICY, vllm:POLICY"):
+        parse_live_fleet("llm-fleet:router=nginx:rr")
 
 
 def test_day_texts_share_exactly_what_the_sims_block_ids_share():
@@ -70,16 +76,26 @@ async def test_the_chat_day_behind_our_router_hits_as_the_sim_does(fleet2):
 
 @pytest.mark.live
 @pytest.mark.asyncio(loop_scope="module")
-@pytest.mark.skipif(not sglang_available(), reason="sglang-router cannot import (pip install '.[sglang]')")
-async def test_sglang_router_serves_the_same_replicas(fleet2):
+@pytest.mark.parametrize("name, seed", [
+    pytest.param("sglang", 5, marks=pytest.mark.skipif(not external_available("sglang"),
+                                                       reason="sglang-router cannot import (pip install '.[sglang]')")),
+    pytest.param("vllm", 6, marks=pytest.mark.skipif(not external_available("vllm"),
+                                                     reason="vllm-router cannot import (pip install '.[vllm]')"))])
+async def test_a_shipped_router_serves_the_same_replicas_and_keeps_a_conversation_on_one(fleet2, name, seed):
+    """Its cache_aware keeps a conversation's turns on the replica that has them: vllm-router only when the
+    replicas answer /v1/completions/render (it keys its tree on those token ids; else it routes by load)."""
     import os
     import signal
+    from dataclasses import replace
 
-    from harness.live.llm_fleet_serve import start_sglang_front
+    from harness.engine.llm_fleet import simulate_fleet
+    from harness.engine.llm_fleet_metrics import fleet_figures
+    from harness.live.llm_fleet_serve import start_external_front
 
-    other = build_fleet_schedule(DAY.model_copy(update={"duration_s": 3.0}), 5)   # new conversations
+    other = build_fleet_schedule(DAY.model_copy(update={"duration_s": 3.0}), seed)   # new conversations
+    await fleet2.flush_caches()
     before = await fleet2.figures()
-    proc, url = await start_sglang_front(fleet2.replica_urls, "cache_aware")
+    proc, url = await start_external_front(name, fleet2.replica_urls, "cache_aware")
     try:
         through = await drive_fleet(url, other, day_texts(other), timeout_s=20.0)
     finally:
@@ -88,7 +104,10 @@ async def test_sglang_router_serves_the_same_replicas(fleet2):
     after = await fleet2.figures()
     assert ttft_figures(through)["finished"] == len(other)
     assert sum(after["lookups"]) - sum(before["lookups"]) == len(other) + 1   # and its readiness probe
-    assert after["hit_tokens"] > before["hit_tokens"]
+    sim = fleet_figures(simulate_fleet(replace(fleet2.live.fleet, router="cache-aware"), other),
+                        "cache-aware", "cache-aware", DAY.name, DAY.rate_rps, other.turn, 1.0, 0.1)
+    hit = (after["hit_tokens"] - before["hit_tokens"]) / (after["prompt_tokens"] - before["prompt_tokens"])
+    assert sim.prefix_hit_rate is not None and abs(hit - sim.prefix_hit_rate) <= 0.05, (hit, sim.prefix_hit_rate)
 
 
 def test_the_sim_beside_a_live_fleet_models_its_router_and_carries_the_router_cost():
@@ -104,6 +123,8 @@ def test_the_sim_beside_a_live_fleet_models_its_router_and_carries_the_router_co
     assert sim.front_in_s == pytest.approx(0.0032) and sim.front_out_s == pytest.approx(0.0013)
     assert sim.engine.prefix_caching and sim.engine.kv_blocks == LIVE_ENGINE.kv_blocks and sim.engine.cost == cost
     assert sim_fleet_of(parse_live_fleet("llm-fleet:router=kv-aware,replicas=2"), None, None).router == "kv-aware"
+    assert sim_fleet_of(parse_live_fleet("llm-fleet:router=vllm:cache_aware,replicas=2"), None, None).router == \
+        "cache-aware"                                              # vllm-router's, forked from sglang's, the same
     assert sim.front_in_samples == ()
 
 

@@ -67,3 +67,18 @@ async def test_flush_cache_makes_the_next_request_cold(client):
     figures = (await (await client.get("/get_server_info")).json())["prefix_cache"]
     assert figures["hit_tokens"] == 0 and figures["evictions"] == 0 and figures["lookups"] == 2
     assert (await (await client.post("/reset_prefix_cache")).json())["flushed_blocks"] >= 6
+
+
+async def test_render_answers_the_token_ids_the_engine_would_see_without_generating(client):
+    """vLLM's POST /v1/completions/render, which vllm-router's cache_aware keys its tree on."""
+    auth = {"Authorization": "Bearer s3cret"}
+    resp = await client.post("/v1/completions/render", json={"model": "tiny-llm", "prompt": "hi there", "max_tokens": 4},
+                             headers={**auth, "X-Request-Id": "r-1"})
+    assert resp.status == 200
+    (doc,) = await resp.json()
+    assert doc["token_ids"] == list(b"hi there") and doc["sampling_params"] == {"max_tokens": 4}
+    assert doc["model"] == "tiny-llm" and doc["request_id"] == "cmpl-r-1"
+    assert (await (await client.get("/get_server_info")).json())["prefix_cache"]["lookups"] == 0   # nothing ran
+    bad = await client.post("/v1/completions/render", json={"model": "tiny-llm"}, headers=auth)
+    assert bad.status == 400 and "error" in await bad.json()
+    assert (await client.post("/v1/completions/render", json={"model": "tiny-llm", "prompt": "x"})).status == 401

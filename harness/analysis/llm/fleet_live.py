@@ -1,7 +1,7 @@
 """`harness compare llm-fleet:... llm-fleet:... --mode live`: each fleet served on loopback, the same chat day driven.
 
 `LiveFleetCompare` names the fleets (`harness.live.llm_fleet_serve.LiveFleet`: the
-project's router with any sim policy, or `router=sglang:POLICY`), the day's offered
+project's router with any sim policy, or `router=sglang:POLICY` / `vllm:POLICY`), the day's offered
 rate and length (the live chat day, `harness.live.llm_fleet_drive.LIVE_CHAT`, sized for
 the tiny decoder's 512 tokens), the seed and the SLO. For each fleet in turn:
 its replicas and router start (`start_fleet`; a fleet of the same replicas and engine as
@@ -15,7 +15,7 @@ the same schedule (`harness.engine.llm_fleet`) with the sim's step cost (`cost`:
 `harness profile llm`, `--set cost=FILE`; or, with `profile_s`, profiled on the first
 fleet's own replicas, all driven at once, before any day: `harness.live.llm_fleet_profile`,
 their caches flushed after), its front end, and the router cost just
-measured, under the sim router that models the live one (`SIM_OF`: sglang's
+measured, under the sim router that models the live one (`SIM_OF`: sglang's and vllm's
 `round_robin` as round robin, `cache_aware` as `cache-aware`, sglang-router 0.3.2 as it behaves).
 
 One `fleet` result, as the sim compare's: days "chat live" and "chat sim", the
@@ -52,10 +52,14 @@ __all__ = ["LIVE_DAY", "LiveFleetCompare", "MAX_DURATION_S", "MAX_REQUESTS", "SI
 LIVE_DAY = "chat"
 MAX_DURATION_S = 300.0
 MAX_REQUESTS = 2_000
-# The sim router that models each sglang policy: cache_aware as `cache-aware` (routing.CacheAware: sglang-router
-# 0.3.2 as it behaves on the wire: a cold prompt to the least loaded worker, ties to one of them).
-SIM_OF = {"sglang:round_robin": "round-robin", "sglang:cache_aware": "cache-aware",
-          "sglang:power_of_two": "least-tokens", "sglang:random": "round-robin"}
+# The sim router that models each shipped router's policy: cache_aware as `cache-aware` (routing.CacheAware:
+# sglang-router 0.3.2 as it behaves on the wire: a cold prompt to the least loaded worker, ties to one of them,
+# a prompt past the threshold to the worker with its head). vllm-router 0.1.17's, forked from it, behaves the
+# same with the same defaults when the workers answer `/v1/completions/render` (it keeps its tree over those
+# token ids; without them it routes by load alone): `benchmarks/router_probe.py`.
+SIM_OF = {f"{name}:{policy}": sim for name in ("sglang", "vllm")
+          for policy, sim in (("round_robin", "round-robin"), ("cache_aware", "cache-aware"),
+                              ("power_of_two", "least-tokens"), ("random", "round-robin"))}
 
 
 @dataclass(frozen=True)
