@@ -38,7 +38,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.llm.fleet_live import LiveFleetCompare, run_live_fleets  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
+
+from harness.analysis.llm.fleet_live import FITS, LiveFleetCompare, run_live_fleets  # noqa: E402
 from harness.live.llm_fleet_drive import LIVE_CHAT  # noqa: E402
 from harness.live.llm_fleet_serve import EXTERNAL_ROUTERS, external_available, parse_live_fleet  # noqa: E402
 from harness.live.llm_profile import profile_llm  # noqa: E402
@@ -73,6 +75,10 @@ def main() -> None:
     ap.add_argument("--profile-s", type=float, default=15.0)
     ap.add_argument("--profile", choices=("fleet", "alone"), default="fleet",
                     help="fit the cost on the fleet's replicas at once (default) or one engine in this process")
+    ap.add_argument("--fit", choices=FITS, default="profile",
+                    help="the sim's step cost: the profile's for every fleet (default), or each fleet's own day's "
+                         "steps fitted again (the front end stays the profile's), so drift between fleets is not "
+                         "read as the sim's error")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, help="write the fleet result here")
     args = ap.parse_args()
@@ -91,9 +97,9 @@ def main() -> None:
         profile_s = args.profile_s
     fleets = tuple(parse_live_fleet(f"llm-fleet:router={r},replicas={args.replicas}") for r in routers)
     compare = LiveFleetCompare(fleets=fleets, rate_rps=args.rate, duration_s=args.duration, seed=args.seed, cost=cost,
-                               profile_s=profile_s)
+                               profile_s=profile_s, fit=args.fit)
     schedule = compare.schedule()
-    print(f"chat-live: {len(schedule)} requests in {args.duration:g} s, "
+    print(f"chat-live: {len(schedule)} requests in {args.duration:g} s (sim steps: {args.fit} fit), "
           f"{len(set(schedule.conversation.tolist()))} conversations, {args.replicas} replicas", flush=True)
     result = run_live_fleets(compare, on_run=lambda what: print(f"  {what} (load {load()})", flush=True))
     if profile_s is not None:
@@ -132,6 +138,9 @@ def main() -> None:
         for mode in ("live", "sim"):
             ranked = sorted(names, key=lambda n: key(runs[(n, f"chat {mode}")]))
             print(f"ranking by {label}, {mode}: {' < '.join(ranked) if label == 'TTFT p50' else ' > '.join(ranked)}")
+        if len(names) >= 3:
+            rho = spearmanr([key(runs[(n, "chat live")]) for n in names], [key(runs[(n, "chat sim")]) for n in names])
+            print(f"  live and sim rankings by {label}: Spearman {float(rho.statistic):.2f}")
     print(f"checks met: hit rate {sum(h for _, h, _ in met)}/{len(met)}, TTFT p50 {sum(t for _, _, t in met)}/{len(met)}")
     print(f"load average {load()}")
     if args.json:

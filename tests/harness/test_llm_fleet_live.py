@@ -211,3 +211,12 @@ def test_a_live_fleet_compare_refuses_a_profile_it_cannot_bound(profile_s):
 
     with pytest.raises(ValueError, match="profile_s: 0-120 s"):
         LiveFleetCompare(fleets=(parse_live_fleet("llm-fleet:router=prefix,replicas=2"),), profile_s=profile_s)
+
+
+def test_a_live_fleet_compare_names_the_fits_it_knows():
+    from harness.analysis.llm.fleet_live import LiveFleetCompare
+
+    fleets = (parse_live_fleet("llm-fleet:router=prefix,replicas=2"),)
+    assert LiveFleetCompare(fleets=fleets, fit="day").fit == "day"
+    with pytest.raises(ValueError, match="fit: one of profile, day, got 'week'"):
+        LiveFleetCompare(fleets=fleets, fit="week")

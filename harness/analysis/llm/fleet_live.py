@@ -14,7 +14,8 @@ and the replicas' figures are read before and after, with their step logs over t
 the same schedule (`harness.engine.llm_fleet`) with the sim's step cost (`cost`: from
 `harness profile llm`, `--set cost=FILE`; or, with `profile_s`, profiled on the first
 fleet's own replicas, all driven at once, before any day: `harness.live.llm_fleet_profile`,
-their caches flushed after), its front end, and the router cost just
+their caches flushed after; with `fit="day"` each fleet's steps fitted again to its own day's
+step log, the front end kept: `FITS`), its front end, and the router cost just
 measured, under the sim router that models the live one (`SIM_OF`: sglang's and vllm's
 `round_robin` as round robin, `cache_aware` as `cache-aware`, sglang-router 0.3.2 as it behaves).
 
@@ -46,12 +47,17 @@ from targets.llm.fleet import FleetSpec, parse_fleet
 from targets.llm.prefix_cache import PrefixStats
 from workloads.llm_days import FleetSchedule, build_fleet_schedule
 
-__all__ = ["LIVE_DAY", "LiveFleetCompare", "MAX_DURATION_S", "MAX_REQUESTS", "SIM_OF", "live_run", "run_live_fleets",
+__all__ = ["FITS", "LIVE_DAY", "LiveFleetCompare", "MAX_DURATION_S", "MAX_REQUESTS", "SIM_OF", "live_run", "run_live_fleets",
            "sim_fleet_of"]
 
 LIVE_DAY = "chat"
 MAX_DURATION_S = 300.0
 MAX_REQUESTS = 2_000
+# Where the sim's step cost comes from: the profile (or `cost`) for every fleet; or, "day", each fleet's
+# own day's steps (`StepCost.fit_wake` over its replicas' step log; the front end stays the profile's),
+# so that a machine drifting between the first fleet's profile and the last fleet's day (steps 1.1-1.5x
+# the profile's fit minutes later, measured) is not read as the sim's error in routing and queueing.
+FITS = ("profile", "day")
 # The sim router that models each shipped router's policy: cache_aware as `cache-aware` (routing.CacheAware:
 # sglang-router 0.3.2 as it behaves on the wire: a cold prompt to the least loaded worker, ties to one of them,
 # a prompt past the threshold to the worker with its head). vllm-router 0.1.17's, forked from it, behaves the
@@ -74,6 +80,7 @@ class LiveFleetCompare:
     timeout_s: float = 30.0
     probes: int = 16
     profile_s: float | None = None   # profile the cost on the first fleet's replicas this long (over `cost`)
+    fit: str = "profile"             # "day": each fleet's sim steps fitted to that fleet's own day (FITS)
 
     def __post_init__(self) -> None:
         if not self.fleets:
@@ -87,6 +94,8 @@ class LiveFleetCompare:
                              f"sends at most {MAX_REQUESTS}")
         if self.profile_s is not None and not 0 < self.profile_s <= MAX_PROFILE_S:
             raise ValueError(f"profile_s: 0-{MAX_PROFILE_S:g} s, got {self.profile_s:g}")
+        if self.fit not in FITS:
+            raise ValueError(f"fit: one of {', '.join(FITS)}, got '{self.fit}'")
         if not 0 < self.timeout_s <= 120:
             raise ValueError(f"timeout_s: 0-120 s, got {self.timeout_s:g}")
 
@@ -143,7 +152,7 @@ def live_run(live: LiveFleet, schedule: FleetSchedule, driven: Any, before: dict
 
 
 async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule, texts: list[str],
-               step_cost: StepCost) -> tuple[FleetRun, RouterCost]:
+               step_cost: StepCost) -> tuple[FleetRun, RouterCost, list[tuple[int, int, int, float, float]]]:
     """One fleet's day on running replicas behind its front: the router's cost, the drive, the figures."""
     live = fleet.live
     cost = await measure_router_cost(fleet.url, fleet.replica_urls, c.probes, seed=c.seed)
@@ -166,15 +175,16 @@ async def _day(c: LiveFleetCompare, fleet: RunningFleet, schedule: FleetSchedule
                    c.slo_ttft_s, c.slo_tpot_s, cost)
     slowdown = statistics.median(wall / step_cost.step_s(p, d, x, idle) for p, d, x, wall, idle in steps) \
         if steps else None
-    return run.model_copy(update={"step_slowdown": slowdown}), cost
+    return run.model_copy(update={"step_slowdown": slowdown}), cost, steps
 
 
 async def _days(c: LiveFleetCompare, schedule: FleetSchedule, texts: list[str], on_run: Callable[[str], None] | None
-                ) -> tuple[list[tuple[FleetRun, RouterCost]], StepCost | None, FleetProfile | None]:
+                ) -> tuple[list[tuple[FleetRun, RouterCost, list[tuple[int, int, int, float, float]]]],
+                           StepCost | None, FleetProfile | None]:
     """Every fleet's day in turn, and the sim's cost (profiled first on the first fleet's replicas with
     `profile_s`, else `c.cost`); fleets of one shape (replicas, engine) share one set of replicas, each
     fleet's day starting from flushed caches behind its own front."""
-    out: list[tuple[FleetRun, RouterCost]] = []
+    out: list[tuple[FleetRun, RouterCost, list[tuple[int, int, int, float, float]]]] = []
     fleet: RunningFleet | None = None
     cost = c.cost
     profile: FleetProfile | None = None
@@ -212,9 +222,14 @@ def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = 
     texts = day_texts(schedule)
     runs: list[FleetRun] = []
     days_run, step_cost, profile = asyncio.run(_days(c, schedule, texts, on_run))
-    for live, (run, cost) in zip(c.fleets, days_run):
+    for live, (run, cost, steps) in zip(c.fleets, days_run):
         runs.append(run)
-        spec = sim_fleet_of(live, step_cost, cost, profile)
+        sim_cost = step_cost
+        if c.fit == "day":
+            base = step_cost or live.fleet.engine.cost
+            sim_cost = replace(StepCost.fit_wake(steps), frontend_in_s=base.frontend_in_s,
+                               frontend_out_s=base.frontend_out_s)
+        spec = sim_fleet_of(live, sim_cost, cost, profile)
         sim = fleet_figures(simulate_fleet(spec, schedule), run.fleet, live.router_name, f"{LIVE_DAY} sim",
                             c.rate_rps, schedule.turn, c.slo_ttft_s, c.slo_tpot_s)
         runs.append(sim.model_copy(update={"front_in_s": spec.front_in_s, "front_out_s": spec.front_out_s,
