@@ -66,6 +66,48 @@ def print_cost(cost: StepCost) -> None:
           f"out {cost.frontend_out_s * 1e3:.2f} ms", flush=True)
 
 
+def report(runs: dict, names: list[str], sim_day: str) -> None:
+    """The live days against one sim day: the table, where TTFT went, the rankings and the checks."""
+    print(f"\nagainst {sim_day}:")
+    print(f"{'router':<20}{'TTFT p50 ms':>12}{'sim':>7}{'l/s':>6}{'p99 ms':>8}{'sim':>7}{'hit':>7}{'sim':>7}"
+          f"{'pts':>6}  checks")
+    met = []
+    for name in names:
+        lv, sm = runs[(name, "chat live")], runs[(name, sim_day)]
+        ratio = lv.ttft_s.p50 / sm.ttft_s.p50 if lv.ttft_s.p50 and sm.ttft_s.p50 else None
+        pts = ((lv.prefix_hit_rate - sm.prefix_hit_rate) * 100
+               if lv.prefix_hit_rate is not None and sm.prefix_hit_rate is not None else None)
+        hit_ok = pts is not None and abs(pts) <= HIT_POINTS
+        ttft_ok = ratio is not None and abs(ratio - 1) <= TTFT_REL
+        met.append((name, hit_ok, ttft_ok))
+        print(f"{name:<20}{fmt(lv.ttft_s.p50):>12}{fmt(sm.ttft_s.p50):>7}{'-' if ratio is None else f'{ratio:.2f}':>6}"
+              f"{fmt(lv.ttft_s.p99):>8}{fmt(sm.ttft_s.p99):>7}{fmt(lv.prefix_hit_rate, '%'):>7}"
+              f"{fmt(sm.prefix_hit_rate, '%'):>7}{'-' if pts is None else f'{pts:+.1f}':>6}  "
+              f"hit {'ok' if hit_ok else 'NOT MET'}, TTFT {'ok' if ttft_ok else 'NOT MET'}"
+              f"  ({lv.finished}/{lv.requests} finished, per replica {[p.requests for p in lv.per_replica]})")
+    print("\nwhere TTFT went (ms): live medians of each request against the sim's constants; the router's own "
+          "cost (probes, idle fleet) is part of the sim's; steps l/s against the profile's fit")
+    print(f"  {'router':<20}{'in live':>8}{'sim':>6}{'out live':>9}{'sim':>6}{'router in':>10}{'out':>6}"
+          f"{'engine live':>12}{'sim':>6}{'steps l/s':>10}")
+    for name in names:
+        lv, sm = runs[(name, "chat live")], runs[(name, sim_day)]
+        eng = (lv.ttft_s.p50 - (lv.front_in_s or 0) - (lv.front_out_s or 0)) if lv.ttft_s.p50 else None
+        eng_sim = (sm.ttft_s.p50 - (sm.front_in_s or 0) - (sm.front_out_s or 0)) if sm.ttft_s.p50 else None
+        print(f"  {name:<20}{fmt(lv.front_in_s):>8}{fmt(sm.front_in_s):>6}{fmt(lv.front_out_s):>9}"
+              f"{fmt(sm.front_out_s):>6}{fmt(lv.router_in_s):>10}{fmt(lv.router_out_s):>6}{fmt(eng):>12}"
+              f"{fmt(eng_sim):>6}{'-' if lv.step_slowdown is None else f'{lv.step_slowdown:.2f}':>10}")
+    for key, label in ((lambda r: r.ttft_s.p50 or float("inf"), "TTFT p50"),
+                       (lambda r: -(r.prefix_hit_rate or 0.0), "hit rate")):
+        for day in ("chat live", sim_day):
+            ranked = sorted(names, key=lambda n: key(runs[(n, day)]))
+            print(f"ranking by {label}, {day.removeprefix('chat ')}: "
+                  f"{' < '.join(ranked) if label == 'TTFT p50' else ' > '.join(ranked)}")
+        if len(names) >= 3:
+            rho = spearmanr([key(runs[(n, "chat live")]) for n in names], [key(runs[(n, sim_day)]) for n in names])
+            print(f"  live and sim rankings by {label}: Spearman {float(rho.statistic):.2f}")
+    print(f"checks met: hit rate {sum(h for _, h, _ in met)}/{len(met)}, TTFT p50 {sum(t for _, _, t in met)}/{len(met)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--routers", default="round-robin,prefix,kv-aware,sglang:round_robin,sglang:cache_aware,vllm:round_robin,vllm:cache_aware")
@@ -78,7 +120,7 @@ def main() -> None:
     ap.add_argument("--fit", choices=FITS, default="profile",
                     help="the sim's step cost: the profile's for every fleet (default), or each fleet's own day's "
                          "steps fitted again (the front end stays the profile's), so drift between fleets is not "
-                         "read as the sim's error")
+                         "read as the sim's error; both: each live day against both sims")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, help="write the fleet result here")
     args = ap.parse_args()
@@ -106,42 +148,8 @@ def main() -> None:
         print_cost(StepCost(**result.settings.engine.cost))
     runs = {(r.router, r.day): r for r in result.runs}
     names = [f.router_name for f in fleets]
-    print(f"\n{'router':<20}{'TTFT p50 ms':>12}{'sim':>7}{'l/s':>6}{'p99 ms':>8}{'sim':>7}{'hit':>7}{'sim':>7}"
-          f"{'pts':>6}  checks")
-    met = []
-    for name in names:
-        lv, sm = runs[(name, "chat live")], runs[(name, "chat sim")]
-        ratio = lv.ttft_s.p50 / sm.ttft_s.p50 if lv.ttft_s.p50 and sm.ttft_s.p50 else None
-        pts = ((lv.prefix_hit_rate - sm.prefix_hit_rate) * 100
-               if lv.prefix_hit_rate is not None and sm.prefix_hit_rate is not None else None)
-        hit_ok = pts is not None and abs(pts) <= HIT_POINTS
-        ttft_ok = ratio is not None and abs(ratio - 1) <= TTFT_REL
-        met.append((name, hit_ok, ttft_ok))
-        print(f"{name:<20}{fmt(lv.ttft_s.p50):>12}{fmt(sm.ttft_s.p50):>7}{'-' if ratio is None else f'{ratio:.2f}':>6}"
-              f"{fmt(lv.ttft_s.p99):>8}{fmt(sm.ttft_s.p99):>7}{fmt(lv.prefix_hit_rate, '%'):>7}"
-              f"{fmt(sm.prefix_hit_rate, '%'):>7}{'-' if pts is None else f'{pts:+.1f}':>6}  "
-              f"hit {'ok' if hit_ok else 'NOT MET'}, TTFT {'ok' if ttft_ok else 'NOT MET'}"
-              f"  ({lv.finished}/{lv.requests} finished, per replica {[p.requests for p in lv.per_replica]})")
-    print("\nwhere TTFT went (ms): live medians of each request against the sim's constants; the router's own "
-          "cost (probes, idle fleet) is part of the sim's")
-    print(f"  {'router':<20}{'in live':>8}{'sim':>6}{'out live':>9}{'sim':>6}{'router in':>10}{'out':>6}"
-          f"{'engine live':>12}{'sim':>6}{'steps l/s':>10}")
-    for name in names:
-        lv, sm = runs[(name, "chat live")], runs[(name, "chat sim")]
-        eng = (lv.ttft_s.p50 - (lv.front_in_s or 0) - (lv.front_out_s or 0)) if lv.ttft_s.p50 else None
-        eng_sim = (sm.ttft_s.p50 - (sm.front_in_s or 0) - (sm.front_out_s or 0)) if sm.ttft_s.p50 else None
-        print(f"  {name:<20}{fmt(lv.front_in_s):>8}{fmt(sm.front_in_s):>6}{fmt(lv.front_out_s):>9}"
-              f"{fmt(sm.front_out_s):>6}{fmt(lv.router_in_s):>10}{fmt(lv.router_out_s):>6}{fmt(eng):>12}"
-              f"{fmt(eng_sim):>6}{'-' if lv.step_slowdown is None else f'{lv.step_slowdown:.2f}':>10}")
-    for key, label in ((lambda r: r.ttft_s.p50 or float("inf"), "TTFT p50"),
-                       (lambda r: -(r.prefix_hit_rate or 0.0), "hit rate")):
-        for mode in ("live", "sim"):
-            ranked = sorted(names, key=lambda n: key(runs[(n, f"chat {mode}")]))
-            print(f"ranking by {label}, {mode}: {' < '.join(ranked) if label == 'TTFT p50' else ' > '.join(ranked)}")
-        if len(names) >= 3:
-            rho = spearmanr([key(runs[(n, "chat live")]) for n in names], [key(runs[(n, "chat sim")]) for n in names])
-            print(f"  live and sim rankings by {label}: Spearman {float(rho.statistic):.2f}")
-    print(f"checks met: hit rate {sum(h for _, h, _ in met)}/{len(met)}, TTFT p50 {sum(t for _, _, t in met)}/{len(met)}")
+    for sim_day in result.settings.days[1:]:
+        report(runs, names, sim_day)
     print(f"load average {load()}")
     if args.json:
         args.json.write_text(json.dumps(result.to_json(), indent=1))

@@ -218,5 +218,5 @@ def test_a_live_fleet_compare_names_the_fits_it_knows():
 
     fleets = (parse_live_fleet("llm-fleet:router=prefix,replicas=2"),)
     assert LiveFleetCompare(fleets=fleets, fit="day").fit == "day"
-    with pytest.raises(ValueError, match="fit: one of profile, day, got 'week'"):
+    with pytest.raises(ValueError, match="fit: one of profile, day, both, got 'week'"):
         LiveFleetCompare(fleets=fleets, fit="week")

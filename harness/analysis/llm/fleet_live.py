@@ -57,7 +57,8 @@ MAX_REQUESTS = 2_000
 # own day's steps (`StepCost.fit_wake` over its replicas' step log; the front end stays the profile's),
 # so that a machine drifting between the first fleet's profile and the last fleet's day (steps 1.1-1.5x
 # the profile's fit minutes later, measured) is not read as the sim's error in routing and queueing.
-FITS = ("profile", "day")
+# "both": the profile's as "chat sim" and the day's as "chat sim day-fit", beside the same live days.
+FITS = ("profile", "day", "both")
 # The sim router that models each shipped router's policy: cache_aware as `cache-aware` (routing.CacheAware:
 # sglang-router 0.3.2 as it behaves on the wire: a cold prompt to the least loaded worker, ties to one of them,
 # a prompt past the threshold to the worker with its head). vllm-router 0.1.17's, forked from it, behaves the
@@ -222,19 +223,22 @@ def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = 
     texts = day_texts(schedule)
     runs: list[FleetRun] = []
     days_run, step_cost, profile = asyncio.run(_days(c, schedule, texts, on_run))
+    fits = {"profile": [f"{LIVE_DAY} sim"], "day": [f"{LIVE_DAY} sim"],
+            "both": [f"{LIVE_DAY} sim", f"{LIVE_DAY} sim day-fit"]}[c.fit]
     for live, (run, cost, steps) in zip(c.fleets, days_run):
         runs.append(run)
-        sim_cost = step_cost
-        if c.fit == "day":
-            base = step_cost or live.fleet.engine.cost
-            sim_cost = replace(StepCost.fit_wake(steps), frontend_in_s=base.frontend_in_s,
-                               frontend_out_s=base.frontend_out_s)
-        spec = sim_fleet_of(live, sim_cost, cost, profile)
-        sim = fleet_figures(simulate_fleet(spec, schedule), run.fleet, live.router_name, f"{LIVE_DAY} sim",
-                            c.rate_rps, schedule.turn, c.slo_ttft_s, c.slo_tpot_s)
-        runs.append(sim.model_copy(update={"front_in_s": spec.front_in_s, "front_out_s": spec.front_out_s,
-                                           "router_in_s": cost.router_in_s, "router_out_s": cost.router_out_s}))
-    days = [f"{LIVE_DAY} live", f"{LIVE_DAY} sim"]
+        for day in fits:
+            sim_cost = step_cost
+            if c.fit == "day" or day.endswith("day-fit"):
+                base = step_cost or live.fleet.engine.cost
+                sim_cost = replace(StepCost.fit_wake(steps), frontend_in_s=base.frontend_in_s,
+                                   frontend_out_s=base.frontend_out_s)
+            spec = sim_fleet_of(live, sim_cost, cost, profile)
+            sim = fleet_figures(simulate_fleet(spec, schedule), run.fleet, live.router_name, day,
+                                c.rate_rps, schedule.turn, c.slo_ttft_s, c.slo_tpot_s)
+            runs.append(sim.model_copy(update={"front_in_s": spec.front_in_s, "front_out_s": spec.front_out_s,
+                                               "router_in_s": cost.router_in_s, "router_out_s": cost.router_out_s}))
+    days = [f"{LIVE_DAY} live", *fits]
     verdicts = {}
     if len(c.fleets) >= 2:
         for day in days:
