@@ -44,8 +44,8 @@ from harness.live.llm_serve import MAX_LEN, MODEL_NAME
 from targets.llm import LlmEngineSpec
 from targets.llm.fleet import FleetSpec, parse_fleet
 
-__all__ = ["EXTERNAL_ROUTERS", "ExternalRouter", "LiveFleet", "RunningFleet", "SGLANG_POLICIES", "external_available",
-           "parse_live_fleet", "sglang_available", "start_external_front", "start_fleet"]
+__all__ = ["EXTERNAL_ROUTERS", "ExternalRouter", "LiveFleet", "RunningFleet", "external_available", "parse_live_fleet",
+           "start_external_front", "start_fleet"]
 
 _SERVING = re.compile(r"at http://127\.0\.0\.1:(\d+)/v1/completions")
 START_TIMEOUT_S = 60.0
@@ -74,7 +74,6 @@ EXTERNAL_ROUTERS = {
     "vllm": ExternalRouter("vllm", "vllm_router", "vllm",
                            ("round_robin", "cache_aware", "power_of_two", "random"), "warning"),
 }
-SGLANG_POLICIES = EXTERNAL_ROUTERS["sglang"].policies
 
 
 @dataclass(frozen=True)
@@ -94,11 +93,6 @@ def external_available(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(EXTERNAL_ROUTERS[name].module) is not None
-
-
-def sglang_available() -> bool:
-    """sglang-router is installed (its launcher module can be found; nothing is imported)."""
-    return external_available("sglang")
 
 
 def parse_live_fleet(text: str) -> LiveFleet:
