@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Final, NamedTuple, Protocol, Sized
 
 from targets.config import Batching
-from targets.delayline import Alarm
+from targets.delayline import Alarm, clock_of
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
 from targets.protocol import Attempt, Response, Status
 from targets.queues import BucketedQueue, Queue
@@ -145,7 +145,7 @@ class Batcher:
         self._on_drop = on_drop
         self._loop = asyncio.get_running_loop()
         self._alarm = Alarm(self._loop, self.pump)  # the next recheck
-        self._time = self._loop.time  # bound once: called per request
+        self._clock = clock_of(self._loop)  # read per request
         self._rate = ArrivalRate(policy.rate_horizon_s) if policy.kind is Batching.RATE else None
         self.gpu_share = gpu_share
         self._slowness = slowness
@@ -159,7 +159,7 @@ class Batcher:
 
     def enqueue(self, attempt: Attempt, now: float | None = None) -> None:
         """`now`: the loop's time, when the caller has it."""
-        attempt.enqueued_s = now = self._time() if now is None else now
+        attempt.enqueued_s = now = self._clock.now() if now is None else now
         if self._rate is not None:
             self._rate.observe(now)
         self.queue.push(attempt)
@@ -176,7 +176,7 @@ class Batcher:
 
     def pump(self) -> None:
         """Form and hand over every batch the policy allows right now."""
-        self._pump(self._time())
+        self._pump(self._clock.now())
 
     def _pump(self, now: float) -> None:
         # policy.decide called on the policy itself: compiled, a native call with unboxed

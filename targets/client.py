@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from targets.config import Backoff, ClientKnobs
+from targets.delayline import Clock, clock_of
 from targets.native import mypyc_attr
 from targets.protocol import BAD_REQUEST, OK, UNAVAILABLE, Attempt, Response, Status
 
@@ -192,8 +193,8 @@ class Client:
         self.throttles: dict[tuple[str, int], Throttle] = {}
         self.throttled = 0  # requests refused at the client (adaptive throttling)
         self.loop = asyncio.get_running_loop()
-        # Bound once: a simulation calls these for every attempt.
-        self._time = self.loop.time
+        # Read once: a simulation calls these for every attempt (the clock natively, see clock_of).
+        self._clock: Clock = clock_of(self.loop)
         self._send = transport.send
         self._record_attempt = sink.attempt
         self._record_finish = sink.finish
@@ -207,7 +208,7 @@ class Client:
         self._retry_budget: float | None = policy.retry_budget
 
     def start(self, index: int, tenant: str, conn: int, content: int, variant: int, size: int, payload: Any = None) -> None:
-        sent = self._time()
+        sent = self._clock.now()
         throttle = None
         throttle_k = self._throttle_k
         if throttle_k is not None:
@@ -263,7 +264,7 @@ class _Request(Attempt):
         """Send the next attempt (a retry)."""
         c = self.client
         timeout_s = c._timeout_s
-        sent = self.sent = c._time()  # a retry is sent whatever the throttle says: the budget bounds it
+        sent = self.sent = c._clock.now()  # a retry is sent whatever the throttle says: the budget bounds it
         answer = self.on_response
         a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
                     self.tries, answer, self.request_id,
@@ -274,7 +275,7 @@ class _Request(Attempt):
         self.on_answer = None  # see the class docstring
         c = self.client
         p = c.policy
-        now = c._time()
+        now = c._clock.now()
         self.tries = tries = self.tries + 1
         status = response.status
         sent = self.sent
