@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Callable, Final, NamedTuple, Protocol, Sized
+from typing import Callable, Final, NamedTuple
 
 from targets.config import Batching
 from targets.delayline import Alarm, clock_of
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
+from targets.gpu_pool import GpuPool
 from targets.protocol import Attempt, Response, Status
 from targets.queues import BucketedQueue, Queue
 
@@ -124,13 +125,15 @@ class Batcher:
     what a RATE policy weighs this queue's arrival rate against; `slowness()`
     (measured / expected batch time) shrinks that share in a slowdown, when
     the fleet can afford fewer partial batches than its nominal cost says.
+    `queue` and `pool` are typed as the classes they are (a `Queue`, a `GpuPool`), not as
+    Protocols: compiled, what the batcher calls on them per request is then a native call.
     """
 
     def __init__(
         self,
         queue: Queue,
         policy: BatchPolicy,
-        pool: "GpuPoolLike",
+        pool: GpuPool,
         pull: bool,
         expired: Callable[[Attempt, float], bool] | None = None,
         on_drop: Callable[[Attempt], None] | None = None,
@@ -236,16 +239,3 @@ class Batcher:
             got = q.pop_from(source, n - len(kept)) if source is not None else q.pop(n - len(kept))  # type: ignore[attr-defined]  # a BucketedQueue's
         return kept
 
-
-class GpuPoolLike(Protocol):
-    """What a Batcher needs of a pool (see targets.gpu_pool.GpuPool): `idle` holds
-    the free GPUs and `alive` counts the live ones (plain attributes, read per request;
-    read-only here, so a pool's `idle` may be any sized collection)."""
-
-    @property
-    def idle(self) -> Sized: ...
-    @property
-    def alive(self) -> int: ...
-
-    def submit(self, batch: list[Attempt]) -> None: ...
-    def add_listener(self, fn: Callable[[], None]) -> None: ...

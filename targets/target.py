@@ -19,7 +19,7 @@ from typing import Callable, Final, Protocol, Sequence
 
 from targets.accounting import TargetStats
 from targets.admission import TenantBuckets
-from targets.balancer import create_balancer
+from targets.balancer import Balancer, create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
 from targets.bounded import Bound, RecentSet, SeenSet
 from targets.cache import ResponseCache
@@ -45,13 +45,6 @@ _size: Final = attrgetter("size")
 
 def _always(_: Attempt) -> bool:
     return True
-
-
-class Balancer(Protocol):
-    """Chooses an API server per request. Every balancer is handed the servers'
-    outstanding loads; the layer-4 round robin ignores them."""
-
-    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int: ...
 
 
 class SlowableExecutor(Protocol):
