@@ -43,6 +43,10 @@ class Queue:
     def tenant_len(self, tenant: str) -> int:
         raise NotImplementedError
 
+    def active_tenants(self) -> int:
+        """Tenants with a request queued (asked of a tenant-fair queue: a FairQueue's, a BucketedQueue's)."""
+        raise NotImplementedError
+
 
 class FifoQueue(Queue):
     """First in, first out; `oldest_s` is the head's enqueue time."""
