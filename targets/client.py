@@ -176,6 +176,18 @@ class Sink(Protocol):
     def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None: ...
 
 
+class SinkBase:
+    """A Sink as a base class (the recorder's, harness.engine.recorder): compiled, the client's
+    calls of a sink derived from it, two per request, are native calls; any other Sink is called
+    through its bound methods."""
+
+    def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
+        raise NotImplementedError
+
+    def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None:
+        raise NotImplementedError
+
+
 class Client:
     """Runs requests to their final answers under a ClientPolicy.
 
@@ -198,6 +210,7 @@ class Client:
         self._send = transport.send
         self._record_attempt = sink.attempt
         self._record_finish = sink.finish
+        self._native_sink: SinkBase | None = sink if isinstance(sink, SinkBase) else None
         # The policy's fields read per request, copied into attributes of this (compiled: native)
         # class: ClientPolicy is a plain class, whose every attribute read is a dict lookup.
         self._timeout_s: float = policy.timeout_s
@@ -279,7 +292,11 @@ class _Request(Attempt):
         self.tries = tries = self.tries + 1
         status = response.status
         sent = self.sent
-        c._record_attempt(status, sent, now - sent)
+        sink = c._native_sink
+        if sink is not None:
+            sink.attempt(status, sent, now - sent)
+        else:
+            c._record_attempt(status, sent, now - sent)
         throttle = self.throttle
         if throttle is not None:  # counted as it ends, so a request in flight is not taken for a refusal
             # an answer, not a refusal or silence: the server accepted it
@@ -290,7 +307,10 @@ class _Request(Attempt):
             or not p.retryable(response)
             or (self.budget is not None and not self.budget.try_spend())
         ):
-            c._record_finish(self.uid, status, now, tries)
+            if sink is not None:
+                sink.finish(self.uid, status, now, tries)
+            else:
+                c._record_finish(self.uid, status, now, tries)
             if c.on_finished is not None:
                 c.on_finished()
             return
