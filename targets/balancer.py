@@ -14,7 +14,16 @@ from typing import Sequence
 from targets.config import Routing
 
 
-class L4RoundRobin:
+class Balancer:
+    """Chooses an API server per request from the servers' outstanding loads (the layer-4
+    round robin ignores them). A base class rather than a Protocol: compiled (targets.native),
+    the target's call of `route`, per request, is then a native call."""
+
+    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int:
+        raise NotImplementedError
+
+
+class L4RoundRobin(Balancer):
     """Connection -> server, assigned round robin at first use, then sticky."""
 
     def __init__(self, servers: int) -> None:
@@ -22,7 +31,7 @@ class L4RoundRobin:
         self._next = 0
         self._assigned: dict[tuple[str, int], int] = {}
 
-    def route(self, tenant: str, conn: int, loads: Sequence[int] | None = None) -> int:
+    def route(self, tenant: str, conn: int, loads: Sequence[int] = ()) -> int:
         key = (tenant, conn)
         server = self._assigned.get(key)
         if server is None:
@@ -37,7 +46,7 @@ class L4RoundRobin:
         return out
 
 
-class LeastLoaded:
+class LeastLoaded(Balancer):
     """Per request: the server with the least outstanding work; ties rotate."""
 
     needs_loads = True
@@ -58,7 +67,7 @@ class LeastLoaded:
         return best
 
 
-class PowerOfTwo:
+class PowerOfTwo(Balancer):
     """Per request: the less loaded of two servers drawn at random."""
 
     needs_loads = True
@@ -74,7 +83,7 @@ class PowerOfTwo:
         return a if loads[a] <= loads[b] else b
 
 
-def create_balancer(kind: Routing, servers: int, rng: random.Random):
+def create_balancer(kind: Routing, servers: int, rng: random.Random) -> Balancer:
     if kind is Routing.L4_ROUND_ROBIN:
         return L4RoundRobin(servers)
     if kind is Routing.LEAST_LOADED:

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Callable, Final, NamedTuple, Protocol, Sized
+from typing import Callable, Final, NamedTuple
 
 from targets.config import Batching
-from targets.delayline import Alarm
+from targets.delayline import Alarm, clock_of
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
+from targets.gpu_pool import GpuPool
 from targets.protocol import Attempt, Response, Status
-from targets.queues import BucketedQueue, Queue
+from targets.queues import BucketedQueue, FairQueue, FifoQueue, Queue
 
 # Plain names for the kinds `decide` tests on every call (an Enum member lookup costs
 # about 0.5 us in CPython 3.11; see targets.protocol).
@@ -124,13 +125,15 @@ class Batcher:
     what a RATE policy weighs this queue's arrival rate against; `slowness()`
     (measured / expected batch time) shrinks that share in a slowdown, when
     the fleet can afford fewer partial batches than its nominal cost says.
+    `queue` and `pool` are typed as the classes they are (a `Queue`, a `GpuPool`), not as
+    Protocols: compiled, what the batcher calls on them per request is then a native call.
     """
 
     def __init__(
         self,
         queue: Queue,
         policy: BatchPolicy,
-        pool: "GpuPoolLike",
+        pool: GpuPool,
         pull: bool,
         expired: Callable[[Attempt, float], bool] | None = None,
         on_drop: Callable[[Attempt], None] | None = None,
@@ -145,21 +148,22 @@ class Batcher:
         self._on_drop = on_drop
         self._loop = asyncio.get_running_loop()
         self._alarm = Alarm(self._loop, self.pump)  # the next recheck
-        self._time = self._loop.time  # bound once: called per request
+        self._clock = clock_of(self._loop)  # read per request
         self._rate = ArrivalRate(policy.rate_horizon_s) if policy.kind is Batching.RATE else None
         self.gpu_share = gpu_share
         self._slowness = slowness
         # Pull mode: every policy but FULL waits while no GPU is free (see decide), so an
         # enqueue then changes nothing: skipping its pump saves most of a busy fleet's work.
         self._waits_for_gpu = pull and policy.kind is not Batching.FULL
-        self._bucketed = isinstance(queue, BucketedQueue)
+        # A BucketedQueue typed as one (its sub-queues), for native calls of what only it has.
+        self._buckets: BucketedQueue | None = queue if isinstance(queue, BucketedQueue) else None
         self._full_only, self._max_batch = policy.kind is Batching.FULL, policy.max_batch
         if pull:
             pool.add_listener(self.pump)
 
     def enqueue(self, attempt: Attempt, now: float | None = None) -> None:
         """`now`: the loop's time, when the caller has it."""
-        attempt.enqueued_s = now = self._time() if now is None else now
+        attempt.enqueued_s = now = self._clock.now() if now is None else now
         if self._rate is not None:
             self._rate.observe(now)
         self.queue.push(attempt)
@@ -176,7 +180,7 @@ class Batcher:
 
     def pump(self) -> None:
         """Form and hand over every batch the policy allows right now."""
-        self._pump(self._time())
+        self._pump(self._clock.now())
 
     def _pump(self, now: float) -> None:
         # policy.decide called on the policy itself: compiled, a native call with unboxed
@@ -192,10 +196,13 @@ class Batcher:
             # ADAPTIVE still needs the real count of idle GPUs to judge slack.
             free = len(pool.idle)
             gpu_free = free > 0 or not self.pull
-            if self._bucketed:
-                decision, source = WAIT, None
-                for sub in queue.sub_queues():  # type: ignore[attr-defined]  # a BucketedQueue's
-                    d = policy.decide(len(sub), now - sub.oldest_s(), gpu_free, free, rate, gpus)
+            buckets = self._buckets
+            source: FifoQueue | FairQueue | None = None
+            if buckets is not None:
+                decision = WAIT
+                for sub in buckets.sub_queues():
+                    head = sub.oldest_s()  # never None: the sub-queues are the non-empty ones
+                    d = policy.decide(len(sub), now - head if head is not None else 0.0, gpu_free, free, rate, gpus)
                     if d.take:
                         decision, source = d, sub
                         break
@@ -204,7 +211,6 @@ class Batcher:
             else:
                 oldest = queue.oldest_s()
                 decision = policy.decide(len(queue), now - oldest if oldest is not None else 0.0, gpu_free, free, rate, gpus)
-                source = None
             take = decision.take
             if not take:
                 recheck = decision.recheck_after_s
@@ -216,11 +222,12 @@ class Batcher:
                 pool.submit(batch)
             # else: everything taken had expired: decide again
 
-    def _take(self, n: int, now: float, source=None) -> list[Attempt]:
+    def _take(self, n: int, now: float, source: FifoQueue | FairQueue | None = None) -> list[Attempt]:
         """Pop up to n requests, dropping any whose deadline makes them useless
-        (checked here, at the head, rather than by scanning the whole queue)."""
-        q, expired = self.queue, self._expired
-        got = q.pop_from(source, n) if source is not None else q.pop(n)  # type: ignore[attr-defined]  # a BucketedQueue's
+        (checked here, at the head, rather than by scanning the whole queue);
+        `source`: the sub-queue of a BucketedQueue to take them from."""
+        q, expired, buckets = self.queue, self._expired, self._buckets
+        got = buckets.pop_from(source, n) if source is not None and buckets is not None else q.pop(n)
         if expired is None:
             return got
         kept: list[Attempt] = []
@@ -233,19 +240,7 @@ class Batcher:
                     kept.append(a)
             if len(kept) >= n:
                 break
-            got = q.pop_from(source, n - len(kept)) if source is not None else q.pop(n - len(kept))  # type: ignore[attr-defined]  # a BucketedQueue's
+            got = (buckets.pop_from(source, n - len(kept)) if source is not None and buckets is not None
+                   else q.pop(n - len(kept)))
         return kept
 
-
-class GpuPoolLike(Protocol):
-    """What a Batcher needs of a pool (see targets.gpu_pool.GpuPool): `idle` holds
-    the free GPUs and `alive` counts the live ones (plain attributes, read per request;
-    read-only here, so a pool's `idle` may be any sized collection)."""
-
-    @property
-    def idle(self) -> Sized: ...
-    @property
-    def alive(self) -> int: ...
-
-    def submit(self, batch: list[Attempt]) -> None: ...
-    def add_listener(self, fn: Callable[[], None]) -> None: ...

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from targets.config import Backoff, ClientKnobs
+from targets.delayline import Clock, clock_of
 from targets.native import mypyc_attr
 from targets.protocol import BAD_REQUEST, OK, UNAVAILABLE, Attempt, Response, Status
 
@@ -175,6 +176,18 @@ class Sink(Protocol):
     def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None: ...
 
 
+class SinkBase:
+    """A Sink as a base class (the recorder's, harness.engine.recorder): compiled, the client's
+    calls of a sink derived from it, two per request, are native calls; any other Sink is called
+    through its bound methods."""
+
+    def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
+        raise NotImplementedError
+
+    def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None:
+        raise NotImplementedError
+
+
 class Client:
     """Runs requests to their final answers under a ClientPolicy.
 
@@ -192,11 +205,12 @@ class Client:
         self.throttles: dict[tuple[str, int], Throttle] = {}
         self.throttled = 0  # requests refused at the client (adaptive throttling)
         self.loop = asyncio.get_running_loop()
-        # Bound once: a simulation calls these for every attempt.
-        self._time = self.loop.time
+        # Read once: a simulation calls these for every attempt (the clock natively, see clock_of).
+        self._clock: Clock = clock_of(self.loop)
         self._send = transport.send
         self._record_attempt = sink.attempt
         self._record_finish = sink.finish
+        self._native_sink: SinkBase | None = sink if isinstance(sink, SinkBase) else None
         # The policy's fields read per request, copied into attributes of this (compiled: native)
         # class: ClientPolicy is a plain class, whose every attribute read is a dict lookup.
         self._timeout_s: float = policy.timeout_s
@@ -207,7 +221,7 @@ class Client:
         self._retry_budget: float | None = policy.retry_budget
 
     def start(self, index: int, tenant: str, conn: int, content: int, variant: int, size: int, payload: Any = None) -> None:
-        sent = self._time()
+        sent = self._clock.now()
         throttle = None
         throttle_k = self._throttle_k
         if throttle_k is not None:
@@ -263,7 +277,7 @@ class _Request(Attempt):
         """Send the next attempt (a retry)."""
         c = self.client
         timeout_s = c._timeout_s
-        sent = self.sent = c._time()  # a retry is sent whatever the throttle says: the budget bounds it
+        sent = self.sent = c._clock.now()  # a retry is sent whatever the throttle says: the budget bounds it
         answer = self.on_response
         a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
                     self.tries, answer, self.request_id,
@@ -274,11 +288,15 @@ class _Request(Attempt):
         self.on_answer = None  # see the class docstring
         c = self.client
         p = c.policy
-        now = c._time()
+        now = c._clock.now()
         self.tries = tries = self.tries + 1
         status = response.status
         sent = self.sent
-        c._record_attempt(status, sent, now - sent)
+        sink = c._native_sink
+        if sink is not None:
+            sink.attempt(status, sent, now - sent)
+        else:
+            c._record_attempt(status, sent, now - sent)
         throttle = self.throttle
         if throttle is not None:  # counted as it ends, so a request in flight is not taken for a refusal
             # an answer, not a refusal or silence: the server accepted it
@@ -289,7 +307,10 @@ class _Request(Attempt):
             or not p.retryable(response)
             or (self.budget is not None and not self.budget.try_spend())
         ):
-            c._record_finish(self.uid, status, now, tries)
+            if sink is not None:
+                sink.finish(self.uid, status, now, tries)
+            else:
+                c._record_finish(self.uid, status, now, tries)
             if c.on_finished is not None:
                 c.on_finished()
             return

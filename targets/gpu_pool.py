@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from targets.delayline import clock_of
 from targets.native import mypyc_attr
 from targets.protocol import Attempt
 
@@ -94,6 +95,7 @@ class GpuPool:
         self._redispatch = redispatch
         self.stats = PoolStats()
         self._loop = asyncio.get_running_loop()
+        self._clock = clock_of(self._loop)
         self._next_listener = 0
 
     # -- state -----------------------------------------------------------------
@@ -111,7 +113,7 @@ class GpuPool:
 
     def busy_gpu_seconds(self) -> float:
         """GPU-seconds busy so far, running batches included."""
-        now = self._loop.time()
+        now = self._clock.now()
         running = sum(now - w.started_s for w in self.workers if w.batch is not None)
         return self.stats.busy_s + running
 
@@ -135,7 +137,7 @@ class GpuPool:
 
     def _start(self, worker: Worker, batch: list[Attempt]) -> None:
         worker.batch = batch
-        worker.started_s = self._loop.time()
+        worker.started_s = self._clock.now()
         worker.task = self._loop.create_task(self._run(worker, batch))
 
     async def _run(self, worker: Worker, batch: list[Attempt]) -> None:
@@ -144,13 +146,13 @@ class GpuPool:
         except WorkerDied:
             self._died(worker, batch)
             return
-        seconds = self._loop.time() - worker.started_s
+        seconds = self._clock.now() - worker.started_s
         stats = self.stats
         stats.batches += 1
         stats.items += len(batch)
         stats.busy_s += seconds
         stats.batch_sizes.append(len(batch))
-        stats.last_done_s = self._loop.time()
+        stats.last_done_s = self._clock.now()
         worker.batch, worker.task = None, None
         self._on_done(batch, outputs, seconds)
         self._release(worker)
@@ -178,7 +180,7 @@ class GpuPool:
             self._next_listener = (self._next_listener + 1) % n
 
     def _drop_expired(self, batch: list[Attempt]) -> list[Attempt]:
-        now = self._loop.time()
+        now = self._clock.now()
         kept = []
         for a in batch:
             if self._expired(a, now):  # type: ignore[misc]  # called only when set
@@ -201,7 +203,7 @@ class GpuPool:
                 w.task.cancel()
                 batch, w.batch, w.task = w.batch, None, None
                 self.stats.killed_batches += 1
-                self.stats.busy_s += self._loop.time() - w.started_s
+                self.stats.busy_s += self._clock.now() - w.started_s
                 self._orphan(batch)
         return [w.index for w in victims]
 
@@ -217,7 +219,7 @@ class GpuPool:
             self.alive -= 1
         worker.batch, worker.task = None, None
         self.stats.killed_batches += 1
-        self.stats.busy_s += self._loop.time() - worker.started_s
+        self.stats.busy_s += self._clock.now() - worker.started_s
         self._orphan(batch)
 
     def _orphan(self, batch: list[Attempt]) -> None:

@@ -62,9 +62,9 @@ class AdmissionForecast:
         if self._tenant_limits:
             # Fair queueing serves this tenant once per round: its wait is its
             # own backlog times the number of tenants sharing the rounds.
-            fair = (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants())  # type: ignore[attr-defined]  # a FairQueue's
+            fair = (q.tenant_len(a.tenant) + 1) * max(1, q.active_tenants())
             if fair < ahead:
-                ahead = fair
+                ahead = float(fair)
         gpus = pool.alive / queues
         ahead += pool.backlog_count / queues
         s = self.slowness  # s.at(now), its answer of this instant read without a call

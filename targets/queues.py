@@ -10,24 +10,45 @@ the queue's service order) and `drop_if(pred)` (remove and return matching).
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Callable, Iterable, Iterator, Protocol, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from targets.protocol import Attempt
 
 A = TypeVar("A")
 
 
-class Queue(Protocol):
-    def push(self, item: Attempt) -> None: ...
-    def push_front(self, item: Attempt) -> None: ...
-    def __len__(self) -> int: ...
-    def oldest_s(self) -> float | None: ...
-    def pop(self, n: int) -> list[Attempt]: ...
-    def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]: ...
-    def tenant_len(self, tenant: str) -> int: ...
+class Queue:
+    """The contract of the module docstring, as a base class rather than a Protocol: compiled
+    (targets.native), a batcher's call of a queue typed so is a native call (a Protocol's is a
+    Python-level one), per request."""
+
+    def push(self, item: Attempt) -> None:
+        raise NotImplementedError
+
+    def push_front(self, item: Attempt) -> None:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def oldest_s(self) -> float | None:
+        raise NotImplementedError
+
+    def pop(self, n: int) -> list[Attempt]:
+        raise NotImplementedError
+
+    def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
+        raise NotImplementedError
+
+    def tenant_len(self, tenant: str) -> int:
+        raise NotImplementedError
+
+    def active_tenants(self) -> int:
+        """Tenants with a request queued (asked of a tenant-fair queue: a FairQueue's, a BucketedQueue's)."""
+        raise NotImplementedError
 
 
-class FifoQueue:
+class FifoQueue(Queue):
     """First in, first out; `oldest_s` is the head's enqueue time."""
 
     def __init__(self) -> None:
@@ -65,7 +86,7 @@ class FifoQueue:
         return sum(1 for a in self._items if a.tenant == tenant)
 
 
-class FairQueue:
+class FairQueue(Queue):
     """Deficit round robin across tenants (Shreedhar and Varghese, 1995).
 
     Each backlogged tenant gains `quantum` credit per round and is served while
@@ -195,7 +216,7 @@ def length_bucket(size: int, reference: int) -> int:
     return b
 
 
-class BucketedQueue:
+class BucketedQueue(Queue):
     """One sub-queue per length bucket; the batcher forms each batch from one."""
 
     def __init__(self, factory: Callable[[], FifoQueue | FairQueue], reference_length: int) -> None:

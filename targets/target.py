@@ -14,19 +14,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-from operator import attrgetter
-from typing import Callable, Final, Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from targets.accounting import TargetStats
 from targets.admission import TenantBuckets
-from targets.balancer import create_balancer
+from targets.balancer import Balancer, create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
 from targets.bounded import Bound, RecentSet, SeenSet
 from targets.cache import ResponseCache
 from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
 from targets.dedupe import DEADLINE_PASSED, ORPHANED, Deduper
-from targets.delayline import Alarm, DelayLine
+from targets.delayline import Alarm, DelayLine, clock_of
 from targets.dispatch_policy import per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
 from targets.frontend_cpu import FrontendCpu
@@ -39,19 +38,8 @@ from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, Target
 from targets.versions import CanaryRouting, CanarySplit, ModelVersion
 
 
-_size: Final = attrgetter("size")
-
-
-
 def _always(_: Attempt) -> bool:
     return True
-
-
-class Balancer(Protocol):
-    """Chooses an API server per request. Every balancer is handed the servers'
-    outstanding loads; the layer-4 round robin ignores them."""
-
-    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int: ...
 
 
 class SlowableExecutor(Protocol):
@@ -119,7 +107,7 @@ class ServingTarget:
         self._admission = (AdmissionForecast(config, self.cost, self.batch_s, self.pool, self.batchers, policy,
                                              self._slowness) if config.admission else None)
         # Read on every request: plain attributes rather than the pydantic config's.
-        self._time = self.loop.time
+        self._clock = clock_of(self.loop)  # the loop's time, read natively (targets.delayline)
         self._tenant_limits = config.tenant_limits
         # uids computed so far (duplicate-work accounting). A sim run is finite, so by
         # default it remembers every uid and the duplicate/abandoned split is exact; a
@@ -237,7 +225,7 @@ class ServingTarget:
         if fe is None:
             self.submit_to(server, a)
             return
-        got = fe.admit(server, self.loop.time())
+        got = fe.admit(server, self._clock.now())
         if got.shed:
             self.stats.shed_overload += 1
             self.loop.call_at(got.done_s, self._reply, a, Response(
@@ -247,7 +235,7 @@ class ServingTarget:
 
     def submit_to(self, server: int, a: Attempt) -> None:
         """An API server's handling of one attempt (after cache and balancer)."""
-        now = self._time()
+        now = self._clock.now()
         a.server = server
         dedupe = self.dedupe
         if dedupe is not None and not dedupe.offer(a, now):
@@ -281,7 +269,7 @@ class ServingTarget:
         time, when the caller has it."""
         s = self._slowness
         if now is None:
-            now = self._time()
+            now = self._clock.now()
         return s.value if now == s.asked_s else s.at(now)
 
     def _expired(self, a: Attempt, now: float) -> bool:
@@ -297,7 +285,7 @@ class ServingTarget:
         dedupe = self.dedupe
         if dedupe is None:
             return
-        for a in dedupe.expire(self.loop.time()):
+        for a in dedupe.expire(self._clock.now()):
             a.answer(DEADLINE_PASSED)
         due = dedupe.next_expiry()
         if due is not None:
@@ -305,7 +293,7 @@ class ServingTarget:
 
     def _reply(self, a: Attempt, response: Response) -> None:
         if self.dedupe is not None:
-            for w in self.dedupe.finish(a, response, self.loop.time()):
+            for w in self.dedupe.finish(a, response, self._clock.now()):
                 w.answer(response)
         else:
             a.answer(response)
@@ -316,15 +304,18 @@ class ServingTarget:
         """`version`: the canary's, for a batch its replicas ran (slow by its own
         cost factor, which the baseline's admission must not read as a slowdown)."""
         share = seconds / len(batch)
-        longest = max(map(_size, batch))
+        longest = 0  # max(a.size for a in batch): compiled, a native loop over unboxed ints
+        for a in batch:
+            if a.size > longest:
+                longest = a.size
         nominal = self.cost(len(batch), longest)
         if nominal > 0 and version is None:
-            self._slowness.observe(self.loop.time(), seconds, nominal)
+            self._slowness.observe(self._clock.now(), seconds, nominal)
         stats, computed, dedupe, cache = self.stats, self._computed, self.dedupe, self.cache
         if longest > self.config.reference_length:
             tokens = sum(max(a.size, self.config.reference_length) for a in batch)
             stats.wasted_padding_s += seconds * (1 - tokens / (len(batch) * longest))
-        now, inflight, canary = self.loop.time(), self.inflight, self.canary
+        now, inflight, canary = self._clock.now(), self.inflight, self.canary
         finish = dedupe.finish if dedupe is not None else None
         for i, a in enumerate(batch):
             inflight[a.server] -= 1
@@ -368,5 +359,5 @@ class ServingTarget:
         if self.dedupe is not None:
             # The server never learns the answer; forget the ID so a retry runs, and tell the
             # attempts that waited on this one (they would otherwise wait for nothing).
-            for w in self.dedupe.orphan(a, self.loop.time()):
+            for w in self.dedupe.orphan(a, self._clock.now()):
                 w.answer(ORPHANED)

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from heapq import heappop, heappush
 from typing import Any, Callable, Coroutine, Iterator, TypeVar
 
+from targets.delayline import VirtualClock
 from targets.native import mypyc_attr
 
 T = TypeVar("T")
@@ -116,7 +117,9 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
 
     def __init__(self, start_s: float = 0.0) -> None:
         super().__init__()
-        self._now = float(start_s)
+        # The virtual time, in a clock the loop moves and the hot path reads natively
+        # (targets.delayline.clock_of): `time()` is `clock.t`.
+        self.clock = VirtualClock(float(start_s))
         self._timers: list[tuple[float, int, _Timer]] = []
         self._seq = 0
         # Wakeups (see `wakeup`): calls held in slots of their own beside the heap; the
@@ -129,7 +132,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
 
     # -- the clock ---------------------------------------------------------
     def time(self) -> float:
-        return self._now
+        return self.clock.t
 
     def call_at(self, when: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]  # a _Timer, no TimerHandle
                 context: contextvars.Context | None = None) -> _Timer:
@@ -140,7 +143,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
 
     def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]  # as call_at
                    context: contextvars.Context | None = None) -> _Timer:
-        return self.call_at(self._now + delay, callback, *args, context=context)
+        return self.call_at(self.clock.t + delay, callback, *args, context=context)
 
     def feed_at(self, when: float, callback: Callable[[], Any]) -> None:
         """Call `callback()` at `when`, exactly as `call_at(when, callback)` made now would
@@ -175,6 +178,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         timers = self._timers
         resolution = self._clock_resolution
         wakeups = self._wakeups
+        clock = self.clock
         inf = math.inf
         while True:
             if not ready and not self._stopping:  # type: ignore[attr-defined]  # as _ready
@@ -196,10 +200,10 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                 if first is not None:
                     # That wakeup alone is due next (no timer nor other wakeup within the
                     # clock's resolution of it, nothing ready): the whole iteration is one call.
-                    now = when if when > self._now else self._now
+                    now = when if when > clock.t else clock.t
                     horizon = now + resolution
                     if other > horizon and (not timers or timers[0][0] > horizon):
-                        self._now = now
+                        clock.t = now
                         first.when = inf
                         first._callback()
                         if self._stopping:  # type: ignore[attr-defined]  # as _ready
@@ -212,13 +216,13 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                     # Nothing ready and no timer: only an external event could wake
                     # anything, and a simulation has none.
                     raise SimulationStalled(
-                        f"simulation stalled at t={self._now:.6f}s: "
+                        f"simulation stalled at t={clock.t:.6f}s: "
                         f"{len(asyncio.all_tasks(self))} task(s) waiting and no timer left "
                         "(a future that is never resolved, or a queue nobody feeds)"
                     )
-                if when > self._now:
-                    self._now = when
-            horizon = self._now + resolution
+                if when > clock.t:
+                    clock.t = when
+            horizon = clock.t + resolution
             due: Wakeup | None = None
             several = False
             for w in wakeups:

@@ -16,6 +16,7 @@ import random
 import numpy as np
 
 from targets.client import Client, ClientPolicy, Transport
+from targets.delayline import clock_of
 from workloads.arrivals import Schedule
 
 
@@ -62,18 +63,20 @@ class Driver:
             if self.finished == n and not done.done():  # a cancelled run's last answers end nothing
                 done.set_result(None)
 
-        start = Client(self.policy, self.transport, self.sink, self.rng, on_finished=finished).start
+        # The client itself, not its bound `start`: compiled, `client.start(...)` is a native
+        # call, where a bound method kept in a variable is a Python one (once per request).
+        client = Client(self.policy, self.transport, self.sink, self.rng, on_finished=finished)
         # The virtual-time loop keeps the next arrival in a slot of its own (no timer handle).
         arm = getattr(loop, "feed_at", loop.call_at)
-        time = loop.time
+        clock = clock_of(loop)
 
         def feed() -> None:
             if done.cancelled():  # the run was cancelled (a sweep step cut short): start no more
                 return
             i = self.started
-            horizon = time() + 1e-9
+            horizon = clock.now() + 1e-9
             while i < n and at[i] <= horizon:
-                start(uid[i], tenant[i], conn[i], content[i], variant[i], size[i])
+                client.start(uid[i], tenant[i], conn[i], content[i], variant[i], size[i])
                 i += 1
             self.started = i
             if i < n:

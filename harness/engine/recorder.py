@@ -22,6 +22,7 @@ from hdrh.histogram import HdrHistogram
 from harness.engine.hdr import US as _US
 from harness.engine.hdr import HdrView, histogram_of, percentiles
 from harness.results.run import Outcome, Outcomes
+from targets.client import SinkBase
 from targets.protocol import OK, Status
 
 
@@ -35,7 +36,7 @@ _IDX = {o: i for i, o in enumerate(OUTCOMES)}
 _WITHIN, _LATE = _IDX[Outcome.WITHIN_SLO], _IDX[Outcome.LATE]
 
 
-class Recorder:
+class Recorder(SinkBase):
     """Collects one run. `n` unique requests, scheduled at `sched_s`."""
 
     def __init__(self, sched_s: np.ndarray, tenant: np.ndarray, tenants: tuple[str, ...],
