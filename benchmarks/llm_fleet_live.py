@@ -42,7 +42,8 @@ from scipy.stats import spearmanr  # noqa: E402
 
 from harness.analysis.llm.fleet_live import FITS, LiveFleetCompare, run_live_fleets  # noqa: E402
 from harness.live.llm_fleet_drive import LIVE_CHAT  # noqa: E402
-from harness.live.llm_fleet_serve import EXTERNAL_ROUTERS, external_available, parse_live_fleet  # noqa: E402
+from harness.live.llm_fleet_external import EXTERNAL_ROUTERS, external_available  # noqa: E402
+from harness.live.llm_fleet_serve import parse_live_fleet  # noqa: E402
 from harness.live.llm_profile import profile_llm  # noqa: E402
 from targets.llm.cost import StepCost  # noqa: E402
 

@@ -7,7 +7,7 @@ Usage (from the repository root)::
 
 Three recording workers on 127.0.0.1 (aiohttp; they answer every probe the router
 makes, note each completion's prompt and hold it `--hold` seconds before answering)
-sit behind the router (`harness.live.llm_fleet_serve.start_external_front`, as a
+sit behind the router (`harness.live.llm_fleet_external.start_external_front`, as a
 live fleet starts it). Then three patterns, each on prompts the router has not
 seen (random printable text, 200 characters):
 
@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
+import signal
 import string
 import sys
 import time
@@ -38,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 
-from harness.live.llm_fleet_serve import EXTERNAL_ROUTERS, external_available, start_external_front  # noqa: E402
+from harness.live.llm_fleet_external import EXTERNAL_ROUTERS, external_available, start_external_front  # noqa: E402
 from harness.live.llm_serve import MODEL_NAME  # noqa: E402
 
 WORKERS = 3
@@ -139,9 +141,6 @@ async def main() -> None:
         probes = sum((w.paths for w in workers), Counter())
         print(f"what it asked the workers besides completions: {dict(probes) or 'nothing'}")
     finally:
-        import os
-        import signal
-
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(5)
         for r in runners:

@@ -151,7 +151,8 @@ def _compare_live(a: str, b: str, more: list[str], workload: list[str] | None, s
 
     from harness.analysis.llm.fleet_live import LIVE_DAY, LiveFleetCompare, run_live_fleets
     from harness.live.llm_fleet_drive import LIVE_CHAT
-    from harness.live.llm_fleet_serve import EXTERNAL_ROUTERS, external_available, parse_live_fleet
+    from harness.live.llm_fleet_external import EXTERNAL_ROUTERS, external_available
+    from harness.live.llm_fleet_serve import parse_live_fleet
     from harness.live.llm_profile import load_cost
 
     if suite != DEFAULT_SUITE:

@@ -2,7 +2,7 @@
 
 `parse_live_fleet("llm-fleet:router=prefix,replicas=3")` reads the sim fleet's spec
 (`targets.llm.fleet`, engine knobs over `LIVE_ENGINE`, prefix caching on) plus the
-live-only router forms of a router that ships (`EXTERNAL_ROUTERS`), as HAProxy stands
+live-only router forms of a router that ships (`harness.live.llm_fleet_external`), as HAProxy stands
 beside the project's layer-4 proxy: `router=sglang:POLICY` (sglang-router, `pip install
 'inference-harness[sglang]'`) and `router=vllm:POLICY` (vllm-router, `[vllm]`), each with
 the policies it has that serve these replicas.
@@ -31,7 +31,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -39,41 +38,16 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from harness.live.llm_fleet_external import (EXTERNAL_ROUTERS, START_TIMEOUT_S, free_port, start_external_front,
+                                             until_ok)
 from harness.live.llm_profile import LIVE_ENGINE
 from harness.live.llm_serve import MAX_LEN, MODEL_NAME
 from targets.llm import LlmEngineSpec
 from targets.llm.fleet import FleetSpec, parse_fleet
 
-__all__ = ["EXTERNAL_ROUTERS", "ExternalRouter", "LiveFleet", "RunningFleet", "external_available", "parse_live_fleet",
-           "start_external_front", "start_fleet"]
+__all__ = ["LiveFleet", "RunningFleet", "parse_live_fleet", "start_fleet"]
 
 _SERVING = re.compile(r"at http://127\.0\.0\.1:(\d+)/v1/completions")
-START_TIMEOUT_S = 60.0
-
-
-@dataclass(frozen=True)
-class ExternalRouter:
-    """A router that ships, run as its own process (`python -m MODULE.launch_router`) before the replicas."""
-    name: str                     # the router= prefix
-    module: str                   # its Python package
-    extra: str                    # the project's extra that installs it
-    policies: tuple[str, ...]     # those that serve these replicas (no KV events, no PD split)
-    log_level: str                # its word for "warnings and errors only"
-
-    @property
-    def install(self) -> str:
-        return f"pip install 'inference-harness[{self.extra}]'"
-
-
-# vllm-router (forked from sglang-router) also has kv_aware, which scores by the KV events a vLLM worker
-# publishes (the tiny decoder publishes none), consistent_hash and sticky_least_loaded (keyed by a session the
-# chat day does not send: probed, the turns of one head scatter) and PD-disaggregated modes: left out.
-EXTERNAL_ROUTERS = {
-    "sglang": ExternalRouter("sglang", "sglang_router", "sglang",
-                             ("round_robin", "cache_aware", "power_of_two", "random"), "warn"),
-    "vllm": ExternalRouter("vllm", "vllm_router", "vllm",
-                           ("round_robin", "cache_aware", "power_of_two", "random"), "warning"),
-}
 
 
 @dataclass(frozen=True)
@@ -86,13 +60,6 @@ class LiveFleet:
     @property
     def router_name(self) -> str:
         return f"{self.external}:{self.external_policy}" if self.external else self.fleet.router
-
-
-def external_available(name: str) -> bool:
-    """That shipped router is installed (its launcher module can be found; nothing is imported)."""
-    import importlib.util
-
-    return importlib.util.find_spec(EXTERNAL_ROUTERS[name].module) is not None
 
 
 def parse_live_fleet(text: str) -> LiveFleet:
@@ -224,7 +191,7 @@ class RunningFleet:
 
     async def _flush(self, http: aiohttp.ClientSession, deadline: float) -> None:
         for base in self.replica_urls:
-            await _until(http, "POST", base + "/flush_cache", deadline)
+            await until_ok(http, "POST", base + "/flush_cache", deadline)
 
     async def _stop_front(self) -> None:
         if self.runner is not None:
@@ -272,29 +239,6 @@ async def _read_port(proc: subprocess.Popen, deadline: float) -> int:
     raise RuntimeError(f"a replica did not start: {' | '.join(seen[-3:]) or 'no output'}")
 
 
-async def _until(http: aiohttp.ClientSession, method: str, url: str, deadline: float, **kw: Any) -> None:
-    last = "no answer"
-    while time.monotonic() < deadline:
-        try:
-            async with http.request(method, url, timeout=aiohttp.ClientTimeout(total=5), **kw) as resp:
-                if resp.status == 200:
-                    await resp.read()
-                    return
-                last = f"HTTP {resp.status}: {(await resp.text())[:120]}"
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            last = f"{type(exc).__name__}: {exc}"
-        await asyncio.sleep(0.2)
-    raise RuntimeError(f"{url} not ready in time ({last})")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def start_fleet(live: LiveFleet, port: int = 0, token: str | None = None) -> RunningFleet:
     """Start the replicas and the front on 127.0.0.1 (`port` 0: any free); RuntimeError (with every process
     stopped) when one does not come up in START_TIMEOUT_S."""
@@ -313,7 +257,7 @@ async def start_fleet(live: LiveFleet, port: int = 0, token: str | None = None) 
         fleet.replica_urls = [f"http://127.0.0.1:{p}" for p in ports]
         async with aiohttp.ClientSession() as http:
             for base in fleet.replica_urls:
-                await _until(http, "GET", base + "/health", deadline)
+                await until_ok(http, "GET", base + "/health", deadline)
             if live.external is None:
                 await _start_ours(fleet, port)
             else:
@@ -344,60 +288,3 @@ async def _start_external(fleet: RunningFleet, port: int, http: aiohttp.ClientSe
     assert live.external is not None and live.external_policy is not None
     fleet.front_proc, fleet.url = await start_external_front(live.external, fleet.replica_urls, live.external_policy,
                                                              port, token, http, deadline)
-
-
-async def start_external_front(name: str, replica_urls: list[str], policy: str, port: int = 0,
-                               token: str | None = None, http: aiohttp.ClientSession | None = None,
-                               deadline: float | None = None) -> tuple[subprocess.Popen, str]:
-    """The shipped router `name` (an EXTERNAL_ROUTERS key) with `policy` on 127.0.0.1:`port` in front of
-    running replicas: its process and its /v1/completions, once it has routed one completion (its worker
-    health checks have passed; one lookup on a replica). The caller stops the process (SIGTERM to its
-    group). RuntimeError when it is not installed or not ready by `deadline`."""
-    ext = EXTERNAL_ROUTERS[name]
-    if not external_available(name):
-        raise RuntimeError(f"router={name}:... needs {ext.module.replace('_', '-')}: {ext.install}")
-    if policy not in ext.policies:
-        raise ValueError(f"{name} policy '{policy}' is not one of {', '.join(ext.policies)}")
-    deadline = deadline or time.monotonic() + START_TIMEOUT_S
-    port = port or _free_port()
-    # Its metrics listener binds 0.0.0.0:29000 (sglang) or 127.0.0.1:29000 (vllm) unless told: loopback, and
-    # a free port, so a second router on the machine (another fleet, a user's own) does not stop this one
-    # from starting. It logs warnings and errors only (its INFO lines are two a request, kept in a file
-    # nobody reads).
-    cmd = [sys.executable, "-m", f"{ext.module}.launch_router", "--host", "127.0.0.1", "--port", str(port),
-           "--prometheus-host", "127.0.0.1", "--prometheus-port", str(_free_port()), "--log-level", ext.log_level,
-           "--policy", policy, "--worker-urls", *replica_urls]
-    log = tempfile.TemporaryFile()   # its own words, for the error if it never gets ready
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}/v1/completions"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        async with aiohttp.ClientSession() if http is None else _borrowed(http) as session:
-            await _until(session, "POST", url, deadline, headers=headers,
-                         json={"model": MODEL_NAME, "prompt": "ready?", "max_tokens": 1})
-    except BaseException as exc:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        if isinstance(exc, RuntimeError):
-            log.seek(0)
-            said = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
-            raise RuntimeError(f"{ext.module.replace('_', '-')} did not get ready: {exc}"
-                               + (f"; it said: {said[-1][-300:]}" if said else "")) from None
-        raise
-    finally:
-        log.close()   # the router keeps its own handle; what it writes once ready is not read
-    return proc, url
-
-
-class _borrowed:
-    """A session used as `async with` without closing it."""
-
-    def __init__(self, http: aiohttp.ClientSession) -> None:
-        self.http = http
-
-    async def __aenter__(self) -> aiohttp.ClientSession:
-        return self.http
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None

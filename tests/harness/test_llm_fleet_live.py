@@ -8,7 +8,8 @@ import pytest
 import pytest_asyncio
 
 from harness.live.llm_fleet_drive import LIVE_CHAT, day_texts, drive_fleet, ttft_figures
-from harness.live.llm_fleet_serve import external_available, parse_live_fleet, start_fleet
+from harness.live.llm_fleet_external import external_available
+from harness.live.llm_fleet_serve import parse_live_fleet, start_fleet
 from workloads.llm_days import build_fleet_schedule
 
 DAY = LIVE_CHAT.model_copy(update={"duration_s": 6.0, "rate_rps": 4.0})
@@ -90,7 +91,7 @@ async def test_a_shipped_router_serves_the_same_replicas_and_keeps_a_conversatio
 
     from harness.engine.llm_fleet import simulate_fleet
     from harness.engine.llm_fleet_metrics import fleet_figures
-    from harness.live.llm_fleet_serve import start_external_front
+    from harness.live.llm_fleet_external import start_external_front
 
     other = build_fleet_schedule(DAY.model_copy(update={"duration_s": 3.0}), seed)   # new conversations
     await fleet2.flush_caches()

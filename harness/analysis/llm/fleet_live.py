@@ -223,13 +223,14 @@ def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = 
     texts = day_texts(schedule)
     runs: list[FleetRun] = []
     days_run, step_cost, profile = asyncio.run(_days(c, schedule, texts, on_run))
-    fits = {"profile": [f"{LIVE_DAY} sim"], "day": [f"{LIVE_DAY} sim"],
-            "both": [f"{LIVE_DAY} sim", f"{LIVE_DAY} sim day-fit"]}[c.fit]
+    # Each sim day beside the live one: its name, and whether its steps are fitted to the fleet's own day.
+    sims = {"profile": [(f"{LIVE_DAY} sim", False)], "day": [(f"{LIVE_DAY} sim", True)],
+            "both": [(f"{LIVE_DAY} sim", False), (f"{LIVE_DAY} sim day-fit", True)]}[c.fit]
     for live, (run, cost, steps) in zip(c.fleets, days_run):
         runs.append(run)
-        for day in fits:
+        for day, day_fit in sims:
             sim_cost = step_cost
-            if c.fit == "day" or day.endswith("day-fit"):
+            if day_fit:
                 base = step_cost or live.fleet.engine.cost
                 sim_cost = replace(StepCost.fit_wake(steps), frontend_in_s=base.frontend_in_s,
                                    frontend_out_s=base.frontend_out_s)
@@ -238,7 +239,7 @@ def run_live_fleets(c: LiveFleetCompare, on_run: Callable[[str], None] | None = 
                                 c.rate_rps, schedule.turn, c.slo_ttft_s, c.slo_tpot_s)
             runs.append(sim.model_copy(update={"front_in_s": spec.front_in_s, "front_out_s": spec.front_out_s,
                                                "router_in_s": cost.router_in_s, "router_out_s": cost.router_out_s}))
-    days = [f"{LIVE_DAY} live", *fits]
+    days = [f"{LIVE_DAY} live", *(day for day, _ in sims)]
     verdicts = {}
     if len(c.fleets) >= 2:
         for day in days:
