@@ -29,20 +29,30 @@ class L4RoundRobin(Balancer):
     def __init__(self, servers: int) -> None:
         self.servers = servers
         self._next = 0
-        self._assigned: dict[tuple[str, int], int] = {}
+        # Per tenant, its connections' servers by connection number (-1: not opened yet):
+        # a request costs a lookup by the tenant's name and a list read, no key tuple.
+        self._assigned: dict[str, list[int]] = {}
 
     def route(self, tenant: str, conn: int, loads: Sequence[int] = ()) -> int:
-        key = (tenant, conn)
-        server = self._assigned.get(key)
-        if server is None:
-            server = self._assigned[key] = self._next
+        servers = self._assigned.get(tenant)
+        if servers is None:
+            servers = self._assigned[tenant] = []
+        if conn < 0 or conn >= len(servers):
+            if conn < 0:
+                raise ValueError(f"connection number {conn} < 0")
+            servers.extend([-1] * (conn + 1 - len(servers)))
+        server = servers[conn]
+        if server < 0:
+            server = servers[conn] = self._next
             self._next = (self._next + 1) % self.servers
         return server
 
     def connections_per_server(self) -> list[int]:
         out = [0] * self.servers
-        for s in self._assigned.values():
-            out[s] += 1
+        for servers in self._assigned.values():
+            for s in servers:
+                if s >= 0:
+                    out[s] += 1
         return out
 
 
@@ -56,10 +66,21 @@ class LeastLoaded(Balancer):
         self._tie = 0
 
     def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int:
-        # The first least-loaded server from `start` on, wrapping round: found with
-        # C-level scans (min, index), as a simulation routes every request.
+        # The first least-loaded server from `start` on, wrapping round.
         start = self._tie
-        self._tie = (start + 1) % self.servers
+        n = self.servers
+        self._tie = (start + 1) % n
+        if isinstance(loads, list) and len(loads) == n:
+            # One pass in that order (compiled: a native loop over unboxed ints, as a
+            # simulation routes every request); the first strictly smaller load wins.
+            best, least = start, loads[start]
+            for j in range(start + 1, n):
+                if loads[j] < least:
+                    best, least = j, loads[j]
+            for j in range(start):
+                if loads[j] < least:
+                    best, least = j, loads[j]
+            return best
         least = min(loads)
         best = loads.index(least)
         if best < start and least in loads[start:]:

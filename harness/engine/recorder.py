@@ -30,6 +30,11 @@ from targets.protocol import OK, Status
 OUTCOME_CODES: Final = {Status.OK: 0, Status.TIMEOUT: 1, Status.TOO_MANY: 2, Status.UNAVAILABLE: 2, Status.ERROR: 3, Status.BAD_REQUEST: 3}
 PENDING: Final = -1
 _STATUS_CODE = {st: int(st) for st in Status}
+# OUTCOME_CODES as a list indexed by the status's number (compiled: a native list read per
+# request, where the dict is a hashed lookup); -1 where no status has that number.
+_OUTCOME_OF: Final[list[int]] = [OUTCOME_CODES.get(c, PENDING) for c in range(max(Status) + 1)]  # type: ignore[call-overload]  # a Status is an int
+# Attempts appended between two moves into the compact arrays (Recorder._spill).
+_ATTEMPT_CHUNK: Final = 4096
 # The summary's outcome categories, in order; the OK ones first (index <= _LATE).
 OUTCOMES = tuple(Outcome)
 _IDX = {o: i for i, o in enumerate(OUTCOMES)}
@@ -43,17 +48,23 @@ class Recorder(SinkBase):
                  slo_s: float, duration_s: float, window_s: float, t0: float = 0.0) -> None:
         n = len(sched_s)
         self.sched = sched_s
-        self.sched_list = sched_s.tolist()
+        self.sched_list: list[float] = sched_s.tolist()
         self.tenant = tenant
         self.tenants = tenants
         self.slo_s = slo_s
         self.duration_s = duration_s
         self.window_s = window_s
         self.t0 = t0
-        # Per request, written once each by `finish` through array.array (a third of what
-        # a numpy item store costs) and read as numpy views of the same memory.
+        # Per request, written once each by `finish` and read as numpy views of the same
+        # memory. Written through memoryviews: an array.array's item store parses its
+        # argument (PyArg_Parse) on every call, a memoryview's converts it directly.
         self._latency, self._outcome = array("d", [math.inf]) * n, array("b", [PENDING]) * n
         self._done_s, self._tries = array("d", [math.nan]) * n, array("h", [0]) * n
+        # (Any: typeshed's memoryview takes ints only, these take floats as the arrays do.)
+        self._w_latency: Any = memoryview(self._latency)
+        self._w_outcome: Any = memoryview(self._outcome)
+        self._w_done_s: Any = memoryview(self._done_s)
+        self._w_tries: Any = memoryview(self._tries)
         self.latency = np.frombuffer(self._latency, dtype=np.float64)
         self.outcome = np.frombuffer(self._outcome, dtype=np.int8)
         self.done_s = np.frombuffer(self._done_s, dtype=np.float64)
@@ -67,15 +78,15 @@ class Recorder(SinkBase):
         self.n_covered = n
         # Every attempt, as it ended: when it was sent, how long it took (loop seconds) and
         # its status. Appending is all `attempt` does; every count, window and histogram of
-        # attempts is computed from these in bulk when a summary is asked for.
+        # attempts is computed from these in bulk when a summary is asked for. They are
+        # appended to typed lists (compiled: native appends) and moved into the compact
+        # arrays `_ATTEMPT_CHUNK` at a time (`_spill`), so memory stays 18 bytes an attempt.
         self.attempt_sent = array("d")
         self.attempt_latency = array("d")
         self.attempt_code = array("h")
-        # Their bound appends, looked up once (compiled, a method call on an array looks the
-        # method up on every call).
-        self._append_sent: Callable[[float], None] = self.attempt_sent.append
-        self._append_latency: Callable[[float], None] = self.attempt_latency.append
-        self._append_code: Callable[[int], None] = self.attempt_code.append
+        self._sent_buf: list[float] = []
+        self._latency_buf: list[float] = []
+        self._code_buf: list[int] = []
         self._attempt_cut: np.ndarray | None = None   # cover(): the attempts that ended by the cut
 
     def _windows_of(self, t: np.ndarray) -> np.ndarray:
@@ -85,17 +96,29 @@ class Recorder(SinkBase):
     # -- streaming ---------------------------------------------------------------------
     def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
         self.attempts += 1
-        self._append_sent(sent_s)
-        self._append_latency(latency_s)
-        self._append_code(status)
+        sent = self._sent_buf
+        sent.append(sent_s)
+        self._latency_buf.append(latency_s)
+        self._code_buf.append(status)
+        if len(sent) >= _ATTEMPT_CHUNK:
+            self._spill()
+
+    def _spill(self) -> None:
+        """Move the attempts appended since the last spill into the compact arrays."""
+        self.attempt_sent.extend(array("d", self._sent_buf))
+        self.attempt_latency.extend(array("d", self._latency_buf))
+        self.attempt_code.extend(array("h", self._code_buf))
+        self._sent_buf.clear()
+        self._latency_buf.clear()
+        self._code_buf.clear()
 
     def finish(self, index: int, status: Status, done_s: float, tries: int) -> None:
         self.finished += 1
-        self._outcome[index] = OUTCOME_CODES[status]
-        self._tries[index] = tries
-        self._done_s[index] = done_s
+        self._w_outcome[index] = _OUTCOME_OF[status]
+        self._w_tries[index] = tries
+        self._w_done_s[index] = done_s
         if status is OK:
-            self._latency[index] = done_s - self.t0 - self.sched_list[index]
+            self._w_latency[index] = done_s - self.t0 - self.sched_list[index]
             self._hist_all = None
 
     def sample(self, t: float, queue_depth: int, busy_gpu_s: float, alive_gpus: int) -> None:
@@ -124,6 +147,8 @@ class Recorder(SinkBase):
 
     # -- attempts, in bulk -------------------------------------------------------------------
     def _attempt_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._sent_buf:
+            self._spill()
         return (np.frombuffer(self.attempt_sent, dtype=np.float64),
                 np.frombuffer(self.attempt_latency, dtype=np.float64),
                 np.frombuffer(self.attempt_code, dtype=np.int16))
