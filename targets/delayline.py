@@ -41,6 +41,9 @@ class VirtualClock(Clock):
     def __init__(self, t: float = 0.0) -> None:
         super().__init__()
         self.t = t
+        # Whether the loop that moves this clock was asked to stop (harness.engine.clock:
+        # its `stop` sets it, its iterations read it natively).
+        self.stopping = False
 
     def now(self) -> float:
         return self.t

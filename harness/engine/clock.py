@@ -51,7 +51,19 @@ class SimulationStalled(SimulationError):
     """Tasks are waiting, yet no timer is left that could ever wake them."""
 
 
-class _Timer:
+class _Due:
+    """What the loop runs from its own timers and slots (a `_Timer`, a `Wakeup`): the base
+    class of both, so that the loop's list of what is due is typed (compiled: reading
+    `_cancelled` and calling `_run` are native, where asyncio's ready queue of handles is
+    untyped)."""
+
+    _cancelled: bool
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class _Timer(_Due):
     """A scheduled callback: what `call_at` returns (`cancel()`, `when()`, `cancelled()`)."""
 
     def __init__(self, when: float, callback: Callable[..., Any], args: tuple, context: contextvars.Context | None) -> None:
@@ -84,7 +96,7 @@ def _nothing() -> None:
     pass
 
 
-class Wakeup:
+class Wakeup(_Due):
     """A call a `VirtualTimeLoop` holds in a slot of its own, beside its timer heap
     (`VirtualTimeLoop.wakeup`, `feed_at`): `arm(when)` costs no handle and no heap push
     and pop, and takes the sequence number `call_at` would, so the order of events is
@@ -180,8 +192,13 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         wakeups = self._wakeups
         clock = self.clock
         inf = math.inf
+        # The timers and wakeups due this iteration, run after the handles that were ready
+        # before them (asyncio's order: `ready` then held them behind those handles).
+        due_now: list[_Due] = []
+        # `_stopping` (BaseEventLoop's) mirrored on the clock, a native flag (see `stop`).
+        clock.stopping = bool(self._stopping)  # type: ignore[attr-defined]  # as _ready
         while True:
-            if not ready and not self._stopping:  # type: ignore[attr-defined]  # as _ready
+            if not ready and not clock.stopping:
                 while timers and timers[0][2]._cancelled:
                     heappop(timers)
                 # The earliest wakeup by (time, sequence), and the earliest time of the others.
@@ -206,7 +223,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                         clock.t = now
                         first.when = inf
                         first._callback()
-                        if self._stopping:  # type: ignore[attr-defined]  # as _ready
+                        if clock.stopping:
                             return
                         continue
                 if timers:
@@ -240,18 +257,34 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                             timers[0][0] < fed or (timers[0][0] == fed and timers[0][1] < seq)):
                         timer = heappop(timers)[2]
                         if not timer._cancelled:
-                            ready.append(timer)
-                    ready.append(w)
+                            due_now.append(timer)
+                    due_now.append(w)
             while timers and timers[0][0] <= horizon:
                 timer = heappop(timers)[2]
                 if not timer._cancelled:
-                    ready.append(timer)
+                    due_now.append(timer)
             for _ in range(len(ready)):
                 handle = ready.popleft()
                 if not handle._cancelled:
                     handle._run()
-            if self._stopping:  # type: ignore[attr-defined]  # as _ready
+            if due_now:
+                ran = 0
+                try:
+                    for d in due_now:
+                        ran += 1
+                        if not d._cancelled:
+                            d._run()
+                except BaseException:  # (an interrupt): what was due and did not run stays ready
+                    ready.extend(due_now[ran:])
+                    raise
+                finally:
+                    due_now.clear()
+            if clock.stopping:
                 return
+
+    def stop(self) -> None:
+        super().stop()
+        self.clock.stopping = True  # read by `_run_once` (BaseEventLoop's `_stopping` is untyped)
 
     def close(self) -> None:
         """Close the loop and drop what it still holds: timers left at the horizon
