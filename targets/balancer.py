@@ -9,7 +9,6 @@ Policies are pure: loads and randomness are passed in.
 from __future__ import annotations
 
 import random
-from typing import Sequence
 
 from targets.config import Routing
 
@@ -19,7 +18,7 @@ class Balancer:
     round robin ignores them). A base class rather than a Protocol: compiled (targets.native),
     the target's call of `route`, per request, is then a native call."""
 
-    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int:
+    def route(self, tenant: str, conn: int, loads: list[int]) -> int:
         raise NotImplementedError
 
 
@@ -33,7 +32,7 @@ class L4RoundRobin(Balancer):
         # a request costs a lookup by the tenant's name and a list read, no key tuple.
         self._assigned: dict[str, list[int]] = {}
 
-    def route(self, tenant: str, conn: int, loads: Sequence[int] = ()) -> int:
+    def route(self, tenant: str, conn: int, loads: list[int] | None = None) -> int:
         servers = self._assigned.get(tenant)
         if servers is None:
             servers = self._assigned[tenant] = []
@@ -65,12 +64,12 @@ class LeastLoaded(Balancer):
         self.servers = servers
         self._tie = 0
 
-    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int:
+    def route(self, tenant: str, conn: int, loads: list[int]) -> int:
         # The first least-loaded server from `start` on, wrapping round.
         start = self._tie
         n = self.servers
         self._tie = (start + 1) % n
-        if isinstance(loads, list) and len(loads) == n:
+        if len(loads) == n:
             # One pass in that order (compiled: a native loop over unboxed ints, as a
             # simulation routes every request); the first strictly smaller load wins.
             best, least = start, loads[start]
@@ -97,7 +96,7 @@ class PowerOfTwo(Balancer):
         self.servers = servers
         self.rng = rng
 
-    def route(self, tenant: str, conn: int, loads: Sequence[int]) -> int:
+    def route(self, tenant: str, conn: int, loads: list[int]) -> int:
         if self.servers == 1:
             return 0
         a, b = self.rng.sample(range(self.servers), 2)

@@ -12,7 +12,6 @@ front and stops at the first live entry: amortised O(1) per call.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Generic, Hashable, Iterator, TypeVar
 
@@ -55,14 +54,18 @@ class BoundedMap(Generic[K, V]):
     well; an entry is live while the map still holds that very object under its key.
     The log is therefore in last-touch order, oldest first: expiry and eviction pop
     from its front, skipping entries a later touch replaced, and stop at the first
-    live one (amortised O(1), each a plain dict and deque operation). The log holds at
-    most about twice the live entries (`_compact`), so `max_items` still bounds memory.
+    live one (amortised O(1), each a plain dict and list operation). The log is a list
+    read from `_head` on (compiled: native appends and reads, where a deque's are method
+    calls); the front it has consumed is dropped in bulk (`_trim`). The log holds at most
+    about twice the live entries (`_compact`) beside that front, so `max_items` still
+    bounds memory.
     """
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
         self._items: dict[K, _Entry[K, V]] = {}
-        self._log: deque[_Entry[K, V]] = deque()
+        self._log: list[_Entry[K, V]] = []
+        self._head = 0  # the log's oldest entry not yet popped
         self.evicted = 0
         self.expired = 0
         self._ttl = bound.ttl_s
@@ -75,6 +78,7 @@ class BoundedMap(Generic[K, V]):
         """Forget every entry (not counted as expired or evicted)."""
         self._items.clear()
         self._log.clear()
+        self._head = 0
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
@@ -82,20 +86,33 @@ class BoundedMap(Generic[K, V]):
     def __iter__(self) -> Iterator[K]:
         """The keys, oldest touch first."""
         items = self._items
-        return iter([e.key for e in self._log if items.get(e.key) is e])
+        return iter([e.key for e in self._log[self._head:] if items.get(e.key) is e])
 
     def _set(self, key: K, value: V, now: float) -> None:
         entry = _Entry(now, value, key)
         self._items[key] = entry
         log = self._log
         log.append(entry)
-        if len(log) > 2 * len(self._items) + 64:
+        if len(log) - self._head > 2 * len(self._items) + 64:
             self._compact()
 
     def _compact(self) -> None:
         """Drop the log's replaced entries (touches of keys that were touched again)."""
         items = self._items
-        self._log = deque([e for e in self._log if items.get(e.key) is e])
+        self._log = [e for e in self._log[self._head:] if items.get(e.key) is e]
+        self._head = 0
+
+    def _trim(self, head: int) -> None:
+        """The log's entries before `head` are popped: keep `head`, dropping them from the
+        list once they are many and at least half of it (amortised O(1) an entry)."""
+        log = self._log
+        if head >= len(log):
+            log.clear()
+            head = 0
+        elif head >= 1024 and 2 * head >= len(log):
+            del log[:head]
+            head = 0
+        self._head = head
 
     def _live(self, key: K, now: float) -> _Entry[K, V] | None:
         """`key`'s entry if it is live; an expired one is dropped (counted)."""
@@ -118,7 +135,7 @@ class BoundedMap(Generic[K, V]):
         if item is None:
             return None
         log = self._log
-        if log[-1] is item:
+        if log[len(log) - 1] is item:
             # Already the newest touch (one tenant's run of requests): a new entry would take
             # the same place in the log, so restarting this one's TTL in place is the same.
             item.t = now
@@ -133,12 +150,14 @@ class BoundedMap(Generic[K, V]):
         self.prune(now)
         items = self._items
         if len(items) > self._max:
-            log = self._log
+            log, head = self._log, self._head
             while len(items) > self._max:
-                e = log.popleft()
+                e = log[head]
+                head += 1
                 if items.get(e.key) is e:
                     del items[e.key]
                     self.evicted += 1
+            self._trim(head)
 
     def touch(self, key: K, now: float) -> None:
         """Restart `key`'s TTL (it was used), if present."""
@@ -153,15 +172,18 @@ class BoundedMap(Generic[K, V]):
     def prune(self, now: float) -> int:
         """Drop every entry older than the TTL; return how many."""
         ttl, log, items, n = self._ttl, self._log, self._items, 0
-        while log:
-            e = log[0]
+        head = start = self._head
+        while head < len(log):
+            e = log[head]
             if now - e.t <= ttl:  # never past an infinite TTL (sim's accounting)
                 break
-            log.popleft()
+            head += 1
             if items.get(e.key) is e:
                 del items[e.key]
                 n += 1
-        self.expired += n
+        if head != start:
+            self._trim(head)
+            self.expired += n
         return n
 
 

@@ -188,6 +188,15 @@ class SinkBase:
         raise NotImplementedError
 
 
+class _PerTenant:
+    """A client's state for one tenant: its retry budget and its throttles by size class
+    (index: the size's bit length)."""
+
+    def __init__(self) -> None:
+        self.budget: RetryBudget | None = None
+        self.throttles: list[Throttle | None] = []
+
+
 class Client:
     """Runs requests to their final answers under a ClientPolicy.
 
@@ -203,6 +212,9 @@ class Client:
         self.on_finished = on_finished
         self.budgets: dict[str, RetryBudget] = {}
         self.throttles: dict[tuple[str, int], Throttle] = {}
+        # The same budgets and throttles by tenant, as `start` finds them: one lookup by the
+        # tenant's name, then the throttle by size class from a list (no key tuple).
+        self._per_tenant: dict[str, _PerTenant] = {}
         self.throttled = 0  # requests refused at the client (adaptive throttling)
         self.loop = asyncio.get_running_loop()
         # Read once: a simulation calls these for every attempt (the clock natively, see clock_of).
@@ -224,14 +236,24 @@ class Client:
         sent = self._clock.now()
         throttle = None
         throttle_k = self._throttle_k
-        if throttle_k is not None:
+        ratio = self._retry_budget
+        per: _PerTenant | None = None
+        if throttle_k is not None or ratio is not None:
+            per = self._per_tenant.get(tenant)
+            if per is None:
+                per = self._per_tenant[tenant] = _PerTenant()
+        if throttle_k is not None and per is not None:
             # One throttle per tenant and size class (sizes within a factor of two): a tenant's
             # clients share what they saw, and a server that refuses large requests (admission
             # predicts their batches too slow) does not get a tenant's small ones throttled.
-            key = (tenant, size.bit_length())
-            throttle = self.throttles.get(key)
+            bits = size.bit_length()
+            by_size = per.throttles
+            if bits >= len(by_size):
+                by_size.extend([None] * (bits + 1 - len(by_size)))
+            throttle = by_size[bits]
             if throttle is None:
-                throttle = self.throttles[key] = Throttle(throttle_k, self.policy.throttle_window_s)
+                throttle = by_size[bits] = self.throttles[(tenant, bits)] = Throttle(
+                    throttle_k, self.policy.throttle_window_s)
             chance = throttle.reject_probability(sent)
             if chance > 0.0 and self.rng.random() < chance:
                 self.throttled += 1
@@ -240,11 +262,10 @@ class Client:
                     self.on_finished()
                 return
         budget = None
-        ratio = self._retry_budget
-        if ratio is not None:
-            budget = self.budgets.get(tenant)
+        if ratio is not None and per is not None:
+            budget = per.budget
             if budget is None:
-                budget = self.budgets[tenant] = RetryBudget(ratio)
+                budget = per.budget = self.budgets[tenant] = RetryBudget(ratio)
             budget.record_first()
         # Positional: this runs once per request (uid, tenant, conn, content, variant, size,
         # sent_s, attempt_no, on_answer, request_id, deadline_s, payload).

@@ -58,8 +58,11 @@ class ArrivalRate:
         h = self.horizon_s
         decayed = self._count * math.exp((self._last_s - now) / h)
         # (at least a billionth of the horizon seen: arrivals a hair apart read
-        # as a huge rate, never an infinite one)
-        return decayed / (h * max(-math.expm1(-span / h), 1e-9))
+        # as a huge rate, never an infinite one). Past 40 horizons -expm1(-x) is 1.0
+        # exactly in floating point, and is not called (compiled, math.exp is a native
+        # call and math.expm1 a Python one).
+        x = span / h
+        return decayed / (h * (1.0 if x > 40.0 else max(-math.expm1(-x), 1e-9)))
 
 
 def per_gpu_rps(batch_s: Callable[[int], float], max_batch: int) -> tuple[float, ...]:

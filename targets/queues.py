@@ -9,7 +9,7 @@ the queue's service order) and `drop_if(pred)` (remove and return matching).
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from targets.protocol import Attempt
@@ -48,11 +48,72 @@ class Queue:
         raise NotImplementedError
 
 
+class Fifo:
+    """Attempts first in, first out: a list read from a head index (compiled: appends, reads
+    and pops are native, where a deque's are method calls). The popped front is dropped in
+    bulk once it is 1,024 items and half the list, or at once when the FIFO empties."""
+
+    def __init__(self, items: list[Attempt] | None = None) -> None:
+        self.items: list[Attempt] = items if items is not None else []
+        self.head = 0
+
+    def size(self) -> int:
+        return len(self.items) - self.head
+
+    def append(self, item: Attempt) -> None:
+        self.items.append(item)
+
+    def appendleft(self, item: Attempt) -> None:
+        if self.head > 0:
+            self.head -= 1
+            self.items[self.head] = item
+        else:
+            self.items.insert(0, item)
+
+    def first(self) -> Attempt:
+        """The head (the FIFO must not be empty)."""
+        return self.items[self.head]
+
+    def popleft(self) -> Attempt:
+        items = self.items
+        head = self.head
+        item = items[head]
+        head += 1
+        if head >= len(items):
+            items.clear()
+            head = 0
+        elif head >= 1024 and 2 * head >= len(items):
+            del items[:head]
+            head = 0
+        self.head = head
+        return item
+
+    def popmany(self, k: int) -> list[Attempt]:
+        """The first `k` items (at most all of them), popped."""
+        items, head = self.items, self.head
+        if k <= 0:
+            return []
+        end = min(head + k, len(items))
+        out = items[head:end]
+        if end >= len(items):
+            items.clear()
+            end = 0
+        elif end >= 1024 and 2 * end >= len(items):
+            del items[:end]
+            end = 0
+        self.head = end
+        return out
+
+    def live(self) -> list[Attempt]:
+        """The items, head first (a copy)."""
+        return self.items[self.head:]
+
+
 class FifoQueue(Queue):
     """First in, first out; `oldest_s` is the head's enqueue time."""
 
     def __init__(self) -> None:
-        self._items: deque[Attempt] = deque()
+        self._items = Fifo()
 
     def push(self, item: Attempt) -> None:
         self._items.append(item)
@@ -61,29 +122,28 @@ class FifoQueue(Queue):
         self._items.appendleft(item)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._items.size()
 
     def __iter__(self) -> Iterator[Attempt]:
-        return iter(self._items)
+        return iter(self._items.live())
 
     def oldest_s(self) -> float | None:
-        return self._items[0].enqueued_s if self._items else None
+        items = self._items
+        return items.first().enqueued_s if items.size() > 0 else None
 
     def pop(self, n: int) -> list[Attempt]:
-        items = self._items
-        k = min(n, len(items))
-        return [items.popleft() for _ in range(k)]
+        return self._items.popmany(n)
 
     def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
-        kept: deque[Attempt] = deque()
+        kept: list[Attempt] = []
         dropped: list[Attempt] = []
-        for item in self._items:
+        for item in self._items.live():
             (dropped if pred(item) else kept).append(item)
-        self._items = kept
+        self._items = Fifo(kept)
         return dropped
 
     def tenant_len(self, tenant: str) -> int:
-        return sum(1 for a in self._items if a.tenant == tenant)
+        return sum(1 for a in self._items.live() if a.tenant == tenant)
 
 
 class FairQueue(Queue):
@@ -99,7 +159,7 @@ class FairQueue(Queue):
         if quantum < 1:
             raise ValueError("quantum must be >= 1")
         self.quantum = quantum
-        self._queues: OrderedDict[str, deque[Attempt]] = OrderedDict()
+        self._queues: OrderedDict[str, Fifo] = OrderedDict()
         self._deficit: dict[str, int] = {}
         self._len = 0
         # oldest_s(), kept while only pushes happen (a push can only lower it) and
@@ -107,13 +167,18 @@ class FairQueue(Queue):
         self._oldest: float | None = None
         self._oldest_valid = True
 
-    def push(self, item: Attempt) -> None:
-        tenant = item.tenant
+    def _queue_of(self, tenant: str) -> Fifo:
         q = self._queues.get(tenant)
         if q is None:
-            q = self._queues[tenant] = deque()
+            q = self._queues[tenant] = Fifo()
             self._deficit[tenant] = 0
-        q.append(item)
+        return q
+
+    def push(self, item: Attempt) -> None:
+        self._queue_of(item.tenant).append(item)
+        self._note_pushed(item)
+
+    def _note_pushed(self, item: Attempt) -> None:
         self._len += 1
         if self._oldest_valid:
             t, oldest = item.enqueued_s, self._oldest
@@ -121,30 +186,29 @@ class FairQueue(Queue):
                 self._oldest = t
 
     def push_front(self, item: Attempt) -> None:
-        self.push(item)
-        q = self._queues[item.tenant]
-        q.rotate(1)
+        self._queue_of(item.tenant).appendleft(item)
+        self._note_pushed(item)
 
     def __len__(self) -> int:
         return self._len
 
     def __iter__(self) -> Iterator[Attempt]:
         for q in self._queues.values():
-            yield from q
+            yield from q.live()
 
     def oldest_s(self) -> float | None:
         if not self._oldest_valid:
-            heads = [q[0].enqueued_s for q in self._queues.values() if q]
+            heads = [q.first().enqueued_s for q in self._queues.values() if q.size() > 0]
             self._oldest = min(heads) if heads else None
             self._oldest_valid = True
         return self._oldest
 
     def tenant_len(self, tenant: str) -> int:
         q = self._queues.get(tenant)
-        return len(q) if q else 0
+        return q.size() if q is not None else 0
 
     def active_tenants(self) -> int:
-        return sum(1 for q in self._queues.values() if q)
+        return sum(1 for q in self._queues.values() if q.size() > 0)
 
     def pop(self, n: int) -> list[Attempt]:
         self._oldest_valid = False
@@ -156,12 +220,12 @@ class FairQueue(Queue):
             # One round: every tenant in turn (a tenant served moves to the back, so the
             # order of the next round is this round's, less the tenants emptied).
             for tenant, q in list(queues.items()):
-                if not q:
+                if q.size() == 0:
                     del queues[tenant]
                     del deficit[tenant]
                     continue
                 credit = deficit[tenant]
-                cost = q[0].size
+                cost = q.first().size
                 if cost < 1:
                     cost = 1
                 if credit < cost:
@@ -169,14 +233,14 @@ class FairQueue(Queue):
                 while cost <= credit:
                     take(q.popleft())
                     credit -= cost
-                    if not q:
+                    if q.size() == 0:
                         break
-                    cost = q[0].size  # the new head's
+                    cost = q.first().size  # the new head's
                     if cost < 1:
                         cost = 1
                     if len(out) >= want:
                         break
-                if not q:
+                if q.size() == 0:
                     # An idle tenant keeps no credit (DRR's rule), so bursts cannot bank service.
                     del queues[tenant]
                     del deficit[tenant]
@@ -194,10 +258,10 @@ class FairQueue(Queue):
         self._oldest_valid = False
         dropped: list[Attempt] = []
         for tenant, q in self._queues.items():
-            kept: deque[Attempt] = deque()
-            for item in q:
+            kept: list[Attempt] = []
+            for item in q.live():
                 (dropped if pred(item) else kept).append(item)
-            self._queues[tenant] = kept
+            self._queues[tenant] = Fifo(kept)
         self._len -= len(dropped)
         return dropped
 

@@ -98,3 +98,17 @@ def test_touching_the_same_keys_forever_keeps_the_log_within_twice_the_entries()
     assert len(m) == 10 and list(m) == [(t % 10) for t in range(19_990, 20_000)]
     m.put(10, 10, 20_000.0)  # past max_items: the least recently touched goes
     assert 19_990 % 10 not in m and m.evicted == 1
+
+
+def test_a_stream_of_expiring_puts_keeps_the_consumed_front_of_the_log_bounded():
+    """Expiry and eviction pop from the log's front by moving its head; the popped front is
+    dropped in bulk once it is 1,024 entries and half the list, so a long stream of puts
+    holds memory for the live entries, not for the traffic."""
+    m = BoundedMap(Bound(500, 1.0))
+    longest = 0
+    for t in range(200_000):
+        m.put(t, t, t / 1000)  # a thousand a second, each kept a second: about 1,000 live, 500 kept
+        longest = max(longest, len(m._log))
+        assert len(m._log) - m._head <= 2 * len(m) + 64
+    assert len(m) == 500 and longest <= 2 * (2 * 500 + 64) + 1024
+    assert list(m) == list(range(199_500, 200_000))
