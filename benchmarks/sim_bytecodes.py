@@ -97,18 +97,21 @@ def measure(targets: tuple[str, ...] = TARGETS, preload: str = "") -> dict[str, 
 
 
 def judge(measured: dict[str, dict[str, float]], baseline: dict[str, dict[str, float]],
-          tolerance: float = TOLERANCE) -> tuple[list[str], list[str]]:
-    """(failures, notes): a target whose bytecodes per request rose more than `tolerance` over
-    its baseline fails; one with no baseline fails (record it); one that fell that far is a note."""
+          tolerance: float = TOLERANCE, key: str = "bytecodes_per_request",
+          unit: str = "bytecodes") -> tuple[list[str], list[str]]:
+    """(failures, notes): a target whose `key` figure (bytecodes per request; the compiled
+    core's gate, benchmarks/core_instructions.py, passes its instructions) rose more than
+    `tolerance` over its baseline fails; one with no baseline fails (record it); one that fell
+    that far is a note."""
     failures, notes = [], []
     for target, got in measured.items():
         if target not in baseline:
             failures.append(f"{target}: no baseline (run with --record)")
             continue
-        was, now = baseline[target]["bytecodes_per_request"], got["bytecodes_per_request"]
+        was, now = baseline[target][key], got[key]
         change = now / was - 1
         if change > tolerance:
-            failures.append(f"{target}: {now:,.0f} bytecodes per simulated request, {change:+.1%} over the "
+            failures.append(f"{target}: {now:,.0f} {unit} per simulated request, {change:+.1%} over the "
                             f"baseline's {was:,.0f} (at most {tolerance:+.0%})")
         elif change < -tolerance:
             notes.append(f"{target}: {change:+.1%} under the baseline: record the gain (--record)")
