@@ -59,17 +59,33 @@ class ClientPolicy:
 
     def delay_s(self, retry_no: int, response: Response, rng: random.Random) -> float:
         """Pause before retry number `retry_no` (1-based) after `response`."""
-        delay = 0.0
-        if self.backoff is Backoff.EXPONENTIAL:
-            delay = rng.uniform(0.0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (retry_no - 1)))
-        if self.honour_retry_after and response.retry_after_s:
-            delay = max(delay, response.retry_after_s)
-        return delay
+        return retry_delay_s(self.backoff is Backoff.EXPONENTIAL, self.backoff_base_s, self.backoff_cap_s,
+                             self.honour_retry_after, retry_no, response, rng)
 
     def retryable(self, response: Response) -> bool:
         """Naive clients retry on timeout and errors (and so on a shed too)."""
-        status = response.status
-        return status is not OK and status is not BAD_REQUEST
+        return retryable(response)
+
+
+# The policy's two rules as functions of plain values: ClientPolicy's methods call them, and so
+# does the Client with the policy's fields copied into it (compiled: native calls, where a
+# method of the plain ClientPolicy is a Python call that reads each field from a dict).
+
+def retry_delay_s(exponential: bool, base_s: float, cap_s: float, honour_retry_after: bool, retry_no: int,
+                  response: Response, rng: random.Random) -> float:
+    """Pause before retry number `retry_no` (1-based) after `response`."""
+    delay = 0.0
+    if exponential:
+        delay = rng.uniform(0.0, min(cap_s, base_s * 2 ** (retry_no - 1)))
+    if honour_retry_after and response.retry_after_s:
+        delay = max(delay, response.retry_after_s)
+    return delay
+
+
+def retryable(response: Response) -> bool:
+    """Naive clients retry on timeout and errors (and so on a shed too)."""
+    status = response.status
+    return status is not OK and status is not BAD_REQUEST
 
 
 class RetryBudget:
@@ -231,6 +247,10 @@ class Client:
         self._deadlines: bool = policy.propagate_deadline
         self._throttle_k: float | None = policy.throttle_k
         self._retry_budget: float | None = policy.retry_budget
+        self._exponential: bool = policy.backoff is Backoff.EXPONENTIAL
+        self._backoff_base_s: float = policy.backoff_base_s
+        self._backoff_cap_s: float = policy.backoff_cap_s
+        self._honour_retry_after: bool = policy.honour_retry_after
 
     def start(self, index: int, tenant: str, conn: int, content: int, variant: int, size: int, payload: Any = None) -> None:
         sent = self._clock.now()
@@ -308,7 +328,6 @@ class _Request(Attempt):
     def on_response(self, response: Response) -> None:
         self.on_answer = None  # see the class docstring
         c = self.client
-        p = c.policy
         now = c._clock.now()
         self.tries = tries = self.tries + 1
         status = response.status
@@ -325,7 +344,7 @@ class _Request(Attempt):
         if (
             status is OK
             or tries > c._retries
-            or not p.retryable(response)
+            or not retryable(response)
             or (self.budget is not None and not self.budget.try_spend())
         ):
             if sink is not None:
@@ -335,7 +354,8 @@ class _Request(Attempt):
             if c.on_finished is not None:
                 c.on_finished()
             return
-        delay = p.delay_s(tries, response, c.rng)
+        delay = retry_delay_s(c._exponential, c._backoff_base_s, c._backoff_cap_s, c._honour_retry_after, tries,
+                              response, c.rng)
         if delay > 0:
             c.loop.call_later(delay, self.send)
         else:
