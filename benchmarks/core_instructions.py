@@ -25,7 +25,6 @@ without the compiled core or without valgrind (`apt-get install valgrind`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -36,7 +35,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sim_bytecodes import TARGETS, TOLERANCE, judge
+from sim_bytecodes import TARGETS, TOLERANCE, gate_arguments, judge, report
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = Path(__file__).resolve().with_suffix(".json")
@@ -93,12 +92,7 @@ def measure(targets: tuple[str, ...] = TARGETS, preload: str = "") -> dict[str, 
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", action="append", default=None)
-    ap.add_argument("--record", action="store_true", help="write the figures as the new baseline")
-    ap.add_argument("--preload", default="", help="a module to import before counting")
-    ap.add_argument("--baseline", type=Path, default=BASELINE)
-    args = ap.parse_args()
+    args = gate_arguments(__doc__, BASELINE)
     if shutil.which("valgrind") is None:
         print("valgrind not found: apt-get install valgrind", file=sys.stderr)
         return 2
@@ -121,13 +115,8 @@ def main() -> int:
                                             indent=2) + "\n")
         print(f"baseline written: {args.baseline}")
         return 0
-    failures, notes = judge(measured, base["targets"], TOLERANCE, "instructions_per_request", "instructions")
-    for line in notes:
-        print(f"note: {line}")
-    for line in failures:
-        print(f"FAIL: {line}")
-    print("instructions per request: " + ("FAIL" if failures else "pass"))
-    return 1 if failures else 0
+    return report(*judge(measured, base["targets"], TOLERANCE, "instructions_per_request", "instructions"),
+                  "instructions per request")
 
 
 if __name__ == "__main__":

@@ -118,13 +118,18 @@ def judge(measured: dict[str, dict[str, float]], baseline: dict[str, dict[str, f
     return failures, notes
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def gate_arguments(doc: str, baseline: Path) -> argparse.Namespace:
+    """A speed gate's command line (this one's, benchmarks/core_instructions.py's)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--target", action="append", default=None)
     ap.add_argument("--record", action="store_true", help="write the figures as the new baseline")
     ap.add_argument("--preload", default="", help="a module to import before counting")
-    ap.add_argument("--baseline", type=Path, default=BASELINE)
-    args = ap.parse_args()
+    ap.add_argument("--baseline", type=Path, default=baseline)
+    return ap.parse_args()
+
+
+def main() -> int:
+    args = gate_arguments(__doc__, BASELINE)
     measured = measure(tuple(args.target or TARGETS), args.preload)
     for target, got in measured.items():
         print(f"{target:10} {got['bytecodes_per_request']:9,.1f} bytecodes {got['calls_per_request']:7.1f} calls "
@@ -139,12 +144,16 @@ def main() -> int:
         print(f"{args.baseline}: counted under Python {base['python']}, this is {python_version()}: "
               f"bytecodes differ between versions (record a baseline for this one)", file=sys.stderr)
         return 2
-    failures, notes = judge(measured, base["targets"])
+    return report(*judge(measured, base["targets"]), "bytecodes per request")
+
+
+def report(failures: list[str], notes: list[str], figure: str) -> int:
+    """Print a judgement (`judge`'s) and give the exit status: 1 if anything failed."""
     for line in notes:
         print(f"note: {line}")
     for line in failures:
         print(f"FAIL: {line}")
-    print("bytecodes per request: " + ("FAIL" if failures else "pass"))
+    print(f"{figure}: " + ("FAIL" if failures else "pass"))
     return 1 if failures else 0
 
 

@@ -19,6 +19,21 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
+def drop_front(items: list, head: int) -> int:
+    """`items` read from `head` on, whose entries before `head` were popped: drop those from
+    the list once they are 1,024 and at least half of it, or all of it is popped (amortised
+    O(1) an entry); the head to read from now. The containers that pop from a list's front
+    this way (bounded maps' logs, queues.Fifo, delayline.DelayLine) are compiled: native
+    list reads where a deque's are method calls."""
+    if head >= len(items):
+        items.clear()
+        return 0
+    if head >= 1024 and 2 * head >= len(items):
+        del items[:head]
+        return 0
+    return head
+
+
 @dataclass(frozen=True)
 class Bound:
     """A structure's limits: at most `max_items` entries, each kept `ttl_s` seconds."""
@@ -103,16 +118,8 @@ class BoundedMap(Generic[K, V]):
         self._head = 0
 
     def _trim(self, head: int) -> None:
-        """The log's entries before `head` are popped: keep `head`, dropping them from the
-        list once they are many and at least half of it (amortised O(1) an entry)."""
-        log = self._log
-        if head >= len(log):
-            log.clear()
-            head = 0
-        elif head >= 1024 and 2 * head >= len(log):
-            del log[:head]
-            head = 0
-        self._head = head
+        """The log's entries before `head` are popped (see drop_front)."""
+        self._head = drop_front(self._log, head)
 
     def _live(self, key: K, now: float) -> _Entry[K, V] | None:
         """`key`'s entry if it is live; an expired one is dropped (counted)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Callable, Protocol
 
+from targets.bounded import drop_front
 from targets.protocol import Attempt
 
 
@@ -55,11 +56,6 @@ def clock_of(loop: asyncio.AbstractEventLoop) -> Clock:
     return clock if isinstance(clock, Clock) else Clock(loop)
 
 
-# A line drops the attempts it has handed on from the front of its lists once there are this
-# many and they are at least half of them (amortised O(1) an attempt).
-_COMPACT_AT = 1024
-
-
 class Wakeup(Protocol):
     """A loop's slot for one pending call (harness.engine.clock.Wakeup)."""
 
@@ -88,7 +84,8 @@ class DelayLine:
         self._on_due = on_due
         # The attempts on the line and when each falls due, in push order: two typed lists
         # read from `_head` on (compiled: native appends and reads, no tuple an attempt,
-        # where a deque's are method calls). `_fire` drops the consumed front in bulk.
+        # where a deque's are method calls). `_fire` drops the consumed front in bulk
+        # (targets.bounded.drop_front).
         self._due: list[float] = []
         self._items: list[Attempt] = []
         self._head = 0
@@ -141,16 +138,11 @@ class DelayLine:
             if not pending_only or not attempt.done:
                 on_due(attempt)
             head = self._head
-        if head >= len(items):
-            due.clear()
-            items.clear()
-            self._head = 0
+        drop_front(due, head)
+        self._head = head = drop_front(items, head)
+        if not items:
             self._armed = False
             return
-        if head >= _COMPACT_AT and 2 * head >= len(items):
-            del due[:head]
-            del items[:head]
-            self._head = head = 0
         self._arm(max(due[head], now + self.resolution_s))
 
 

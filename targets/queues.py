@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable, Iterable, Iterator, TypeVar
 
+from targets.bounded import drop_front
 from targets.protocol import Attempt
 
 A = TypeVar("A")
@@ -50,8 +51,8 @@ class Queue:
 
 class Fifo:
     """Attempts first in, first out: a list read from a head index (compiled: appends, reads
-    and pops are native, where a deque's are method calls). The popped front is dropped in
-    bulk once it is 1,024 items and half the list, or at once when the FIFO empties."""
+    and pops are native, where a deque's are method calls); the popped front is dropped in
+    bulk (targets.bounded.drop_front)."""
 
     def __init__(self, items: list[Attempt] | None = None) -> None:
         self.items: list[Attempt] = items if items is not None else []
@@ -78,14 +79,7 @@ class Fifo:
         items = self.items
         head = self.head
         item = items[head]
-        head += 1
-        if head >= len(items):
-            items.clear()
-            head = 0
-        elif head >= 1024 and 2 * head >= len(items):
-            del items[:head]
-            head = 0
-        self.head = head
+        self.head = drop_front(items, head + 1)
         return item
 
     def popmany(self, k: int) -> list[Attempt]:
@@ -95,13 +89,7 @@ class Fifo:
             return []
         end = min(head + k, len(items))
         out = items[head:end]
-        if end >= len(items):
-            items.clear()
-            end = 0
-        elif end >= 1024 and 2 * end >= len(items):
-            del items[:end]
-            end = 0
-        self.head = end
+        self.head = drop_front(items, end)
         return out
 
     def live(self) -> list[Attempt]:
