@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import gc
 import math
 from collections import deque
-from contextlib import contextmanager
 from heapq import heappop, heappush
-from typing import Any, Callable, Coroutine, Iterator, TypeVar
+from typing import Any, Callable, Coroutine, TypeVar
 
+from harness.engine.collector import fewer_collections
 from targets.delayline import VirtualClock
 from targets.native import mypyc_attr
 
@@ -368,33 +367,6 @@ def run_virtual(main: Coroutine[Any, Any, T], start_s: float = 0.0) -> T:
         loop.close()
 
 
-# Container objects allocated (net of those freed) between two young-generation passes
-# of the cyclic collector; Python's default is 700.
-SIM_GC_THRESHOLD = 5_000_000
-
-
-@contextmanager
-def fewer_collections(threshold: int = SIM_GC_THRESHOLD) -> Iterator[None]:
-    """Run the block with the collector's young generation `threshold` objects deep.
-
-    A simulation makes no cyclic garbage while it runs: every request's objects are
-    freed by reference counting (the client breaks its one cycle at the first answer,
-    and `SimRun` hands what is left at the horizon back the same way), which
-    `tests/harness/test_sim.py` checks. A pass of the collector therefore frees nothing
-    and only walks the requests in flight: after an overload, hundreds of thousands of
-    them, scattered over memory, 30-200 ms a pass at 100,000 objects deep, a sixth of an
-    overloaded naive run's CPU. At this depth a bad-day run never starts one, and a
-    much longer one runs a few (the depth stays a bound, should some code make cycles).
-    The old thresholds are restored after, so other work in the process is unaffected.
-    """
-    old = gc.get_threshold()
-    gc.set_threshold(max(threshold, old[0]), *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
 def _cancel_pending(loop: VirtualTimeLoop) -> None:
     """Cancel what is left (a run stops at its horizon, or failed) and let the
     cancellations run, so nothing touches the loop after it is closed."""
@@ -413,6 +385,5 @@ __all__ = [
     "SimulationStalled",
     "VirtualTimeLoop",
     "Wakeup",
-    "fewer_collections",
     "run_virtual",
 ]

@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.engine.llm_fleet import FleetTrace
 from harness.engine.llm_metrics import _pcts, token_times
-from harness.engine.recorder import percentile_of
+from harness.engine.percentiles import percentile_of
 from harness.results.fleet import FleetRun, ReplicaFigures
 
 __all__ = ["fleet_figures"]

@@ -23,7 +23,7 @@ import numpy as np
 
 from harness.engine.llm_run import EngineTrace
 from harness.engine.hdr import percentiles
-from harness.engine.recorder import percentile_of
+from harness.engine.percentiles import percentile_of
 from harness.results.llm import LlmRun, Pcts, TenantFigures
 
 __all__ = ["TokenTimes", "run_figures", "token_times"]

@@ -21,6 +21,7 @@ from hdrh.histogram import HdrHistogram
 
 from harness.engine.hdr import US as _US
 from harness.engine.hdr import HdrView, histogram_of, percentiles
+from harness.engine.percentiles import percentile_of
 from harness.results.run import Outcome, Outcomes
 from targets.client import SinkBase
 from targets.protocol import OK, Status
@@ -392,14 +393,3 @@ def classify(outcome: np.ndarray, latency_s: np.ndarray, slo_s: float) -> np.nda
     out[outcome == 2] = _IDX[Outcome.SHED]
     out[outcome == 3] = _IDX[Outcome.FAILED]
     return out
-
-
-def percentile_of(values: np.ndarray, q: float) -> float | None:
-    """The q-th percentile (rank ceil(q n), as HdrHistogram's) or None: no values, or an infinite one."""
-    if len(values) == 0:
-        return None
-    return _finite(float(np.percentile(values, q, method="higher")))
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None

@@ -7,7 +7,8 @@ import random
 import time
 from typing import Any, Callable
 
-from harness.engine.clock import fewer_collections, run_virtual
+from harness.engine.clock import run_virtual
+from harness.engine.collector import fewer_collections
 from harness.engine.driver import Driver
 from harness.engine.recorder import Recorder
 from harness.engine.summary import build_document

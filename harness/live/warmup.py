@@ -32,7 +32,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness.engine.recorder import Recorder, percentile_of
+from harness.engine.percentiles import percentile_of
+from harness.engine.recorder import Recorder
 from workloads.arrivals import Schedule, build_schedule
 from workloads.model import ConstantPhase, RampPhase, WorkloadConfig
 

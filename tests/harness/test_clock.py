@@ -135,7 +135,7 @@ def test_a_pending_feed_keeps_the_loop_from_stalling():
 def test_fewer_collections_restores_the_thresholds():
     import gc
 
-    from harness.engine.clock import SIM_GC_THRESHOLD, fewer_collections
+    from harness.engine.collector import SIM_GC_THRESHOLD, fewer_collections
 
     before = gc.get_threshold()
     with fewer_collections():

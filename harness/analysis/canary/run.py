@@ -21,7 +21,8 @@ import numpy as np
 
 from harness.analysis.canary.judge import Action, Sample, Thresholds, judge
 from harness.engine.canary_tap import NullSink, StepTap, TapTransport
-from harness.engine.clock import fewer_collections, run_virtual
+from harness.engine.clock import run_virtual
+from harness.engine.collector import fewer_collections
 from harness.engine.driver import Driver
 from harness.engine.transports import InProcessTransport
 from harness.results.canary import CanaryRun

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from harness.engine.clock import run_virtual
-from harness.engine.recorder import Recorder, percentile_of
+from harness.engine.percentiles import percentile_of
+from harness.engine.recorder import Recorder
 from targets.gang_schedulers import (
     EPS_S, Decision, GpuSlot, ModelKind, PoolPolicy, PoolSpec, PoolState, QueueView,
 )
