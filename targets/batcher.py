@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Callable, Final, NamedTuple
+from typing import Callable, Final
 
 from targets.config import Batching
 from targets.delayline import Alarm, clock_of
@@ -48,15 +48,21 @@ _GREEDY: Final = Batching.GREEDY
 DEADLINE_EXCEEDED = Response(Status.UNAVAILABLE, reason="deadline exceeded before dispatch")
 
 
-class Decision(NamedTuple):
-    """A tuple, not a frozen dataclass: the batcher decides on every enqueue."""
+class Decision:
+    """What `decide` says: put `take` requests in a batch now, or (take 0) wake me after
+    `recheck_after_s`, if nothing else does first. A plain class, not a NamedTuple: compiled
+    (targets.native), making one is a native call, where a tuple subclass's is a Python-level
+    one; the DYNAMIC policy's wait makes one on every enqueue. Treat it as immutable."""
 
-    take: int = 0                      # requests to put in a batch now
-    recheck_after_s: float | None = None  # wake me then, if nothing else does
+    def __init__(self, take: int = 0, recheck_after_s: float | None = None) -> None:
+        self.take = take                        # requests to put in a batch now
+        self.recheck_after_s = recheck_after_s  # wake me then, if nothing else does
+
+    def __repr__(self) -> str:
+        return f"Decision(take={self.take}, recheck_after_s={self.recheck_after_s})"
 
 
 WAIT: Final = Decision()
-_new_decision: Final = tuple.__new__  # Decision(0, x) without the Python-level NamedTuple.__new__ (per enqueue)
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ class BatchPolicy:
         max_wait_s = self.max_wait_s
         if oldest_wait_s >= max_wait_s - 1e-12:
             return self._takes[queued]
-        return _new_decision(Decision, (0, max_wait_s - oldest_wait_s))
+        return Decision(0, max_wait_s - oldest_wait_s)
 
 
 class Batcher:
@@ -197,7 +203,7 @@ class Batcher:
             free = len(pool.idle)
             gpu_free = free > 0 or not self.pull
             buckets = self._buckets
-            source: FifoQueue | FairQueue | None = None
+            source: Queue | None = None
             if buckets is not None:
                 decision = WAIT
                 for sub in buckets.sub_queues():
@@ -222,7 +228,7 @@ class Batcher:
                 pool.submit(batch)
             # else: everything taken had expired: decide again
 
-    def _take(self, n: int, now: float, source: FifoQueue | FairQueue | None = None) -> list[Attempt]:
+    def _take(self, n: int, now: float, source: Queue | None = None) -> list[Attempt]:
         """Pop up to n requests, dropping any whose deadline makes them useless
         (checked here, at the head, rather than by scanning the whole queue);
         `source`: the sub-queue of a BucketedQueue to take them from."""

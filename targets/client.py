@@ -156,22 +156,24 @@ class Throttle:
         return excess / (self.total_requests + 1) if excess > 0 else 0.0
 
     def request(self, now_s: float) -> None:
+        # (the counts added to as `x[j] = x[j] + 1`, not `+=`: compiled, an augmented store
+        # into a list item is a generic PyNumber_InPlaceAdd on the boxed item)
         j = self._roll(now_s)
-        self.requests[j] += 1
+        self.requests[j] = self.requests[j] + 1
         self.total_requests += 1
 
     def accept(self, now_s: float) -> None:
         j = self._roll(now_s)
-        self.accepts[j] += 1
+        self.accepts[j] = self.accepts[j] + 1
         self.total_accepts += 1
 
     def ended(self, now_s: float, accepted: bool) -> None:
         """An attempt ended at ``now_s``: ``request`` and, when ``accepted``, ``accept``, in one roll."""
         j = self._roll(now_s)
-        self.requests[j] += 1
+        self.requests[j] = self.requests[j] + 1
         self.total_requests += 1
         if accepted:
-            self.accepts[j] += 1
+            self.accepts[j] = self.accepts[j] + 1
             self.total_accepts += 1
 
 

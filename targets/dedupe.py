@@ -126,9 +126,10 @@ class Deduper:
         self.max_done = max_done
         self.max_waiters = max_waiters
         self.grace_s = grace_s
-        # Each key in flight: (the attempt doing the work, its input digest), a plain tuple
-        # as one is made per request with an ID; the attempts coalesced onto it, once any are.
-        self._inflight: dict[tuple[str, str], tuple[Attempt, Hashable]] = {}
+        # Each key in flight: the attempt doing the work (its input digest is made only when
+        # a twin arrives, or as its answer is remembered: most requests have none); the
+        # attempts coalesced onto it, once any are.
+        self._inflight: dict[tuple[str, str], Attempt] = {}
         self._waiters: dict[tuple[str, str], list[Attempt]] = {}
         self._done: BoundedMap[tuple[str, str], tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
         self._done_keys = self._done._items  # membership, asked per request: one lookup, no call
@@ -173,25 +174,22 @@ class Deduper:
         if rid is None:
             return True
         key = (a.tenant, rid)
-        # attempt_digest(a), inline: this runs for every request
-        digest = (a.content, a.variant) if a.payload is None else input_digest(a.payload)
         # self._done.get(key, now), called only where the key is there: most requests are new
         done = self._done.get(key, now) if key in self._done_keys else None
         if done is not None:
-            if done[0] != digest:
+            if done[0] != attempt_digest(a):
                 self.stats.conflicts += 1
                 a.answer(Conflict())
             else:
                 self.stats.replayed += 1
                 a.answer(done[1])
             return False
-        entry = self._inflight.get(key)
-        if entry is None:
-            self._inflight[key] = (a, digest)
+        p = self._inflight.get(key)
+        if p is None:
+            self._inflight[key] = a
             self._done.prune(now)
             return True
-        p, first = entry
-        if first != digest:
+        if attempt_digest(p) != attempt_digest(a):
             self.stats.conflicts += 1
             a.answer(Conflict())
             return False
@@ -235,10 +233,10 @@ class Deduper:
             _, _, key, a = heappop(due)
             if a.done:
                 continue  # answered (its key finished), or its client stopped waiting
-            entry = self._inflight.get(key)
-            if entry is None:
+            p = self._inflight.get(key)
+            if p is None:
                 continue  # pragma: no cover - every key's end answers its attempts
-            if entry[0] is not a:
+            if p is not a:
                 waiters = self._waiters.get(key)
                 if waiters is None or a not in waiters:
                     continue  # pragma: no cover - an unanswered attempt waits on its key
@@ -259,8 +257,7 @@ class Deduper:
         if a.request_id is None:
             return []
         key = (a.tenant, a.request_id)
-        entry = self._inflight.get(key)
-        return self._waiters.get(key, []) if entry is not None and entry[0] is a else []
+        return self._waiters.get(key, []) if self._inflight.get(key) is a else []
 
     def finish(self, a: Attempt, response: Response, now: float) -> list[Attempt]:
         """Record `a`'s answer; return every attempt that should receive it."""
@@ -268,11 +265,10 @@ class Deduper:
         if rid is None:
             return [a]
         key = (a.tenant, rid)
-        entry = self._inflight.get(key)
-        if entry is None or entry[0] is not a:
+        if self._inflight.get(key) is not a:
             return [a]  # not the key's primary: nothing of another attempt's to touch
         del self._inflight[key]
         if response.status == 200:
-            self._done.put(key, (entry[1], response), now)
+            self._done.put(key, (attempt_digest(a), response), now)
         waiters = self._waiters.pop(key, None) if self._waiters else None
         return [a, *waiters] if waiters else [a]

@@ -9,8 +9,7 @@ the queue's service order) and `drop_if(pred)` (remove and return matching).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from targets.bounded import drop_front
 from targets.protocol import Attempt
@@ -30,6 +29,10 @@ class Queue:
         raise NotImplementedError
 
     def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Attempt]:
+        """The queued items (in no promised order)."""
         raise NotImplementedError
 
     def oldest_s(self) -> float | None:
@@ -147,7 +150,10 @@ class FairQueue(Queue):
         if quantum < 1:
             raise ValueError("quantum must be >= 1")
         self.quantum = quantum
-        self._queues: OrderedDict[str, Fifo] = OrderedDict()
+        # Each backlogged tenant's FIFO, in round-robin order: a plain dict (insertion-ordered;
+        # a tenant moves to the back by a pop and a put), not an OrderedDict, so that compiled
+        # its reads are native and a round's snapshot is a list of keys, not of item tuples.
+        self._queues: dict[str, Fifo] = {}
         self._deficit: dict[str, int] = {}
         self._len = 0
         # oldest_s(), kept while only pushes happen (a push can only lower it) and
@@ -202,43 +208,53 @@ class FairQueue(Queue):
         self._oldest_valid = False
         queues, deficit, quantum = self._queues, self._deficit, self.quantum
         out: list[Attempt] = []
-        take = out.append
         want = min(n, self._len)
-        while len(out) < want and queues:
-            # One round: every tenant in turn (a tenant served moves to the back, so the
-            # order of the next round is this round's, less the tenants emptied).
-            for tenant, q in list(queues.items()):
+        # The rounds walk `order` (the tenants in turn) with a pointer `i`: a tenant served
+        # moves to the back of the order, which is the pointer moving past it, so that one
+        # round after another the order is order[i:] + order[:i], less the tenants emptied.
+        # The dict is rotated to that order once, at the end, not once per tenant served.
+        order = list(queues)
+        i = 0
+        while len(out) < want and order:
+            if i >= len(order):
+                i = 0  # a new round, in the same order
+            tenant = order[i]
+            q = queues[tenant]
+            if q.size() == 0:
+                del order[i]
+                del queues[tenant]
+                del deficit[tenant]
+                continue
+            credit = deficit[tenant]
+            cost = q.first().size
+            if cost < 1:
+                cost = 1
+            if credit < cost:
+                credit += quantum
+            while cost <= credit:
+                out.append(q.popleft())
+                credit -= cost
                 if q.size() == 0:
-                    del queues[tenant]
-                    del deficit[tenant]
-                    continue
-                credit = deficit[tenant]
-                cost = q.first().size
+                    break
+                cost = q.first().size  # the new head's
                 if cost < 1:
                     cost = 1
-                if credit < cost:
-                    credit += quantum
-                while cost <= credit:
-                    take(q.popleft())
-                    credit -= cost
-                    if q.size() == 0:
-                        break
-                    cost = q.first().size  # the new head's
-                    if cost < 1:
-                        cost = 1
-                    if len(out) >= want:
-                        break
-                if q.size() == 0:
-                    # An idle tenant keeps no credit (DRR's rule), so bursts cannot bank service.
-                    del queues[tenant]
-                    del deficit[tenant]
-                else:
-                    deficit[tenant] = credit
-                    if len(out) < want or cost > credit:
-                        queues.move_to_end(tenant)
-                    # else: the batch is full mid-turn: the tenant keeps its turn and resumes here.
                 if len(out) >= want:
                     break
+            if q.size() == 0:
+                # An idle tenant keeps no credit (DRR's rule), so bursts cannot bank service.
+                del order[i]
+                del queues[tenant]
+                del deficit[tenant]
+            else:
+                deficit[tenant] = credit
+                if len(out) < want or cost > credit:
+                    i += 1  # to the back of the order
+                # else: the batch is full mid-turn: the tenant keeps its turn and resumes here.
+        if 0 < i < len(order):
+            for tenant in order[:i]:  # the tenants served this round, to the back
+                q = queues.pop(tenant)
+                queues[tenant] = q
         self._len -= len(out)
         return out
 
@@ -254,7 +270,7 @@ class FairQueue(Queue):
         return dropped
 
 
-def _oldest_of(q: FifoQueue | FairQueue) -> float:
+def _oldest_of(q: Queue) -> float:
     return q.oldest_s()  # type: ignore[return-value]  # only asked of non-empty queues
 
 
@@ -274,12 +290,12 @@ class BucketedQueue(Queue):
     def __init__(self, factory: Callable[[], FifoQueue | FairQueue], reference_length: int) -> None:
         self._factory = factory
         self.reference = reference_length
-        self.buckets: dict[int, FifoQueue | FairQueue] = {}
-        self._only: tuple[FifoQueue | FairQueue, ...] = ()  # the buckets, while there is one
+        self.buckets: dict[int, Queue] = {}
+        self._only: list[Queue] = []  # the buckets, while there is one
         self._len = 0
         self._tenants: dict[str, int] = {}
 
-    def _count(self, items: Iterable[Attempt], sign: int) -> None:
+    def _count(self, items: list[Attempt], sign: int) -> None:
         t = self._tenants
         for a in items:
             tenant = a.tenant
@@ -292,13 +308,13 @@ class BucketedQueue(Queue):
     def active_tenants(self) -> int:
         return len(self._tenants)
 
-    def _bucket(self, item: Attempt) -> FifoQueue | FairQueue:
+    def _bucket(self, item: Attempt) -> Queue:
         size = item.size
         key = 0 if size <= self.reference else length_bucket(size, self.reference)
         q = self.buckets.get(key)
         if q is None:
             q = self.buckets[key] = self._factory()
-            self._only = tuple(self.buckets.values())
+            self._only = list(self.buckets.values())
         return q
 
     def push(self, item: Attempt) -> None:
@@ -314,7 +330,7 @@ class BucketedQueue(Queue):
     def push_front(self, item: Attempt) -> None:
         self._bucket(item).push_front(item)
         self._len += 1
-        self._count((item,), 1)
+        self._count([item], 1)
 
     def __len__(self) -> int:
         return self._len
@@ -327,10 +343,11 @@ class BucketedQueue(Queue):
         heads = [q.oldest_s() for q in self.buckets.values() if len(q)]
         return min(h for h in heads if h is not None) if heads else None
 
-    def sub_queues(self) -> Iterable[FifoQueue | FairQueue]:
-        """Non-empty buckets, the one whose head has waited longest first."""
+    def sub_queues(self) -> list[Queue]:
+        """Non-empty buckets, the one whose head has waited longest first (a list, not to be
+        changed: compiled, the batcher's loop over it is native, per request)."""
         if len(self.buckets) == 1:  # one length so far (the common case): its queue holds everything
-            return self._only if self._len else ()
+            return self._only if self._len else []
         live = [q for q in self.buckets.values() if len(q)]
         if len(live) > 1:
             live.sort(key=_oldest_of)
@@ -341,7 +358,7 @@ class BucketedQueue(Queue):
             return self.pop_from(q, n)
         return []
 
-    def pop_from(self, q: FifoQueue | FairQueue, n: int) -> list[Attempt]:
+    def pop_from(self, q: Queue, n: int) -> list[Attempt]:
         out = q.pop(n)
         self._len -= len(out)
         self._count(out, -1)

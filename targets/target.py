@@ -259,7 +259,9 @@ class ServingTarget:
                 self.stats.shed_overload += 1
                 self._reply(a, Response(UNAVAILABLE, retry_after_s=retry_after_s, reason="overloaded"))
                 return
-        self.inflight[server] += 1
+        # (not `+=`: compiled, an augmented store into a list item is a generic
+        # PyNumber_InPlaceAdd on the boxed item; this is a native add)
+        self.inflight[server] = self.inflight[server] + 1
         if self.canary is not None and self.canary.takes(a):
             batcher = self.canary.batcher
         batcher.enqueue(a, now)
@@ -277,7 +279,7 @@ class ServingTarget:
 
     def _dropped(self, a: Attempt) -> None:
         self.stats.expired += 1
-        self.inflight[a.server] -= 1
+        self.inflight[a.server] = self.inflight[a.server] - 1
         self._reply(a, DEADLINE_EXCEEDED)
 
     def _dedupe_expire(self) -> None:
@@ -318,7 +320,7 @@ class ServingTarget:
         now, inflight, canary = self._clock.now(), self.inflight, self.canary
         finish = dedupe.finish if dedupe is not None else None
         for i, a in enumerate(batch):
-            inflight[a.server] -= 1
+            inflight[a.server] = inflight[a.server] - 1
             if not computed.add(a.uid, now):
                 stats.wasted_duplicate_s += share
             elif a.done and not (dedupe and any(not w.done for w in dedupe.waiters(a))):
@@ -355,7 +357,7 @@ class ServingTarget:
 
     def _lost(self, a: Attempt) -> None:
         self.stats.lost += 1
-        self.inflight[a.server] -= 1
+        self.inflight[a.server] = self.inflight[a.server] - 1
         if self.dedupe is not None:
             # The server never learns the answer; forget the ID so a retry runs, and tell the
             # attempts that waited on this one (they would otherwise wait for nothing).

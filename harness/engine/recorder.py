@@ -49,27 +49,24 @@ class Recorder(SinkBase):
                  slo_s: float, duration_s: float, window_s: float, t0: float = 0.0) -> None:
         n = len(sched_s)
         self.sched = sched_s
-        self.sched_list: list[float] = sched_s.tolist()
         self.tenant = tenant
         self.tenants = tenants
         self.slo_s = slo_s
         self.duration_s = duration_s
         self.window_s = window_s
         self.t0 = t0
-        # Per request, written once each by `finish` and read as numpy views of the same
-        # memory. Written through memoryviews: an array.array's item store parses its
-        # argument (PyArg_Parse) on every call, a memoryview's converts it directly.
-        self._latency, self._outcome = array("d", [math.inf]) * n, array("b", [PENDING]) * n
-        self._done_s, self._tries = array("d", [math.nan]) * n, array("h", [0]) * n
-        # (Any: typeshed's memoryview takes ints only, these take floats as the arrays do.)
-        self._w_latency: Any = memoryview(self._latency)
-        self._w_outcome: Any = memoryview(self._outcome)
-        self._w_done_s: Any = memoryview(self._done_s)
-        self._w_tries: Any = memoryview(self._tries)
-        self.latency = np.frombuffer(self._latency, dtype=np.float64)
-        self.outcome = np.frombuffer(self._outcome, dtype=np.int8)
-        self.done_s = np.frombuffer(self._done_s, dtype=np.float64)
-        self.tries = np.frombuffer(self._tries, dtype=np.int16)
+        # Per request, written once each by `finish` (its final answer) and read through the
+        # properties `latency`, `outcome`, `done_s` and `tries`. `finish` appends to typed
+        # lists (compiled: native appends; an item store into an array or a memoryview parses
+        # or converts its argument through a Python-level call) and the lists are written into
+        # the arrays in bulk `_ATTEMPT_CHUNK` at a time, or when a property is read (`_settle`).
+        self._latency_v = np.full(n, math.inf)
+        self._outcome_v = np.full(n, PENDING, dtype=np.int8)
+        self._done_s_v = np.full(n, math.nan)
+        self._tries_v = np.zeros(n, dtype=np.int16)
+        self._fin_index: list[int] = []
+        self._fin_done_s: list[float] = []
+        self._fin_code: list[int] = []  # tries * 8 + outcome code + 1: one small int (cached)
         self._hist_all: HdrHistogram | None = None   # built from `latency` when read (hist_all)
         self.attempts = 0
         self.windows = int(math.ceil(duration_s / window_s)) + 1
@@ -114,13 +111,62 @@ class Recorder(SinkBase):
         self._code_buf.clear()
 
     def finish(self, index: int, status: Status, done_s: float, tries: int) -> None:
+        """Request `index`'s final answer (once a request)."""
         self.finished += 1
-        self._w_outcome[index] = _OUTCOME_OF[status]
-        self._w_tries[index] = tries
-        self._w_done_s[index] = done_s
+        fin = self._fin_index
+        fin.append(index)
+        self._fin_done_s.append(done_s)
+        self._fin_code.append(tries * 8 + _OUTCOME_OF[status] + 1)
         if status is OK:
-            self._w_latency[index] = done_s - self.t0 - self.sched_list[index]
             self._hist_all = None
+        if len(fin) >= _ATTEMPT_CHUNK:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Write the finishes appended since the last time into the per-request arrays (an
+        OK answer's latency is from its scheduled start, as `finish` would have written it:
+        done_s - t0 - sched, the same operations in the same order)."""
+        if not self._fin_index:
+            return
+        n = len(self._fin_index)  # (fromiter: one pass, where np.array looks at each item twice)
+        index = np.fromiter(self._fin_index, dtype=np.int64, count=n)
+        done = np.fromiter(self._fin_done_s, dtype=np.float64, count=n)
+        packed = np.fromiter(self._fin_code, dtype=np.int64, count=n)
+        self._fin_index.clear()
+        self._fin_done_s.clear()
+        self._fin_code.clear()
+        code = (packed & 7) - 1
+        self._outcome_v[index] = code
+        self._tries_v[index] = packed >> 3
+        self._done_s_v[index] = done
+        ok = code == 0
+        if ok.any():
+            at = index[ok]
+            self._latency_v[at] = done[ok] - self.t0 - self.sched[at]
+
+    @property
+    def latency(self) -> np.ndarray:
+        """End-to-end seconds of each request answered OK (inf otherwise), from its scheduled start."""
+        self._settle()
+        return self._latency_v
+
+    @property
+    def outcome(self) -> np.ndarray:
+        """Each request's outcome code (OUTCOME_CODES of its final status; PENDING: none yet)."""
+        self._settle()
+        return self._outcome_v
+
+    @property
+    def done_s(self) -> np.ndarray:
+        """When each request got its final answer (loop seconds; NaN: not yet)."""
+        self._settle()
+        return self._done_s_v
+
+    @property
+    def tries(self) -> np.ndarray:
+        """Attempts each request made (0: refused by the client's own throttle)."""
+        self._settle()
+        return self._tries_v
 
     def sample(self, t: float, queue_depth: int, busy_gpu_s: float, alive_gpus: int) -> None:
         self.samples.append((t, queue_depth, busy_gpu_s, alive_gpus))

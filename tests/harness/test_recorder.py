@@ -177,3 +177,33 @@ def test_bulk_queries_answer_as_hdrh_does(values, scale, qs):
         assert view.value_at_percentile(q) == hist.get_value_at_percentile(q)
     assert view.values_at_percentiles(qs) == hist.get_percentile_to_value_dict(qs)
     assert view.mean() == hist.get_mean_value()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([Status.OK, Status.TIMEOUT, Status.UNAVAILABLE, Status.ERROR]),
+                          st.floats(0.0, 5.0), st.integers(0, 9)), min_size=1, max_size=9000),
+       st.integers(1, 4000))
+def test_finishes_read_back_whenever_asked_as_each_was_written(finishes, read_every):
+    """`finish` appends and the arrays are written in bulk (every 4,096, or when one is read):
+    whatever the moment of reading, each request reads back what its own finish said."""
+    n = len(finishes)
+    sched = np.linspace(0.0, 1.0, n)
+    rec = Recorder(sched, np.zeros(n, dtype=int), ("a",), 0.3, 2.0, 1.0, t0=0.5)
+    codes = {Status.OK: 0, Status.TIMEOUT: 1, Status.UNAVAILABLE: 2, Status.ERROR: 3}
+    order = np.random.default_rng(n).permutation(n)  # finishes come in any order
+    for k, i in enumerate(order):
+        status, done, tries = finishes[i]
+        rec.finish(int(i), status, 0.5 + done, tries)
+        if k % read_every == 0:  # a mid-run read (a sweep's early stop, warm-up) sees every finish so far
+            seen = order[:k + 1]
+            assert (rec.outcome[seen] >= 0).all() and rec.finished == k + 1
+            assert (rec.outcome[order[k + 1:]] == -1).all()
+            assert rec.hist_all.get_total_count() == sum(finishes[j][0] is Status.OK for j in seen)
+    for i, (status, done, tries) in enumerate(finishes):
+        assert rec.outcome[i] == codes[status] and rec.tries[i] == tries and rec.done_s[i] == 0.5 + done
+        if status is Status.OK:
+            assert rec.latency[i] == (0.5 + done) - 0.5 - float(sched[i])   # from its scheduled start
+        else:
+            assert rec.latency[i] == math.inf
+    ok = [0.5 + d - 0.5 - float(sched[i]) for i, (s, d, _) in enumerate(finishes) if s is Status.OK]
+    assert rec.hist_all.get_total_count() == len(ok)   # rebuilt after the finishes read since

@@ -249,3 +249,23 @@ def test_fair_queue_pops_in_deficit_round_robin_order(items, pops):
         got = [(a.tenant, a.size) for a in q.pop(n)]
         assert got == _drr_reference(ref, deficit, 64, n)
         assert len(q) == sum(map(len, ref.values()))
+
+
+@given(st.lists(st.one_of(st.tuples(st.just("push"), st.sampled_from("abcde"), st.integers(0, 200)),
+                          st.tuples(st.just("pop"), st.just(""), st.integers(1, 40))), max_size=120),
+       st.integers(1, 128))
+def test_fair_queue_keeps_the_round_robin_order_across_pushes_between_pops(script, quantum):
+    """Pops that end mid-round leave the order rotated; tenants that arrive later join at its back."""
+    q = FairQueue(quantum=quantum)
+    ref: dict[str, list[int]] = {}
+    deficit: dict[str, int] = {}
+    for i, (op, tenant, k) in enumerate(script):
+        if op == "push":
+            q.push(Attempt(i, tenant, 0, 0, 0, k, 0.0, 0))
+            if tenant not in ref:
+                ref[tenant], deficit[tenant] = [], 0
+            ref[tenant].append(k)
+        else:
+            assert [(a.tenant, a.size) for a in q.pop(k)] == _drr_reference(ref, deficit, quantum, k)
+        assert len(q) == sum(map(len, ref.values()))
+        assert q.active_tenants() == sum(1 for v in ref.values() if v)
