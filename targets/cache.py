@@ -97,8 +97,9 @@ class ResponseCache:
         # self.key(a, version), inline: every answer is put
         key = (a.content, a.variant) if self._exact else (a.content, version or self.model_version)
         data = self._data
+        if key in data:  # (a new key goes to the back by itself: no move_to_end, a Python-level call)
+            data.move_to_end(key)
         data[key] = output
-        data.move_to_end(key)
         if len(data) > self.entries:
             data.popitem(last=False)
             self.stats.evictions += 1

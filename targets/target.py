@@ -210,8 +210,9 @@ class ServingTarget:
         return self.canary.split
 
     def _after_cache(self, a: Attempt) -> None:
-        canary = self.canary
-        hit, output = self.cache.get(a, None if canary is None else canary.version_of(a).name)  # type: ignore[union-attr]  # called only with a cache
+        canary, cache = self.canary, self.cache
+        assert cache is not None  # called only with a cache (compiled: then a native call, its tuple unpacked natively)
+        hit, output = cache.get(a, None if canary is None else canary.version_of(a).name)
         if hit:
             if canary is not None:
                 canary.check_cached(a, output)

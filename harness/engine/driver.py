@@ -15,6 +15,7 @@ import random
 
 import numpy as np
 
+from harness.engine.clock import VirtualTimeLoop
 from targets.client import Client, ClientPolicy, Transport
 from targets.delayline import clock_of
 from workloads.arrivals import Schedule
@@ -54,7 +55,8 @@ class Driver:
         # unboxed answer, where an untyped one is a generic item lookup (six a request).
         at: list[float] = (t0 + s.sched_s).tolist()
         names = s.tenants
-        tenant: list[str] = [names[t] for t in s.tenant.tolist()]
+        tenant_index: list[int] = s.tenant.tolist()  # (typed: each names[t] below a native tuple read)
+        tenant: list[str] = [names[t] for t in tenant_index]
         conn: list[int] = connections(s).tolist()
         content: list[int] = s.content.tolist()
         variant: list[int] = s.variant.tolist()
@@ -70,7 +72,9 @@ class Driver:
         # The client itself, not its bound `start`: compiled, `client.start(...)` is a native
         # call, where a bound method kept in a variable is a Python one (once per request).
         client = Client(self.policy, self.transport, self.sink, self.rng, on_finished=finished)
-        # The virtual-time loop keeps the next arrival in a slot of its own (no timer handle).
+        # The virtual-time loop keeps the next arrival in a slot of its own (no timer handle),
+        # called on the loop typed as one (compiled: a native call, once an arrival time).
+        virtual = loop if isinstance(loop, VirtualTimeLoop) else None
         arm = getattr(loop, "feed_at", loop.call_at)
         clock = clock_of(loop)
 
@@ -84,7 +88,10 @@ class Driver:
                 i += 1
             self.started = i
             if i < n:
-                arm(at[i], feed)
+                if virtual is not None:
+                    virtual.feed_at(at[i], feed)
+                else:
+                    arm(at[i], feed)
 
         arm(at[0], feed)
         await done

@@ -116,7 +116,8 @@ class Recorder(SinkBase):
         fin = self._fin_index
         fin.append(index)
         self._fin_done_s.append(done_s)
-        self._fin_code.append(tries * 8 + _OUTCOME_OF[status] + 1)
+        number: int = status  # a Status is an int: compiled, then a native list read, not a generic one
+        self._fin_code.append(tries * 8 + _OUTCOME_OF[number] + 1)
         if status is OK:
             self._hist_all = None
         if len(fin) >= _ATTEMPT_CHUNK:
