@@ -21,25 +21,20 @@ from hdrh.histogram import HdrHistogram
 
 from harness.engine.hdr import US as _US
 from harness.engine.hdr import HdrView, histogram_of, percentiles
+from harness.engine.outcomes import LATE, OUTCOME_CODES, OUTCOME_INDEX, OUTCOMES, PENDING, WITHIN, classify
 from harness.engine.percentiles import percentile_of
+from harness.engine.recovery import recovery_of
+from harness.engine.samples import samples_per_window
 from harness.results.run import Outcome, Outcomes
 from targets.client import SinkBase
 from targets.protocol import OK, Status
 
 
-# Client outcome codes per request (what `finish` saw); PENDING: no final answer yet.
-OUTCOME_CODES: Final = {Status.OK: 0, Status.TIMEOUT: 1, Status.TOO_MANY: 2, Status.UNAVAILABLE: 2, Status.ERROR: 3, Status.BAD_REQUEST: 3}
-PENDING: Final = -1
-_STATUS_CODE = {st: int(st) for st in Status}
 # OUTCOME_CODES as a list indexed by the status's number (compiled: a native list read per
 # request, where the dict is a hashed lookup); -1 where no status has that number.
 _OUTCOME_OF: Final[list[int]] = [OUTCOME_CODES.get(c, PENDING) for c in range(max(Status) + 1)]  # type: ignore[call-overload]  # a Status is an int
-# Attempts appended between two moves into the compact arrays (Recorder._spill).
-_ATTEMPT_CHUNK: Final = 4096
-# The summary's outcome categories, in order; the OK ones first (index <= _LATE).
-OUTCOMES = tuple(Outcome)
-_IDX = {o: i for i, o in enumerate(OUTCOMES)}
-_WITHIN, _LATE = _IDX[Outcome.WITHIN_SLO], _IDX[Outcome.LATE]
+# Attempts, and finishes, appended between two bulk writes into the arrays (`_spill`, `_settle`).
+_CHUNK: Final = 4096
 
 
 class Recorder(SinkBase):
@@ -59,7 +54,7 @@ class Recorder(SinkBase):
         # properties `latency`, `outcome`, `done_s` and `tries`. `finish` appends to typed
         # lists (compiled: native appends; an item store into an array or a memoryview parses
         # or converts its argument through a Python-level call) and the lists are written into
-        # the arrays in bulk `_ATTEMPT_CHUNK` at a time, or when a property is read (`_settle`).
+        # the arrays in bulk `_CHUNK` at a time, or when a property is read (`_settle`).
         self._latency_v = np.full(n, math.inf)
         self._outcome_v = np.full(n, PENDING, dtype=np.int8)
         self._done_s_v = np.full(n, math.nan)
@@ -78,7 +73,7 @@ class Recorder(SinkBase):
         # its status. Appending is all `attempt` does; every count, window and histogram of
         # attempts is computed from these in bulk when a summary is asked for. They are
         # appended to typed lists (compiled: native appends) and moved into the compact
-        # arrays `_ATTEMPT_CHUNK` at a time (`_spill`), so memory stays 18 bytes an attempt.
+        # arrays `_CHUNK` at a time (`_spill`), so memory stays 18 bytes an attempt.
         self.attempt_sent = array("d")
         self.attempt_latency = array("d")
         self.attempt_code = array("h")
@@ -98,7 +93,7 @@ class Recorder(SinkBase):
         sent.append(sent_s)
         self._latency_buf.append(latency_s)
         self._code_buf.append(status)
-        if len(sent) >= _ATTEMPT_CHUNK:
+        if len(sent) >= _CHUNK:
             self._spill()
 
     def _spill(self) -> None:
@@ -120,7 +115,7 @@ class Recorder(SinkBase):
         self._fin_code.append(tries * 8 + _OUTCOME_OF[number] + 1)
         if status is OK:
             self._hist_all = None
-        if len(fin) >= _ATTEMPT_CHUNK:
+        if len(fin) >= _CHUNK:
             self._settle()
 
     def _settle(self) -> None:
@@ -266,20 +261,20 @@ class Recorder(SinkBase):
             "shed": by[Outcome.SHED],
             "timed_out": by[Outcome.TIMED_OUT],
             "unfinished": by[Outcome.LOST],
-            "throttled": int(np.count_nonzero((cat == _IDX[Outcome.SHED]) & (self.tries[:n] == 0))),
+            "throttled": int(np.count_nonzero((cat == OUTCOME_INDEX[Outcome.SHED]) & (self.tries[:n] == 0))),
         }
         failures = n - counts["succeeded"]
         resolved = n - counts["unfinished"]
         d = self.covered_s
         latency, tenant = self.latency[:n], self.tenant[:n]
-        ok = cat <= _LATE
+        ok = cat <= LATE
         tenants: dict[str, Any] = {}
         ratios = []
         for i, name in enumerate(self.tenants):
             mine = tenant == i
             m = int(mine.sum())
             mine_cat = np.bincount(cat[mine], minlength=len(OUTCOMES))
-            w = int(mine_cat[_WITHIN])
+            w = int(mine_cat[WITHIN])
             ratio = w / m if m else 1.0
             ratios.append(ratio)
             lat, lat_ok = latency[mine], latency[mine & ok]
@@ -354,8 +349,8 @@ class Recorder(SinkBase):
         idx = np.minimum((self.sched[:n] / w).astype(int), k - 1)
         offered = np.bincount(idx, minlength=k)
         cat = self.outcomes()
-        ok = cat <= _LATE
-        good = np.bincount(idx, weights=(cat == _WITHIN).astype(float), minlength=k)
+        ok = cat <= LATE
+        good = np.bincount(idx, weights=(cat == WITHIN).astype(float), minlength=k)
         done_rel = self.done_s[:n][ok] - self.t0
         thr = np.bincount(np.minimum((done_rel / w).astype(int), k - 1), minlength=k) if ok.any() else np.zeros(k)
         p99, p99_ok = [], []
@@ -369,7 +364,7 @@ class Recorder(SinkBase):
             p99_ok.append(percentile_of(chunk[ok_sorted[bounds[j]:bounds[j + 1]]], 99))
         per_window = np.zeros((len(OUTCOMES), k), dtype=np.int64)
         np.add.at(per_window, (cat, idx), 1)
-        depth, busy, alive = self._sampled(self.windows)
+        depth, busy, alive = samples_per_window(self.samples, self.t0, self.window_s, self.windows)
         att = self.attempt_windows()
         return {
             "window_s": w,
@@ -392,51 +387,6 @@ class Recorder(SinkBase):
 
     def recovery(self, disturbance_end_s: float | None, series: dict[str, Any], threshold: float = 0.99,
                  stable_windows: int = 3) -> dict[str, Any]:
-        """Seconds from the disturbance's end until goodput is back to
-        >= threshold x offered and stays there for `stable_windows` full
-        windows (or to the end of the traffic, if sooner). None: never,
-        within the run. Judged on full windows only."""
-        out = {"disturbance_end_s": disturbance_end_s, "recovered_after_s": None, "threshold": threshold}
-        if disturbance_end_s is None:
-            return out
-        w = self.window_s
-        t = series["t_s"]
-        full = [j for j in range(len(t)) if t[j] + w <= self.covered_s + 1e-9]
-        ok = [series["goodput_rps"][j] >= threshold * series["offered_rps"][j] for j in full]
-        for pos, j in enumerate(full):
-            if t[j] + w <= disturbance_end_s + 1e-9:
-                continue
-            if all(ok[pos:pos + stable_windows]):
-                out["recovered_after_s"] = max(0.0, t[j] - disturbance_end_s)
-                break
-        return out
-
-    def _sampled(self, k: int) -> tuple[list, list, list]:
-        depth = [0.0] * k
-        busy = [0.0] * k
-        alive: list[int | None] = [None] * k  # GPUs alive at the window's last sample (None: none taken)
-        if not self.samples:
-            return depth, busy, alive
-        prev_t, prev_busy = self.t0, 0.0
-        for t, q, b, alive_gpus in self.samples:
-            j = min(self.windows - 1, max(0, int((t - 1e-9 - self.t0) / self.window_s)))
-            depth[j] = max(depth[j], q)
-            alive[j] = alive_gpus
-            span = t - prev_t
-            if span > 0:
-                busy[j] = min(1.0, (b - prev_busy) / (span * max(alive_gpus, 1)))
-            prev_t, prev_busy = t, b
-        return depth, busy, alive
-
-
-def classify(outcome: np.ndarray, latency_s: np.ndarray, slo_s: float) -> np.ndarray:
-    """Each request's outcome as an index into `OUTCOMES`, from its client outcome code
-    (OUTCOME_CODES, PENDING) and latency: exactly one per request, so the counts
-    partition the requests."""
-    out = np.full(len(outcome), _IDX[Outcome.LOST], dtype=np.intp)  # PENDING: never resolved
-    ok = outcome == 0
-    out[ok] = np.where(latency_s[ok] <= slo_s, _WITHIN, _LATE)
-    out[outcome == 1] = _IDX[Outcome.TIMED_OUT]
-    out[outcome == 2] = _IDX[Outcome.SHED]
-    out[outcome == 3] = _IDX[Outcome.FAILED]
-    return out
+        """When goodput came back after the disturbance (harness.engine.recovery.recovery_of),
+        judged on this run's full windows."""
+        return recovery_of(series, self.window_s, self.covered_s, disturbance_end_s, threshold, stable_windows)

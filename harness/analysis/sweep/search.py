@@ -20,10 +20,12 @@ import math
 
 import numpy as np
 
+from harness.engine.outcomes import OUTCOME_CODES, PENDING
+from targets.protocol import Status
+
 __all__ = ["RateSearch", "allowed_failures", "certain_failures"]
 
-_PENDING = -1  # harness.engine.recorder.PENDING: no final answer yet
-_OK = 0        # harness.engine.recorder.OUTCOME_CODES[OK]
+_OK = OUTCOME_CODES[Status.OK]
 
 
 def allowed_failures(unique: int, min_ratio: float) -> int:
@@ -40,7 +42,7 @@ def certain_failures(outcome: np.ndarray, latency_s: np.ndarray, sched_s: np.nda
     scheduled start: a request ended otherwise than OK within ``slo_s``, or still
     pending although scheduled more than ``slo_s`` ago, can no longer be on time.
     """
-    done = outcome != _PENDING
+    done = outcome != PENDING
     on_time = (outcome == _OK) & (latency_s <= slo_s)
     overdue = ~done & (sched_s < now_s - slo_s)
     return int(np.count_nonzero(done & ~on_time) + np.count_nonzero(overdue))
