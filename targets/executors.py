@@ -53,6 +53,13 @@ class ModeledExecutor:
     def expected_s(self, batch: list[Attempt]) -> float:
         return self.cost(len(batch), max(map(_size, batch))) * self.slowdown
 
+    @property
+    def only_sleeps(self) -> bool:
+        """True while `run_batch` is this class's own: it only sleeps `expected_s(batch)` and
+        answers None, so a GPU pool may time the batch on the loop's timers instead of running
+        it in a task (targets.gpu_pool). A subclass that answers overrides `run_batch`."""
+        return type(self).run_batch is ModeledExecutor.run_batch
+
     async def run_batch(self, batch: list[Attempt]) -> list | None:
         """None: a cost model computes no outputs (a subclass may answer, one per input)."""
         await asyncio.sleep(self.expected_s(batch))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from targets.delayline import clock_of
 from targets.native import mypyc_attr
@@ -29,6 +29,21 @@ from targets.protocol import Attempt
 class Executor(Protocol):
     def expected_s(self, batch: list[Attempt]) -> float: ...
     async def run_batch(self, batch: list[Attempt]) -> list | None: ...
+
+
+class _Pending(Protocol):
+    """A scheduled call (an asyncio handle, a virtual-time loop's timer)."""
+    def cancel(self) -> None: ...
+
+
+def _nothing() -> None:
+    pass
+
+
+def _only_sleeps(executor: Executor) -> bool:
+    """Whether `executor.run_batch` only sleeps `expected_s(batch)` and answers None (a cost
+    model's, `targets.executors.ModeledExecutor.only_sleeps`)."""
+    return bool(getattr(executor, "only_sleeps", False))
 
 
 @mypyc_attr(native_class=False)
@@ -53,6 +68,8 @@ class Worker:
         self.index = index
         self.alive = True
         self.task: asyncio.Task | None = None
+        self.timer: _Pending | None = None     # a timed batch's next step (see GpuPool._start)
+        self.asleep = False                    # ... and that step is the end of its sleep
         self.batch: list[Attempt] | None = None
         self.started_s = 0.0
 
@@ -97,6 +114,10 @@ class GpuPool:
         self._loop = asyncio.get_running_loop()
         self._clock = clock_of(self._loop)
         self._next_listener = 0
+        # Workers whose executor only sleeps (a cost model) run a batch on timers rather than
+        # in a task (see _start); `soon` is the loop's call_soon (a virtual-time loop's lean one).
+        self._timed = [_only_sleeps(ex) for ex in self.executors]
+        self._soon: Callable[..., Any] = getattr(self._loop, "soon", None) or self._loop.call_soon
 
     # -- state -----------------------------------------------------------------
     def free_gpus(self) -> int:
@@ -138,7 +159,31 @@ class GpuPool:
     def _start(self, worker: Worker, batch: list[Attempt]) -> None:
         worker.batch = batch
         worker.started_s = self._clock.now()
-        worker.task = self._loop.create_task(self._run(worker, batch))
+        if self._timed[worker.index]:
+            # The task's steps, without the task: its first step (`_begin`) runs where
+            # create_task's would, the sleep is the timer asyncio.sleep makes, and the end
+            # (`_end`) runs where the task's wake-up would, one call_soon after the timer.
+            # The same callbacks at the same instants in the same order, so the same run;
+            # a batch costs three calls instead of a task, a future and a coroutine's frames.
+            worker.timer = self._soon(self._begin, worker, batch)
+        else:
+            worker.task = self._loop.create_task(self._run(worker, batch))
+
+    def _begin(self, worker: Worker, batch: list[Attempt]) -> None:
+        seconds = self.executors[worker.index].expected_s(batch)
+        if seconds <= 0:  # asyncio.sleep(0): one turn of the loop
+            worker.timer = self._soon(self._end, worker, batch)
+        else:
+            worker.timer = self._loop.call_later(seconds, self._wake, worker, batch)
+            worker.asleep = True
+
+    def _wake(self, worker: Worker, batch: list[Attempt]) -> None:
+        worker.asleep = False
+        worker.timer = self._soon(self._end, worker, batch)
+
+    def _end(self, worker: Worker, batch: list[Attempt]) -> None:
+        worker.timer = None
+        self._done(worker, batch, None)
 
     async def _run(self, worker: Worker, batch: list[Attempt]) -> None:
         try:
@@ -146,6 +191,9 @@ class GpuPool:
         except WorkerDied:
             self._died(worker, batch)
             return
+        self._done(worker, batch, outputs)
+
+    def _done(self, worker: Worker, batch: list[Attempt], outputs: list | None) -> None:
         seconds = self._clock.now() - worker.started_s
         stats = self.stats
         stats.batches += 1
@@ -199,9 +247,15 @@ class GpuPool:
             self.alive -= 1
             if w in self.idle:
                 self.idle.remove(w)
-            if w.batch is not None and w.task is not None:
-                w.task.cancel()
-                batch, w.batch, w.task = w.batch, None, None
+            if w.batch is not None and (w.task is not None or w.timer is not None):
+                if w.task is not None:
+                    w.task.cancel()
+                if w.timer is not None:
+                    w.timer.cancel()
+                    if w.asleep:  # a sleeping task, cancelled, takes one more turn of the loop
+                        w.asleep = False
+                        self._soon(_nothing)
+                batch, w.batch, w.task, w.timer = w.batch, None, None, None
                 self.stats.killed_batches += 1
                 self.stats.busy_s += self._clock.now() - w.started_s
                 self._orphan(batch)
@@ -256,9 +310,11 @@ class GpuPool:
         self._backlog.clear()
         self.backlog_count = 0
         for w in self.workers:
-            w.batch, w.task = None, None
+            w.batch, w.task, w.timer, w.asleep = None, None, None, False
 
     def cancel_all(self) -> None:
         for w in self.workers:
             if w.task is not None:
                 w.task.cancel()
+            if w.timer is not None:
+                w.timer.cancel()

@@ -156,6 +156,15 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
                    context: contextvars.Context | None = None) -> _Timer:
         return self.call_at(self.clock.t + delay, callback, *args, context=context)
 
+    def soon(self, callback: Callable[..., Any], *args: Any) -> _Timer:
+        """`call_soon(callback, *args)` with no context: called in the next iteration, in the
+        order asyncio's would (behind what is ready now), through a `_Timer` rather than a
+        Handle made by Python-level asyncio code. A callback that raises ends the run, as a
+        timer's does. Returns what `cancel()` stops."""
+        timer = _Timer(self.clock.t, callback, args, None)
+        self._ready.append(timer)  # type: ignore[attr-defined]  # BaseEventLoop's, untyped in typeshed
+        return timer
+
     def feed_at(self, when: float, callback: Callable[[], Any]) -> None:
         """Call `callback()` at `when`, exactly as `call_at(when, callback)` made now would
         (the same sequence number, so the same order among equal times), but through the
