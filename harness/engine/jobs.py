@@ -33,7 +33,7 @@ from workloads.config_files import ConfigError
 from workloads.loader import load_workload
 from workloads.model import WorkloadConfig
 
-__all__ = ["Executor", "ExecutorUnavailable", "Job", "Jobs", "JobsInterrupted", "OnDone", "SimJob", "default_workers",
+__all__ = ["Executor", "ExecutorUnavailable", "Job", "Jobs", "JobsInterrupted", "OnDone", "SimJob", "Started", "default_workers",
            "require"]
 
 R = TypeVar("R")
@@ -152,6 +152,21 @@ class Jobs:
             return self.cache.start(work, self._start_all)
         return self._start_all(work)
 
+    def start_call(self, fn: Callable[[Any], R], arg: Any) -> "Started[R]":
+        """`fn(arg)` started now in a worker process of its own, beside whatever this process
+        runs next (jobs included: one long computation of the parent's, such as the rank's LLM
+        section, then overlaps the ablation's runs instead of following them). `fn` must pickle
+        (a module's function); inline and Ray `Jobs`, and one worker, call it at `result()`."""
+        if self.executor is not Executor.PROCESS or self.width <= 1:
+            return Started(None, lambda: fn(arg))
+        pool = ProcessPoolExecutor(max_workers=1, initializer=_worker_signals)
+        try:
+            future = pool.submit(fn, arg)
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+        return Started(pool, future.result)
+
     def _start_all(self, work: Sequence[Job[R]]) -> Callable[[], list[R]]:
         """`start` without the cache: every job starts."""
         if not work:
@@ -171,6 +186,42 @@ class Jobs:
             finally:
                 pool.shutdown(cancel_futures=True)
         return results
+
+
+class Started(Generic[R]):
+    """A computation `Jobs.start_call` started: `result()` waits for it and lets its worker go.
+    Used as a context manager, a block that raises ends it unfinished (its worker terminated),
+    as an interrupted run must not wait for it. `under`: a `Started` this one wraps (stopped with it)."""
+
+    def __init__(self, under: "ProcessPoolExecutor | Started[Any] | None", wait: Callable[[], R]) -> None:
+        self._under = under
+        self._wait = wait
+
+    @staticmethod
+    def nothing() -> "Started[None]":
+        return Started(None, lambda: None)
+
+    def result(self) -> R:
+        try:
+            return self._wait()
+        finally:
+            if isinstance(self._under, ProcessPoolExecutor):
+                self._under.shutdown(cancel_futures=True)
+            self._under = None
+
+    def stop(self) -> None:
+        under, self._under = self._under, None
+        if isinstance(under, ProcessPoolExecutor):
+            _stop_now(under)
+        elif under is not None:
+            under.stop()
+
+    def __enter__(self) -> "Started[R]":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
+        if kind is not None:
+            self.stop()
 
 
 @dataclass(frozen=True)

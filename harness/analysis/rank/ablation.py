@@ -85,7 +85,8 @@ from harness.analysis.shorten import REQUEST_BUDGET, plan_for_json
 from harness.analysis.shorten import plan as plan_runs
 from harness.analysis.stats import interval
 from harness.analysis.variants import OnDone, OnPlanned, VariantJob, knobs_of, variant
-from harness.engine.jobs import Jobs
+from harness.engine.jobs import Jobs, Started
+from harness.engine.run_cache import value_key
 from harness.results.llm_rank import LlmRank
 from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawGain, FlawRank,
                                   FlawSeeds, KeptSpan, RankResult, ScenarioCost, TailChange, tail_change)
@@ -287,52 +288,73 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
             runs += [VariantJob(f"{flawed_label}-{fid}", variant(flawed_knobs, f.fixed), w, seed, plan[w]["shortening"])
                      for w in ws]
     runs = [dataclasses.replace(j, seed=s) for s in seeds for j in runs]
-    by_seed = _summaries_by_seed(runs, jobs, on_done, on_planned)
-    summaries = by_seed[seed]
-    per = measure(flaw_scenarios, good_label, flawed_label, summaries)
-    slo = TargetConfig.model_validate(good_knobs).slo_s
-    kept = {w: KeptSpan(disturbance_s=plan[w].get("disturbance_s"), after_s=plan[w].get("after_s")) for w in scen}
-    flaws = []
-    for fid, rows in per.items():
-        f = by_id[fid]
-        cost, gain = worst(rows)
-        if fid not in present:
-            gain = gain.model_copy(update={"note": f"already fixed in {flawed_label}: nothing to gain"})
-        warning = short_run(fid, flaw_scenarios[fid], f.exposed_by, variant(good_knobs, f.present), kept)
-        flaws.append(FlawRank(id=fid, doc_item=f.doc_item, failure=f.failure, fix=f.fix,
-                              exposed_by=list(f.exposed_by), cost=cost, gain=gain, per_scenario=rows, rank=0,
-                              too_short=warning))
-    flaws.sort(key=score_key)
-    flaws = [f.model_copy(update={"rank": i}) for i, f in enumerate(flaws, 1)]
-    if len(seeds) > 1:
-        flaws = rank_over_seeds(flaws, seed_places(flaw_scenarios, good_label, flawed_label, by_seed), seeds)
-    found = None
-    if interactions:
-        found = find_interactions(flaws, present, slo, seed, (good_label, good_knobs),
-                                  (flawed_label, flawed_knobs), summaries, plan, jobs, on_done, on_planned)
-        flaws = [f.model_copy(update={"interaction": found.text[f.id]}) if f.id in found.text else f
-                 for f in flaws]
-    probe_runs = found.runs if found else 0
-    return RankResult(
-        seed=seed, suite=scen, slo_s=slo, good=good_label, flawed=flawed_label, good_spec=good, flawed_spec=flawed,
-        flaws=flaws, top=[f.id for f in flaws if f.id in present][:3],
-        baselines={"hardened" if good == "hardened" else good_label: {w: summaries[(good_label, w)] for w in scen},
-                   "naive" if flawed == "naive" else flawed_label: {w: summaries[(flawed_label, w)] for w in scen}},
-        durations=plan_for_json(plan), score=SCORE_TEXT, runs=len(runs) + probe_runs, ablation_runs=len(runs),
-        flaws_in_flawed=sorted(present),
-        probe_runs=probe_runs if found else None, interactions=found.plans if found else None,
-        wall_s=time.perf_counter() - started, suite_name=suite_name, seeds=seeds if len(seeds) > 1 else None,
-        llm=llm_section(llm, seed, jobs) if llm is not None else None,
-    )
+    # The LLM flaws (one long computation) are measured beside the ablation's runs, not after.
+    with start_llm_section(llm, seed, jobs) if llm is not None else Started.nothing() as llm_rank_of:
+        by_seed = _summaries_by_seed(runs, jobs, on_done, on_planned)
+        summaries = by_seed[seed]
+        per = measure(flaw_scenarios, good_label, flawed_label, summaries)
+        slo = TargetConfig.model_validate(good_knobs).slo_s
+        kept = {w: KeptSpan(disturbance_s=plan[w].get("disturbance_s"), after_s=plan[w].get("after_s")) for w in scen}
+        flaws = []
+        for fid, rows in per.items():
+            f = by_id[fid]
+            cost, gain = worst(rows)
+            if fid not in present:
+                gain = gain.model_copy(update={"note": f"already fixed in {flawed_label}: nothing to gain"})
+            warning = short_run(fid, flaw_scenarios[fid], f.exposed_by, variant(good_knobs, f.present), kept)
+            flaws.append(FlawRank(id=fid, doc_item=f.doc_item, failure=f.failure, fix=f.fix,
+                                  exposed_by=list(f.exposed_by), cost=cost, gain=gain, per_scenario=rows, rank=0,
+                                  too_short=warning))
+        flaws.sort(key=score_key)
+        flaws = [f.model_copy(update={"rank": i}) for i, f in enumerate(flaws, 1)]
+        if len(seeds) > 1:
+            flaws = rank_over_seeds(flaws, seed_places(flaw_scenarios, good_label, flawed_label, by_seed), seeds)
+        found = None
+        if interactions:
+            found = find_interactions(flaws, present, slo, seed, (good_label, good_knobs),
+                                      (flawed_label, flawed_knobs), summaries, plan, jobs, on_done, on_planned)
+            flaws = [f.model_copy(update={"interaction": found.text[f.id]}) if f.id in found.text else f
+                     for f in flaws]
+        probe_runs = found.runs if found else 0
+        return RankResult(
+            seed=seed, suite=scen, slo_s=slo, good=good_label, flawed=flawed_label, good_spec=good, flawed_spec=flawed,
+            flaws=flaws, top=[f.id for f in flaws if f.id in present][:3],
+            baselines={"hardened" if good == "hardened" else good_label: {w: summaries[(good_label, w)] for w in scen},
+                       "naive" if flawed == "naive" else flawed_label: {w: summaries[(flawed_label, w)] for w in scen}},
+            durations=plan_for_json(plan), score=SCORE_TEXT, runs=len(runs) + probe_runs, ablation_runs=len(runs),
+            flaws_in_flawed=sorted(present),
+            probe_runs=probe_runs if found else None, interactions=found.plans if found else None,
+            wall_s=time.perf_counter() - started, suite_name=suite_name, seeds=seeds if len(seeds) > 1 else None,
+            llm=llm_rank_of.result() if llm_rank_of is not None else None,
+        )
+
+
+def _llm_name(llm: LlmSection) -> str:
+    return f"{getattr(llm, '__module__', '')}.{getattr(llm, '__qualname__', '<?>')}"
 
 
 def llm_section(llm: LlmSection, seed: int, jobs: Jobs = Jobs()) -> LlmRank:
     """`llm(seed)`, kept in `jobs`' run cache where it has one and `llm` is a module's function
     (its name and the seed are then all that decides it; a lambda or a closure always runs)."""
-    name = f"{getattr(llm, '__module__', '')}.{getattr(llm, '__qualname__', '<?>')}"
+    name = _llm_name(llm)
     if jobs.cache is None or "<" in name:
         return llm(seed)
     return jobs.cache.memo(name, {"seed": seed}, lambda: llm(seed), f"LLM flaws ranked, seed {seed}")
+
+
+def start_llm_section(llm: LlmSection, seed: int, jobs: Jobs = Jobs()) -> Started[LlmRank]:
+    """`llm_section(llm, seed, jobs)` started now in a worker process of its own (`Jobs.start_call`),
+    so that it runs while the ablation's runs do rather than after them; in this process, at
+    `result()`, where the cache has it or `llm` cannot be sent to a worker (a lambda, a closure).
+    The same result either way: `llm` is seeded."""
+    name = _llm_name(llm)
+    cache = jobs.cache
+    if "<" in name or (cache is not None and cache.get(value_key(name, {"seed": seed})) is not None):
+        return Started(None, lambda: llm_section(llm, seed, jobs))
+    running = jobs.start_call(llm, seed)
+    if cache is None:
+        return running
+    return Started(running, lambda: cache.memo(name, {"seed": seed}, running.result, f"LLM flaws ranked, seed {seed}"))
 
 
 def exposing_plan(flaw_scenarios: dict[str, list[str]], good: str = "hardened", scale: float = 1.0,
