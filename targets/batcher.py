@@ -35,6 +35,7 @@ from targets.config import Batching
 from targets.delayline import Alarm, clock_of
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
 from targets.gpu_pool import GpuPool
+from targets.native import mypyc_attr
 from targets.protocol import Attempt, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue, Queue
 
@@ -48,6 +49,7 @@ _GREEDY: Final = Batching.GREEDY
 DEADLINE_EXCEEDED = Response(Status.UNAVAILABLE, reason="deadline exceeded before dispatch")
 
 
+@mypyc_attr(free_list_len=1)  # compiled: one freed Decision is kept for the next (a wait makes one per enqueue)
 class Decision:
     """What `decide` says: put `take` requests in a batch now, or (take 0) wake me after
     `recheck_after_s`, if nothing else does first. A plain class, not a NamedTuple: compiled

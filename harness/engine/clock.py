@@ -62,6 +62,7 @@ class _Due:
         raise NotImplementedError
 
 
+@mypyc_attr(free_list_len=1)  # compiled: one freed timer is kept for the next
 class _Timer(_Due):
     """A scheduled callback: what `call_at` returns (`cancel()`, `when()`, `cancelled()`)."""
 
