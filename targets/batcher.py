@@ -36,8 +36,9 @@ from targets.delayline import Alarm, clock_of
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
 from targets.gpu_pool import GpuPool
 from targets.native import mypyc_attr
-from targets.protocol import Attempt, Response, Status
+from targets.protocol import Attempt, Expiry, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue, Queue
+from targets.slowness import Slowness
 
 # Plain names for the kinds `decide` tests on every call (an Enum member lookup costs
 # about 0.5 us in CPython 3.11; see targets.protocol).
@@ -143,10 +144,10 @@ class Batcher:
         policy: BatchPolicy,
         pool: GpuPool,
         pull: bool,
-        expired: Callable[[Attempt, float], bool] | None = None,
+        expired: Expiry | None = None,
         on_drop: Callable[[Attempt], None] | None = None,
         gpu_share: float = 1.0,
-        slowness: Callable[[], float] | None = None,
+        slowness: Slowness | None = None,
     ) -> None:
         self.queue = queue
         self.policy = policy
@@ -197,8 +198,9 @@ class Batcher:
         rate = gpus = 0.0
         if self._rate is not None:
             rate, gpus = self._rate.rps(now), pool.alive * self.gpu_share
-            if self._slowness is not None:
-                gpus /= self._slowness()
+            s = self._slowness
+            if s is not None:  # s.at(now), its answer of this instant read without a call
+                gpus /= s.value if now == s.asked_s else s.at(now)
         while True:
             # Push mode can always hand a batch over (the pool parks it), but
             # ADAPTIVE still needs the real count of idle GPUs to judge slack.
@@ -241,7 +243,7 @@ class Batcher:
         kept: list[Attempt] = []
         while got:
             for a in got:
-                if expired(a, now):
+                if expired.expired(a, now):
                     if self._on_drop:
                         self._on_drop(a)
                 else:

@@ -189,6 +189,15 @@ class Transport(Protocol):
     def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None: ...
 
 
+class TransportBase:
+    """A Transport as a base class (the sim's, harness.engine.transports.InProcessTransport):
+    compiled, the client's `send` of a transport derived from it, once per attempt, is a native
+    call; any other Transport (live mode's) is called through its bound method."""
+
+    def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
+        raise NotImplementedError
+
+
 class Sink(Protocol):
     def attempt(self, status: Status, sent_s: float, latency_s: float) -> None: ...
     def finish(self, index: int, status: Status, done_s: float, attempts: int) -> None: ...
@@ -238,6 +247,7 @@ class Client:
         # Read once: a simulation calls these for every attempt (the clock natively, see clock_of).
         self._clock: Clock = clock_of(self.loop)
         self._send = transport.send
+        self._native_transport: TransportBase | None = transport if isinstance(transport, TransportBase) else None
         self._record_attempt = sink.attempt
         self._record_finish = sink.finish
         self._native_sink: SinkBase | None = sink if isinstance(sink, SinkBase) else None
@@ -296,7 +306,11 @@ class Client:
                      sent + self._timeout_s if self._deadlines else None, payload)
         r.client, r.budget, r.throttle, r.tries, r.sent = self, budget, throttle, 0, sent
         r.on_answer = answer = r.on_response
-        self._send(r, self._timeout_s, answer)
+        native = self._native_transport
+        if native is not None:
+            native.send(r, self._timeout_s, answer)
+        else:
+            self._send(r, self._timeout_s, answer)
 
 
 class _Request(Attempt):
@@ -325,7 +339,11 @@ class _Request(Attempt):
         a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
                     self.tries, answer, self.request_id,
                     sent + timeout_s if c._deadlines else None, self.payload)
-        c._send(a, timeout_s, answer)
+        native = c._native_transport
+        if native is not None:
+            native.send(a, timeout_s, answer)
+        else:
+            c._send(a, timeout_s, answer)
 
     def on_response(self, response: Response) -> None:
         self.on_answer = None  # see the class docstring

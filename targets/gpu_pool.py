@@ -23,7 +23,7 @@ from typing import Any, Callable, Protocol
 
 from targets.delayline import clock_of
 from targets.native import mypyc_attr
-from targets.protocol import Attempt
+from targets.protocol import Attempt, Expiry
 
 
 class Executor(Protocol):
@@ -91,7 +91,7 @@ class GpuPool:
         batch_timeout_factor: float = 2.0,
         redispatch: Callable[[list[Attempt]], None] | None = None,
         on_lost: Callable[[Attempt], None] | None = None,
-        expired: Callable[[Attempt, float], bool] | None = None,
+        expired: Expiry | None = None,
         on_drop: Callable[[Attempt], None] | None = None,
     ) -> None:
         self._expired = expired
@@ -231,7 +231,7 @@ class GpuPool:
         now = self._clock.now()
         kept = []
         for a in batch:
-            if self._expired(a, now):  # type: ignore[misc]  # called only when set
+            if self._expired.expired(a, now):  # type: ignore[union-attr]  # called only when set
                 if self._on_drop is not None:
                     self._on_drop(a)
             else:

@@ -128,3 +128,16 @@ class Attempt:
 
     def __repr__(self) -> str:
         return f"Attempt(uid={self.uid}, try={self.attempt_no}, tenant={self.tenant!r})"
+
+
+class Expiry:
+    """Deadline propagation's test, asked of every queued request before it costs GPU time: an
+    attempt is useless once even a batch started now (`margin_s`, a batch's time) would end past
+    its deadline. A class, not a callable, so that the batcher and the pool ask it natively."""
+
+    def __init__(self, margin_s: float) -> None:
+        self.margin_s = margin_s
+
+    def expired(self, a: Attempt, now: float) -> bool:
+        deadline = a.deadline_s
+        return deadline is not None and now + self.margin_s > deadline

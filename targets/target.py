@@ -31,7 +31,7 @@ from targets.executors import ModeledExecutor, cost_function
 from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
 from targets.latency_forecast import AdmissionForecast
-from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, Response, Status
+from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, Expiry, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
 from targets.slowness import Slowness
 from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
@@ -63,6 +63,9 @@ class ServingTarget:
         self.stats = TargetStats()
         self.gpus = config.fleet_gpus
         self.batch_s = self.cost(config.batch_size, config.reference_length)
+        # Deadline propagation: a queued request that a batch started now would finish too late is dropped.
+        self._expiry = Expiry(self.batch_s) if config.propagate_deadline else None
+        self._slowness = Slowness(tau_s=max(1.0, 10 * self.batch_s))
         modeled = ModeledExecutor(self.cost)
         self.modeled = modeled if executor_for is None else None
         self.pool = GpuPool(
@@ -73,7 +76,7 @@ class ServingTarget:
             batch_timeout_factor=config.batch_timeout_factor,
             redispatch=self._redispatch,
             on_lost=self._lost,
-            expired=self._expired if config.propagate_deadline else None,
+            expired=self._expiry,
             on_drop=self._dropped,
         )
         n = config.api_servers
@@ -85,12 +88,12 @@ class ServingTarget:
                              per_gpu_rps=per_gpu_rps(lambda q: self.cost(q, config.reference_length),
                                                      config.batch_size) if rate else (),
                              utilization=config.batch_utilization, rate_horizon_s=self.batch_s)
-        expired = self._expired if config.propagate_deadline else None
+        expired = self._expiry
         shared = config.topology is Topology.SHARED
         queues = 1 if shared else n
         self.batchers = [
             Batcher(self._new_queue(), policy, self.pool, pull=shared, expired=expired, on_drop=self._dropped,
-                    gpu_share=1 / queues, slowness=self.current_slowness)
+                    gpu_share=1 / queues, slowness=self._slowness)
             for _ in range(queues)
         ]
         self._per_server = queues > 1
@@ -103,7 +106,6 @@ class ServingTarget:
         self._dedupe_alarm = Alarm(self.loop, self._dedupe_expire)  # the dedupe's next due attempt
         tenant_rate = config.tenant_limit_share * config.peak_qps
         self._buckets = TenantBuckets(tenant_rate, max(1.0, tenant_rate * config.tenant_burst_s))
-        self._slowness = Slowness(tau_s=max(1.0, 10 * self.batch_s))
         self._admission = (AdmissionForecast(config, self.cost, self.batch_s, self.pool, self.batchers, policy,
                                              self._slowness) if config.admission else None)
         # Read on every request: plain attributes rather than the pydantic config's.
@@ -267,17 +269,6 @@ class ServingTarget:
             batcher = self.canary.batcher
         batcher.enqueue(a, now)
 
-    def current_slowness(self, now: float | None = None) -> float:
-        """Measured / expected batch time now (targets.slowness); `now`: the loop's
-        time, when the caller has it."""
-        s = self._slowness
-        if now is None:
-            now = self._clock.now()
-        return s.value if now == s.asked_s else s.at(now)
-
-    def _expired(self, a: Attempt, now: float) -> bool:
-        return a.deadline_s is not None and now + self.batch_s > a.deadline_s
-
     def _dropped(self, a: Attempt) -> None:
         self.stats.expired += 1
         self.inflight[a.server] = self.inflight[a.server] - 1
@@ -319,7 +310,6 @@ class ServingTarget:
             tokens = sum(max(a.size, self.config.reference_length) for a in batch)
             stats.wasted_padding_s += seconds * (1 - tokens / (len(batch) * longest))
         now, inflight, canary = self._clock.now(), self.inflight, self.canary
-        finish = dedupe.finish if dedupe is not None else None
         for i, a in enumerate(batch):
             inflight[a.server] = inflight[a.server] - 1
             if not computed.add(a.uid, now):
@@ -330,10 +320,10 @@ class ServingTarget:
                 # A modeled batch's answer, through _reply inline (this runs for every request).
                 if cache is not None:
                     cache.put(a, None)
-                if finish is None:
+                if dedupe is None:
                     a.answer(OK_RESPONSE)
-                else:
-                    for w in finish(a, OK_RESPONSE, now):
+                else:  # called on the Deduper (a native call; a bound method kept is a Python call)
+                    for w in dedupe.finish(a, OK_RESPONSE, now):
                         w.answer(OK_RESPONSE)
                 continue
             output = outputs[i] if outputs is not None else None

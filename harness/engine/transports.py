@@ -11,6 +11,7 @@ import asyncio
 from typing import Callable, Final
 
 from targets.delayline import DelayLines
+from targets.client import TransportBase
 from targets.protocol import TIMEOUT_RESPONSE, Attempt, Response
 from targets.target import ServingTarget
 
@@ -20,7 +21,7 @@ from targets.target import ServingTarget
 TIMEOUT_RESOLUTION_S: Final = 0.001
 
 
-class InProcessTransport:
+class InProcessTransport(TransportBase):
     def __init__(self, target) -> None:
         self.target = target
         # The reference target, typed as such: compiled, its `submit` (once per attempt) is then

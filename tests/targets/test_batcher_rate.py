@@ -18,6 +18,7 @@ from targets.executors import ModeledExecutor
 from targets.gpu_pool import GpuPool
 from targets.protocol import Attempt
 from targets.queues import FifoQueue
+from targets.slowness import Slowness
 
 BATCH_S = 0.1
 
@@ -111,6 +112,13 @@ def test_rate_policy_needs_its_table():
 
 # -- the batcher running it, on the virtual clock ------------------------------------------
 
+def _constant(slowness: float) -> Slowness:
+    """A slowdown that stays `slowness` (an infinite fading time)."""
+    s = Slowness(tau_s=math.inf)
+    s.level = slowness
+    return s
+
+
 def _run(policy: BatchPolicy, arrivals: list[float], gpus: int,
          slowness: float | None = None) -> list[tuple[float, list[int]]]:
     """(start time, uids) of every batch, in start order."""
@@ -121,7 +129,7 @@ def _run(policy: BatchPolicy, arrivals: list[float], gpus: int,
         done = lambda batch, out, secs: log.append((loop.time() - secs, [a.uid for a in batch]))
         pool = GpuPool(gpus, lambda i: ModeledExecutor(lambda b, L: BATCH_S), on_done=done)
         batcher = Batcher(FifoQueue(), policy, pool, pull=True,
-                          slowness=None if slowness is None else (lambda: slowness))
+                          slowness=None if slowness is None else _constant(slowness))
         for uid, t in enumerate(arrivals):
             loop.call_at(t, batcher.enqueue, att(uid))
         await asyncio.sleep(max(arrivals) + 10)
