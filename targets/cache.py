@@ -56,10 +56,15 @@ class ResponseCache:
 
     def key(self, a: Attempt, version: str | None = None) -> Hashable:
         """`version`: the model version the request is routed to (a canary rollout);
-        None: the cache's own. The exact-payload key ignores it (the doc's flaw)."""
+        None: the cache's own. The exact-payload key ignores it (the doc's flaw).
+
+        The key is (content, variant) when exact, (content, version) when normalised; each
+        written as the content alone where the second part is the common one (variant 0, the
+        cache's own version): an int and a tuple are never equal, so the keys stand for the
+        same pairs, one to one, and a request's key then costs no tuple to make or hash."""
         if self._exact:
-            return (a.content, a.variant)
-        return (a.content, version or self.model_version)
+            return a.content if a.variant == 0 else (a.content, a.variant)
+        return a.content if not version or version == self.model_version else (a.content, version)
 
     def clear(self) -> None:
         """Drop every entry (not counted as evictions)."""
@@ -94,8 +99,7 @@ class ResponseCache:
     def put(self, a: Attempt, output: Any, version: str | None = None) -> None:
         # Filled even while bypassed (off the request path), so the probes can
         # notice when traffic becomes cacheable.
-        # self.key(a, version), inline: every answer is put
-        key = (a.content, a.variant) if self._exact else (a.content, version or self.model_version)
+        key = self.key(a, version)
         data = self._data
         if key in data:  # (a new key goes to the back by itself: no move_to_end, a Python-level call)
             data.move_to_end(key)
