@@ -36,7 +36,7 @@ from targets.delayline import Alarm, clock_of
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
 from targets.gpu_pool import GpuPool
 from targets.native import mypyc_attr
-from targets.protocol import Attempt, Expiry, Response, Status
+from targets.protocol import Attempt, DeadlineCheck, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue, Queue
 from targets.slowness import Slowness
 
@@ -144,7 +144,7 @@ class Batcher:
         policy: BatchPolicy,
         pool: GpuPool,
         pull: bool,
-        expired: Expiry | None = None,
+        expired: DeadlineCheck | None = None,
         on_drop: Callable[[Attempt], None] | None = None,
         gpu_share: float = 1.0,
         slowness: Slowness | None = None,

@@ -109,6 +109,13 @@ def _feed(h: Any, value: Any) -> None:
         h.update(b";")
 
 
+def dedupe_key(tenant: str, request_id: str) -> str:
+    """The key of (tenant, request ID): one string, its length-prefixed tenant then the ID, so no
+    two pairs share one (a separator could occur in a name), and a key is hashed once, where a
+    tuple is hashed again at every lookup."""
+    return f"{len(tenant)}:{tenant}{request_id}"
+
+
 def attempt_digest(a: Attempt) -> Hashable:
     """The input identity the dedupe checks: the payload's digest when there is
     one (live), else the workload's content and variant ids (sim)."""
@@ -129,13 +136,14 @@ class Deduper:
         # Each key in flight: the attempt doing the work (its input digest is made only when
         # a twin arrives, or as its answer is remembered: most requests have none); the
         # attempts coalesced onto it, once any are.
-        self._inflight: dict[tuple[str, str], Attempt] = {}
-        self._waiters: dict[tuple[str, str], list[Attempt]] = {}
-        self._done: BoundedMap[tuple[str, str], tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
+        # Keys: dedupe_key(tenant, request ID), each attempt's kept on it once offered.
+        self._inflight: dict[str, Attempt] = {}
+        self._waiters: dict[str, list[Attempt]] = {}
+        self._done: BoundedMap[str, tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
         self._done_keys = self._done._items  # membership, asked per request: one lookup, no call
         # Attached attempts (and each key's first, once another attached) by their own deadline:
         # (deadline, sequence, key, attempt); an entry answered meanwhile is skipped when popped.
-        self._due: list[tuple[float, int, tuple[str, str], Attempt]] = []
+        self._due: list[tuple[float, int, str, Attempt]] = []
         self._seq = 0
         self.stats = DedupeStats()
 
@@ -164,7 +172,7 @@ class Deduper:
         return max(map(len, self._waiters.values()), default=0)
 
     def inflight(self, tenant: str, request_id: str) -> bool:
-        return (tenant, request_id) in self._inflight
+        return dedupe_key(tenant, request_id) in self._inflight
 
     def offer(self, a: Attempt, now: float) -> bool:
         """True if `a` is new work the caller must queue; False if it was
@@ -173,7 +181,7 @@ class Deduper:
         rid = a.request_id
         if rid is None:
             return True
-        key = (a.tenant, rid)
+        key = a.dedupe_key = dedupe_key(a.tenant, rid)
         # self._done.get(key, now), called only where the key is there: most requests are new
         done = self._done.get(key, now) if key in self._done_keys else None
         if done is not None:
@@ -215,7 +223,7 @@ class Deduper:
             self._due_at(a.deadline_s, key, a)
         return False
 
-    def _due_at(self, deadline_s: float, key: tuple[str, str], a: Attempt) -> None:
+    def _due_at(self, deadline_s: float, key: str, a: Attempt) -> None:
         self._seq += 1
         heappush(self._due, (deadline_s, self._seq, key, a))
 
@@ -254,17 +262,16 @@ class Deduper:
         return waiters
 
     def waiters(self, a: Attempt) -> Sequence[Attempt]:
-        if a.request_id is None:
+        key = a.dedupe_key
+        if key is None:  # never offered (or no request ID): waits on nothing, nothing waits on it
             return []
-        key = (a.tenant, a.request_id)
         return self._waiters.get(key, []) if self._inflight.get(key) is a else []
 
     def finish(self, a: Attempt, response: Response, now: float) -> list[Attempt]:
         """Record `a`'s answer; return every attempt that should receive it."""
-        rid = a.request_id
-        if rid is None:
+        key = a.dedupe_key
+        if key is None:  # never offered (or no request ID): no key's primary
             return [a]
-        key = (a.tenant, rid)
         if self._inflight.get(key) is not a:
             return [a]  # not the key's primary: nothing of another attempt's to touch
         del self._inflight[key]

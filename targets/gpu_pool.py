@@ -23,7 +23,7 @@ from typing import Any, Callable, Protocol
 
 from targets.delayline import clock_of
 from targets.native import mypyc_attr
-from targets.protocol import Attempt, Expiry
+from targets.protocol import Attempt, DeadlineCheck
 
 
 class Executor(Protocol):
@@ -91,7 +91,7 @@ class GpuPool:
         batch_timeout_factor: float = 2.0,
         redispatch: Callable[[list[Attempt]], None] | None = None,
         on_lost: Callable[[Attempt], None] | None = None,
-        expired: Expiry | None = None,
+        expired: DeadlineCheck | None = None,
         on_drop: Callable[[Attempt], None] | None = None,
     ) -> None:
         self._expired = expired

@@ -111,6 +111,7 @@ class Attempt:
         self.redispatched = False
         self.payload = payload
         self.server = -1
+        self.dedupe_key: str | None = None  # a dedupe's key for it, once offered (targets.dedupe)
 
     def answer(self, response: Response) -> None:
         """Deliver `response` unless the attempt was already answered or abandoned."""
@@ -130,7 +131,7 @@ class Attempt:
         return f"Attempt(uid={self.uid}, try={self.attempt_no}, tenant={self.tenant!r})"
 
 
-class Expiry:
+class DeadlineCheck:
     """Deadline propagation's test, asked of every queued request before it costs GPU time: an
     attempt is useless once even a batch started now (`margin_s`, a batch's time) would end past
     its deadline. A class, not a callable, so that the batcher and the pool ask it natively."""

@@ -31,7 +31,7 @@ from targets.executors import ModeledExecutor, cost_function
 from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
 from targets.latency_forecast import AdmissionForecast
-from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, Expiry, Response, Status
+from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, DeadlineCheck, Response, Status
 from targets.queues import BucketedQueue, FairQueue, FifoQueue
 from targets.slowness import Slowness
 from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
@@ -64,7 +64,7 @@ class ServingTarget:
         self.gpus = config.fleet_gpus
         self.batch_s = self.cost(config.batch_size, config.reference_length)
         # Deadline propagation: a queued request that a batch started now would finish too late is dropped.
-        self._expiry = Expiry(self.batch_s) if config.propagate_deadline else None
+        self._expiry = DeadlineCheck(self.batch_s) if config.propagate_deadline else None
         self._slowness = Slowness(tau_s=max(1.0, 10 * self.batch_s))
         modeled = ModeledExecutor(self.cost)
         self.modeled = modeled if executor_for is None else None

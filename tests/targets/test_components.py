@@ -12,7 +12,7 @@ from targets.config import Batching
 from targets.delayline import DelayLine, DelayLines
 from targets.executors import ModeledExecutor
 from targets.gpu_pool import GpuPool
-from targets.protocol import Attempt, Expiry, Response, Status
+from targets.protocol import Attempt, DeadlineCheck, Response, Status
 from targets.queues import FifoQueue
 
 
@@ -127,7 +127,7 @@ def test_parked_batches_drop_expired_requests_before_they_reach_a_gpu():
         loop = asyncio.get_running_loop()
         pool = GpuPool(1, lambda i: ModeledExecutor(lambda b, L: 0.1),
                        on_done=lambda b, o, s: ran.append([a.uid for a in b]),
-                       expired=Expiry(0.1),
+                       expired=DeadlineCheck(0.1),
                        on_drop=lambda a: dropped.append(a.uid))
         first, late, fine = att(0), att(1), att(2)
         late.deadline_s = 0.15   # would finish at 0.2: useless by then

@@ -64,11 +64,12 @@ def test_waiters_on_one_id_are_capped() -> None:
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["offer", "offer", "finish", "tick"]), st.sampled_from(["A", "B"]),
+@given(st.lists(st.tuples(st.sampled_from(["offer", "offer", "finish", "tick"]), st.sampled_from(["A", "B", "A1"]),
                           st.integers(0, 2), st.integers(0, 2)), max_size=80))
 def test_no_answer_reaches_a_request_whose_tenant_id_or_input_differs(script) -> None:
     """Random interleavings of offers, finishes and clock ticks: every answer a
-    request receives was computed for its own (tenant, ID, input)."""
+    request receives was computed for its own (tenant, ID, input). Tenants and IDs
+    whose concatenations meet ("A" + "1r0", "A1" + "r0") must not share a key."""
     d, log = Deduper(ttl_s=2.0, max_done=4), []
     running: list[Attempt] = []
     now, uid = 0.0, 0
@@ -77,7 +78,7 @@ def test_no_answer_reaches_a_request_whose_tenant_id_or_input_differs(script) ->
             now += 0.7
         elif op == "offer":
             uid += 1
-            a = _attempt(uid, tenant, f"r{k}", INPUTS[x], log)
+            a = _attempt(uid, tenant, ["r0", "1r0", "r1"][k], INPUTS[x], log)
             if d.offer(a, now):
                 running.append(a)
         elif running:
