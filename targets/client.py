@@ -219,9 +219,10 @@ class _PerTenant:
     """A client's state for one tenant: its retry budget and its throttles by size class
     (index: the size's bit length)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tenant: str) -> None:
         self.budget: RetryBudget | None = None
         self.throttles: list[Throttle | None] = []
+        self.id_prefix = tenant + "-"  # its request IDs: this, then the request's index
 
 
 class Client:
@@ -270,10 +271,11 @@ class Client:
         throttle_k = self._throttle_k
         ratio = self._retry_budget
         per: _PerTenant | None = None
-        if throttle_k is not None or ratio is not None:
+        request_ids = self._request_ids
+        if throttle_k is not None or ratio is not None or request_ids:
             per = self._per_tenant.get(tenant)
             if per is None:
-                per = self._per_tenant[tenant] = _PerTenant()
+                per = self._per_tenant[tenant] = _PerTenant(tenant)
         if throttle_k is not None and per is not None:
             # One throttle per tenant and size class (sizes within a factor of two): a tenant's
             # clients share what they saw, and a server that refuses large requests (admission
@@ -302,7 +304,7 @@ class Client:
         # Positional: this runs once per request (uid, tenant, conn, content, variant, size,
         # sent_s, attempt_no, on_answer, request_id, deadline_s, payload).
         r = _Request(index, tenant, conn, content, variant, size, sent, 0, None,
-                     f"{tenant}-{index}" if self._request_ids else None,
+                     per.id_prefix + str(index) if request_ids and per is not None else None,
                      sent + self._timeout_s if self._deadlines else None, payload)
         r.client, r.budget, r.throttle, r.tries, r.sent = self, budget, throttle, 0, sent
         r.on_answer = answer = r.on_response

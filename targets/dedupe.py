@@ -47,6 +47,7 @@ DEFAULT_MAX_WAITERS = 256
 # whose timeout is that deadline (a sim client, within TIMEOUT_RESOLUTION_S = 1 ms) has
 # given up by then, so the answer reaches only clients still waiting.
 DEFAULT_GRACE_S = 0.005
+_PREFIXES_KEPT: Final = 4096  # tenants whose key prefix a Deduper keeps made (a bound: tenants are the callers')
 
 
 class Conflict(Response):
@@ -113,7 +114,11 @@ def dedupe_key(tenant: str, request_id: str) -> str:
     """The key of (tenant, request ID): one string, its length-prefixed tenant then the ID, so no
     two pairs share one (a separator could occur in a name), and a key is hashed once, where a
     tuple is hashed again at every lookup."""
-    return f"{len(tenant)}:{tenant}{request_id}"
+    return _key_prefix(tenant) + request_id
+
+
+def _key_prefix(tenant: str) -> str:
+    return f"{len(tenant)}:{tenant}"
 
 
 def attempt_digest(a: Attempt) -> Hashable:
@@ -145,6 +150,7 @@ class Deduper:
         # (deadline, sequence, key, attempt); an entry answered meanwhile is skipped when popped.
         self._due: list[tuple[float, int, str, Attempt]] = []
         self._seq = 0
+        self._prefixes: dict[str, str] = {}  # dedupe_key's tenant part, by tenant (at most _PREFIXES_KEPT)
         self.stats = DedupeStats()
 
     def clear(self) -> None:
@@ -181,7 +187,12 @@ class Deduper:
         rid = a.request_id
         if rid is None:
             return True
-        key = a.dedupe_key = dedupe_key(a.tenant, rid)
+        prefix = self._prefixes.get(a.tenant)  # dedupe_key(a.tenant, rid), its tenant part made once
+        if prefix is None:
+            prefix = _key_prefix(a.tenant)
+            if len(self._prefixes) < _PREFIXES_KEPT:
+                self._prefixes[a.tenant] = prefix
+        key = a.dedupe_key = prefix + rid
         # self._done.get(key, now), called only where the key is there: most requests are new
         done = self._done.get(key, now) if key in self._done_keys else None
         if done is not None:
