@@ -307,7 +307,7 @@ class Client:
                      per.id_prefix + str(index) if request_ids and per is not None else None,
                      sent + self._timeout_s if self._deadlines else None, payload)
         r.client, r.budget, r.throttle, r.tries, r.sent = self, budget, throttle, 0, sent
-        r.on_answer = answer = r.on_response
+        r.on_answer = r.answer_fn = answer = r.on_response
         native = self._native_transport
         if native is not None:
             native.send(r, self._timeout_s, answer)
@@ -323,10 +323,14 @@ class _Request(Attempt):
     The first attempt's `on_answer` is this object's own `on_response`: a reference
     cycle, which `on_response` breaks at that attempt's answer (attempts are
     sequential, so the first answer is the first attempt's), so that reference
-    counting frees the request as soon as the target lets go of it.
+    counting frees the request as soon as the target lets go of it. `answer_fn` keeps
+    that bound method for the retries (one per request, not one per attempt: in a retry
+    storm the attempts parked in a backlog are most of the memory), another cycle, which
+    the final answer breaks.
     """
 
     client: Client
+    answer_fn: Callable[[Response], None] | None
     budget: RetryBudget | None
     throttle: Throttle | None
     tries: int
@@ -337,7 +341,9 @@ class _Request(Attempt):
         c = self.client
         timeout_s = c._timeout_s
         sent = self.sent = c._clock.now()  # a retry is sent whatever the throttle says: the budget bounds it
-        answer = self.on_response
+        answer = self.answer_fn
+        if answer is None:  # (only a retry sent after the final answer would find it gone)
+            answer = self.on_response
         a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
                     self.tries, answer, self.request_id,
                     sent + timeout_s if c._deadlines else None, self.payload)
@@ -369,6 +375,7 @@ class _Request(Attempt):
             or not retryable(response)
             or (self.budget is not None and not self.budget.try_spend())
         ):
+            self.answer_fn = None  # the last attempt answered: the retries' cycle, broken
             if sink is not None:
                 sink.finish(self.uid, status, now, tries)
             else:
