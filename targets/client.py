@@ -15,6 +15,7 @@ so the server's refusals stop eating the CPU its answers need.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -135,9 +136,13 @@ class Throttle:
         self.total_requests = 0
         self.total_accepts = 0
         self.current = 0  # the slice number (time // slice_s) the counts were last rolled to
+        self._rolled_s = math.nan  # the time of the last roll (a batch's answers end at one instant)
 
     def _roll(self, now_s: float) -> int:
         """Forget the slices that left the window; the index of ``now_s``'s slice."""
+        if now_s == self._rolled_s:  # rolled to this very instant already: nothing more left it
+            return self.current % self.buckets
+        self._rolled_s = now_s
         slot = int(now_s // self.slice_s)
         gap = slot - self.current
         if gap > 0:
