@@ -313,11 +313,15 @@ class Client:
                      sent + self._timeout_s if self._deadlines else None, payload)
         r.client, r.budget, r.throttle, r.tries, r.sent = self, budget, throttle, 0, sent
         r.on_answer = r.answer_fn = answer = r.on_response
+        self._send_attempt(r, self._timeout_s, answer)
+
+    def _send_attempt(self, a: Attempt, timeout_s: float, answer: Callable[[Response], None]) -> None:
+        """Hand `a` to the transport: natively where it is a TransportBase (the sim's)."""
         native = self._native_transport
         if native is not None:
-            native.send(r, self._timeout_s, answer)
+            native.send(a, timeout_s, answer)
         else:
-            self._send(r, self._timeout_s, answer)
+            self._send(a, timeout_s, answer)
 
 
 class _Request(Attempt):
@@ -352,11 +356,7 @@ class _Request(Attempt):
         a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
                     self.tries, answer, self.request_id,
                     sent + timeout_s if c._deadlines else None, self.payload)
-        native = c._native_transport
-        if native is not None:
-            native.send(a, timeout_s, answer)
-        else:
-            c._send(a, timeout_s, answer)
+        c._send_attempt(a, timeout_s, answer)
 
     def on_response(self, response: Response) -> None:
         self.on_answer = None  # see the class docstring

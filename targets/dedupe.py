@@ -47,7 +47,7 @@ DEFAULT_MAX_WAITERS = 256
 # whose timeout is that deadline (a sim client, within TIMEOUT_RESOLUTION_S = 1 ms) has
 # given up by then, so the answer reaches only clients still waiting.
 DEFAULT_GRACE_S = 0.005
-_PREFIXES_KEPT: Final = 4096  # tenants whose key prefix a Deduper keeps made (a bound: tenants are the callers')
+_PREFIXES_KEPT: Final = 4096  # tenants whose key prefix a Deduper keeps made
 
 
 class Conflict(Response):
@@ -110,14 +110,8 @@ def _feed(h: Any, value: Any) -> None:
         h.update(b";")
 
 
-def dedupe_key(tenant: str, request_id: str) -> str:
-    """The key of (tenant, request ID): one string, its length-prefixed tenant then the ID, so no
-    two pairs share one (a separator could occur in a name), and a key is hashed once, where a
-    tuple is hashed again at every lookup."""
-    return _key_prefix(tenant) + request_id
-
-
 def _key_prefix(tenant: str) -> str:
+    """A dedupe key's tenant part (see Deduper._key)."""
     return f"{len(tenant)}:{tenant}"
 
 
@@ -141,7 +135,7 @@ class Deduper:
         # Each key in flight: the attempt doing the work (its input digest is made only when
         # a twin arrives, or as its answer is remembered: most requests have none); the
         # attempts coalesced onto it, once any are.
-        # Keys: dedupe_key(tenant, request ID), each attempt's kept on it once offered.
+        # Keys: _key(tenant, request ID), each attempt's kept on it once offered.
         self._inflight: dict[str, Attempt] = {}
         self._waiters: dict[str, list[Attempt]] = {}
         self._done: BoundedMap[str, tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
@@ -150,7 +144,7 @@ class Deduper:
         # (deadline, sequence, key, attempt); an entry answered meanwhile is skipped when popped.
         self._due: list[tuple[float, int, str, Attempt]] = []
         self._seq = 0
-        self._prefixes: dict[str, str] = {}  # dedupe_key's tenant part, by tenant (at most _PREFIXES_KEPT)
+        self._prefixes: dict[str, str] = {}  # a key's tenant part, by tenant (see _key)
         self.stats = DedupeStats()
 
     def clear(self) -> None:
@@ -178,7 +172,19 @@ class Deduper:
         return max(map(len, self._waiters.values()), default=0)
 
     def inflight(self, tenant: str, request_id: str) -> bool:
-        return dedupe_key(tenant, request_id) in self._inflight
+        return self._key(tenant, request_id) in self._inflight
+
+    def _key(self, tenant: str, request_id: str) -> str:
+        """The key of (tenant, request ID): one string, its length-prefixed tenant then the ID, so
+        no two pairs share one (a separator could occur in a name), and a key is hashed once, where
+        a tuple is hashed again at every lookup. The tenant part is made once per tenant (at most
+        _PREFIXES_KEPT kept: tenants are the callers')."""
+        prefix = self._prefixes.get(tenant)
+        if prefix is None:
+            prefix = _key_prefix(tenant)
+            if len(self._prefixes) < _PREFIXES_KEPT:
+                self._prefixes[tenant] = prefix
+        return prefix + request_id
 
     def offer(self, a: Attempt, now: float) -> bool:
         """True if `a` is new work the caller must queue; False if it was
@@ -187,12 +193,7 @@ class Deduper:
         rid = a.request_id
         if rid is None:
             return True
-        prefix = self._prefixes.get(a.tenant)  # dedupe_key(a.tenant, rid), its tenant part made once
-        if prefix is None:
-            prefix = _key_prefix(a.tenant)
-            if len(self._prefixes) < _PREFIXES_KEPT:
-                self._prefixes[a.tenant] = prefix
-        key = a.dedupe_key = prefix + rid
+        key = a.dedupe_key = self._key(a.tenant, rid)
         # self._done.get(key, now), called only where the key is there: most requests are new
         done = self._done.get(key, now) if key in self._done_keys else None
         if done is not None:

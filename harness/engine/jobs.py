@@ -37,6 +37,7 @@ __all__ = ["Executor", "ExecutorUnavailable", "Job", "Jobs", "JobsInterrupted", 
            "require"]
 
 R = TypeVar("R")
+T = TypeVar("T")
 R_co = TypeVar("R_co", covariant=True)
 
 
@@ -189,32 +190,36 @@ class Jobs:
 
 
 class Started(Generic[R]):
-    """A computation `Jobs.start_call` started: `result()` waits for it and lets its worker go.
-    Used as a context manager, a block that raises ends it unfinished (its worker terminated),
-    as an interrupted run must not wait for it. `under`: a `Started` this one wraps (stopped with it)."""
+    """A computation `Jobs.start_call` started on `pool` (None: it runs in this process, at
+    `result()`): `result()` waits for it and lets the worker go. Used as a context manager, a
+    block that raises ends it unfinished (its worker terminated), as an interrupted run must
+    not wait for it."""
 
-    def __init__(self, under: "ProcessPoolExecutor | Started[Any] | None", wait: Callable[[], R]) -> None:
-        self._under = under
+    def __init__(self, pool: ProcessPoolExecutor | None, wait: Callable[[], R]) -> None:
+        self._pool = pool
         self._wait = wait
 
     @staticmethod
     def nothing() -> "Started[None]":
         return Started(None, lambda: None)
 
+    def then(self, fn: Callable[[Callable[[], R]], T]) -> "Started[T]":
+        """The same computation, its result given by `fn(wait)` (e.g. a cache that stores it);
+        use the returned one in place of this one."""
+        return Started(self._pool, lambda: fn(self._wait))
+
     def result(self) -> R:
         try:
             return self._wait()
         finally:
-            if isinstance(self._under, ProcessPoolExecutor):
-                self._under.shutdown(cancel_futures=True)
-            self._under = None
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+                self._pool = None
 
     def stop(self) -> None:
-        under, self._under = self._under, None
-        if isinstance(under, ProcessPoolExecutor):
-            _stop_now(under)
-        elif under is not None:
-            under.stop()
+        if self._pool is not None:
+            _stop_now(self._pool)
+            self._pool = None
 
     def __enter__(self) -> "Started[R]":
         return self

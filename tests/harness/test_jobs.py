@@ -117,6 +117,29 @@ def test_started_jobs_run_while_this_process_works_and_give_the_figures_of_run()
     assert [as_json(r) for r in Jobs(workers=2).start(jobs[:1])()] == [as_json(inline[0])]
 
 
+def test_a_started_call_runs_in_a_worker_and_a_block_that_raises_stops_it_without_waiting() -> None:
+    import time
+
+    started = Jobs(workers=2).start_call(os.getpid, None)  # (os.getpid takes no argument: see below)
+    with pytest.raises(TypeError):  # the call's own error comes back at result()
+        started.result()
+    pid = Jobs(workers=2).start_call(_pid_of, None).result()
+    assert pid != os.getpid()  # it ran in another process
+    assert Jobs(workers=1).start_call(_pid_of, None).result() == os.getpid()  # one worker: here, at result()
+    t0 = time.perf_counter()
+    sleeping = Jobs(workers=2).start_call(time.sleep, 30.0)
+    workers = list(sleeping._pool._processes.values())  # type: ignore[union-attr]  # (to watch them end)
+    with pytest.raises(RuntimeError):
+        with sleeping:
+            raise RuntimeError("the ablation failed")
+    assert workers and not any(w.is_alive() for w in workers)  # its worker was ended...
+    assert time.perf_counter() - t0 < 10  # ...not waited for
+
+
+def _pid_of(_: object) -> int:
+    return os.getpid()
+
+
 def test_workers_import_the_project_from_its_root() -> None:
     ray_jobs = pytest.importorskip("harness.engine.ray_jobs")
     assert (ray_jobs.PROJECT_ROOT / "harness" / "engine" / "ray_jobs.py").is_file()

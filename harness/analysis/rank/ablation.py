@@ -85,9 +85,8 @@ from harness.analysis.shorten import REQUEST_BUDGET, plan_for_json
 from harness.analysis.shorten import plan as plan_runs
 from harness.analysis.stats import interval
 from harness.analysis.variants import OnDone, OnPlanned, VariantJob, knobs_of, variant
+from harness.analysis.rank.llm_section import LlmSection, start_llm_section
 from harness.engine.jobs import Jobs, Started
-from harness.engine.run_cache import value_key
-from harness.results.llm_rank import LlmRank
 from harness.results.rank import (NOISE_AMPLIFICATION, NOISE_P99_S, NOISE_SHARE, FlawCost, FlawGain, FlawRank,
                                   FlawSeeds, KeptSpan, RankResult, ScenarioCost, TailChange, tail_change)
 from harness.results.run import RunSummary
@@ -97,10 +96,9 @@ from targets.spec import flaws_present
 from workloads.loader import load_suite
 
 __all__ = ["REQUEST_BUDGET", "SCORE_TEXT", "LlmSection", "ablate", "ablation_job_count", "exposing_plan", "job_count",
-           "llm_section", "measure", "rank", "score_key", "worst"]
+           "measure", "rank", "score_key", "worst"]
 
 Summaries = dict[tuple[str, str], RunSummary]
-LlmSection = Callable[[int], LlmRank]  # the LLM flaws ranked under a seed: harness.analysis.llm.llm_rank
 
 
 # -- measures -----------------------------------------------------------------------------
@@ -325,36 +323,8 @@ def ablate(flaw_scenarios: dict[str, list[str]], good: str = "hardened", flawed:
             flaws_in_flawed=sorted(present),
             probe_runs=probe_runs if found else None, interactions=found.plans if found else None,
             wall_s=time.perf_counter() - started, suite_name=suite_name, seeds=seeds if len(seeds) > 1 else None,
-            llm=llm_rank_of.result() if llm_rank_of is not None else None,
+            llm=llm_rank_of.result(),
         )
-
-
-def _llm_name(llm: LlmSection) -> str:
-    return f"{getattr(llm, '__module__', '')}.{getattr(llm, '__qualname__', '<?>')}"
-
-
-def llm_section(llm: LlmSection, seed: int, jobs: Jobs = Jobs()) -> LlmRank:
-    """`llm(seed)`, kept in `jobs`' run cache where it has one and `llm` is a module's function
-    (its name and the seed are then all that decides it; a lambda or a closure always runs)."""
-    name = _llm_name(llm)
-    if jobs.cache is None or "<" in name:
-        return llm(seed)
-    return jobs.cache.memo(name, {"seed": seed}, lambda: llm(seed), f"LLM flaws ranked, seed {seed}")
-
-
-def start_llm_section(llm: LlmSection, seed: int, jobs: Jobs = Jobs()) -> Started[LlmRank]:
-    """`llm_section(llm, seed, jobs)` started now in a worker process of its own (`Jobs.start_call`),
-    so that it runs while the ablation's runs do rather than after them; in this process, at
-    `result()`, where the cache has it or `llm` cannot be sent to a worker (a lambda, a closure).
-    The same result either way: `llm` is seeded."""
-    name = _llm_name(llm)
-    cache = jobs.cache
-    if "<" in name or (cache is not None and cache.get(value_key(name, {"seed": seed})) is not None):
-        return Started(None, lambda: llm_section(llm, seed, jobs))
-    running = jobs.start_call(llm, seed)
-    if cache is None:
-        return running
-    return Started(running, lambda: cache.memo(name, {"seed": seed}, running.result, f"LLM flaws ranked, seed {seed}"))
 
 
 def exposing_plan(flaw_scenarios: dict[str, list[str]], good: str = "hardened", scale: float = 1.0,
