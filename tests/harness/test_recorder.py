@@ -207,3 +207,36 @@ def test_finishes_read_back_whenever_asked_as_each_was_written(finishes, read_ev
             assert rec.latency[i] == math.inf
     ok = [0.5 + d - 0.5 - float(sched[i]) for i, (s, d, _) in enumerate(finishes) if s is Status.OK]
     assert rec.hist_all.get_total_count() == len(ok)   # rebuilt after the finishes read since
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([Status.OK, Status.TIMEOUT, Status.UNAVAILABLE, Status.ERROR]),
+                          st.floats(0.0, 1e6, allow_subnormal=True), st.floats(allow_nan=True)),
+                max_size=9000),
+       st.integers(1, 5000))
+def test_attempts_read_back_in_order_across_chunks_and_reads(attempts, read_every):
+    """`attempt` appends and packs 4,096 at a time into chunks joined when read: whatever the
+    moment of reading, the arrays hold every attempt so far, in order, each value bit for bit."""
+    rec = Recorder(np.zeros(1), np.zeros(1, dtype=int), ("a",), 0.3, 2.0, 1.0)
+    for k, (status, sent, latency) in enumerate(attempts):
+        rec.attempt(status, sent, latency)
+        if k % read_every == 0:
+            s, lat, code = rec._attempt_arrays()
+            assert len(s) == len(lat) == len(code) == k + 1
+    s, lat, code = rec._attempt_arrays()
+    want = np.array([a[2] for a in attempts], dtype=np.float64)
+    assert s.tolist() == [a[1] for a in attempts]
+    assert np.array_equal(lat, want, equal_nan=True) and lat.tobytes() == want.tobytes()
+    assert code.tolist() == [int(a[0]) for a in attempts]
+    assert rec._attempt_arrays()[0].tolist() == s.tolist()  # a second read, the same
+
+
+@given(st.lists(st.integers(-2**63, 2**63 - 1)), st.lists(st.integers(-2**15, 2**15 - 1)),
+       st.lists(st.floats(allow_nan=True)))
+def test_packed_holds_what_an_array_of_the_items_holds(q, h, d):
+    from array import array
+
+    from harness.engine.recorder import packed
+    assert packed("q", q) == array("q", q).tobytes()
+    assert packed("h", h) == array("h", h).tobytes()
+    assert packed("d", d) == array("d", d).tobytes()
