@@ -137,6 +137,22 @@ class FifoQueue(Queue):
         return sum(1 for a in self._items.live() if a.tenant == tenant)
 
 
+class _Lane:
+    """A tenant's place in a FairQueue: its FIFO, its DRR credit, and whether it is in the
+    round-robin order (backlogged)."""
+
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+        self.q = Fifo()
+        self.deficit = 0
+        self.active = False
+
+
+# Idle lanes a FairQueue, and zero counts a BucketedQueue, keep beyond twice the backlogged
+# tenants before dropping them (memory stays bounded by the tenants in the queue).
+_IDLE_KEPT = 64
+
+
 class FairQueue(Queue):
     """Deficit round robin across tenants (Shreedhar and Varghese, 1995).
 
@@ -150,26 +166,38 @@ class FairQueue(Queue):
         if quantum < 1:
             raise ValueError("quantum must be >= 1")
         self.quantum = quantum
-        # Each backlogged tenant's FIFO, in round-robin order: a plain dict (insertion-ordered;
-        # a tenant moves to the back by a pop and a put), not an OrderedDict, so that compiled
-        # its reads are native and a round's snapshot is a list of keys, not of item tuples.
-        self._queues: dict[str, Fifo] = {}
-        self._deficit: dict[str, int] = {}
+        # The backlogged tenants' lanes in round-robin order (a tenant joins at the back when
+        # its first request arrives; a tenant served moves to the back; one emptied leaves).
+        # Each tenant's lane stays in `_lanes` while it idles, so that a tenant coming and
+        # going (most do, between batches) costs a lookup rather than a dict insertion and
+        # deletion each time (a dict churned so rebuilds itself every few insertions); idle
+        # lanes are dropped once they outnumber the backlogged ones (`_forget_idle`).
+        self._lanes: dict[str, _Lane] = {}
+        self._order: list[_Lane] = []
         self._len = 0
         # oldest_s(), kept while only pushes happen (a push can only lower it) and
         # recomputed from the tenants' heads after a pop: the batcher asks on every push.
         self._oldest: float | None = None
         self._oldest_valid = True
 
-    def _queue_of(self, tenant: str) -> Fifo:
-        q = self._queues.get(tenant)
-        if q is None:
-            q = self._queues[tenant] = Fifo()
-            self._deficit[tenant] = 0
-        return q
+    def _lane_of(self, tenant: str) -> _Lane:
+        """`tenant`'s lane, in the order (at its back, with no credit, if it was not)."""
+        lane = self._lanes.get(tenant)
+        if lane is None:
+            if len(self._lanes) >= 2 * len(self._order) + _IDLE_KEPT:
+                self._forget_idle()
+            lane = self._lanes[tenant] = _Lane(tenant)
+        if not lane.active:
+            lane.active = True
+            lane.deficit = 0
+            self._order.append(lane)
+        return lane
+
+    def _forget_idle(self) -> None:
+        self._lanes = {lane.tenant: lane for lane in self._order}
 
     def push(self, item: Attempt) -> None:
-        self._queue_of(item.tenant).append(item)
+        self._lane_of(item.tenant).q.append(item)
         self._note_pushed(item)
 
     def _note_pushed(self, item: Attempt) -> None:
@@ -180,52 +208,51 @@ class FairQueue(Queue):
                 self._oldest = t
 
     def push_front(self, item: Attempt) -> None:
-        self._queue_of(item.tenant).appendleft(item)
+        self._lane_of(item.tenant).q.appendleft(item)
         self._note_pushed(item)
 
     def __len__(self) -> int:
         return self._len
 
     def __iter__(self) -> Iterator[Attempt]:
-        for q in self._queues.values():
-            yield from q.live()
+        for lane in self._order:
+            yield from lane.q.live()
 
     def oldest_s(self) -> float | None:
         if not self._oldest_valid:
-            heads = [q.first().enqueued_s for q in self._queues.values() if q.size() > 0]
+            heads = [lane.q.first().enqueued_s for lane in self._order if lane.q.size() > 0]
             self._oldest = min(heads) if heads else None
             self._oldest_valid = True
         return self._oldest
 
     def tenant_len(self, tenant: str) -> int:
-        q = self._queues.get(tenant)
-        return q.size() if q is not None else 0
+        lane = self._lanes.get(tenant)
+        return lane.q.size() if lane is not None else 0
 
     def active_tenants(self) -> int:
-        return sum(1 for q in self._queues.values() if q.size() > 0)
+        return sum(1 for lane in self._order if lane.q.size() > 0)
 
     def pop(self, n: int) -> list[Attempt]:
         self._oldest_valid = False
-        queues, deficit, quantum = self._queues, self._deficit, self.quantum
+        quantum = self.quantum
         out: list[Attempt] = []
         want = min(n, self._len)
         # The rounds walk `order` (the tenants in turn) with a pointer `i`: a tenant served
         # moves to the back of the order, which is the pointer moving past it, so that one
         # round after another the order is order[i:] + order[:i], less the tenants emptied.
-        # The dict is rotated to that order once, at the end, not once per tenant served.
-        order = list(queues)
+        # The order is rotated so once, at the end, not once per tenant served.
+        order = self._order
         i = 0
         while len(out) < want and order:
             if i >= len(order):
                 i = 0  # a new round, in the same order
-            tenant = order[i]
-            q = queues[tenant]
+            lane = order[i]
+            q = lane.q
             if q.size() == 0:
                 del order[i]
-                del queues[tenant]
-                del deficit[tenant]
+                lane.active = False
                 continue
-            credit = deficit[tenant]
+            credit = lane.deficit
             cost = q.first().size
             if cost < 1:
                 cost = 1
@@ -244,28 +271,25 @@ class FairQueue(Queue):
             if q.size() == 0:
                 # An idle tenant keeps no credit (DRR's rule), so bursts cannot bank service.
                 del order[i]
-                del queues[tenant]
-                del deficit[tenant]
+                lane.active = False
             else:
-                deficit[tenant] = credit
+                lane.deficit = credit
                 if len(out) < want or cost > credit:
                     i += 1  # to the back of the order
                 # else: the batch is full mid-turn: the tenant keeps its turn and resumes here.
         if 0 < i < len(order):
-            for tenant in order[:i]:  # the tenants served this round, to the back
-                q = queues.pop(tenant)
-                queues[tenant] = q
+            self._order = order[i:] + order[:i]  # the tenants served this round, to the back
         self._len -= len(out)
         return out
 
     def drop_if(self, pred: Callable[[Attempt], bool]) -> list[Attempt]:
         self._oldest_valid = False
         dropped: list[Attempt] = []
-        for tenant, q in self._queues.items():
+        for lane in self._order:
             kept: list[Attempt] = []
-            for item in q.live():
+            for item in lane.q.live():
                 (dropped if pred(item) else kept).append(item)
-            self._queues[tenant] = Fifo(kept)
+            lane.q = Fifo(kept)
         self._len -= len(dropped)
         return dropped
 
@@ -284,6 +308,13 @@ def length_bucket(size: int, reference: int) -> int:
     return b
 
 
+class _Count:
+    """A tenant's requests in a BucketedQueue."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
 class BucketedQueue(Queue):
     """One sub-queue per length bucket; the batcher forms each batch from one."""
 
@@ -293,20 +324,32 @@ class BucketedQueue(Queue):
         self.buckets: dict[int, Queue] = {}
         self._only: list[Queue] = []  # the buckets, while there is one
         self._len = 0
-        self._tenants: dict[str, int] = {}
+        # Requests queued per tenant, and how many tenants have any. A count that falls to 0
+        # stays (a tenant coming and going costs a lookup, not a dict insertion and deletion)
+        # until the zeros outnumber the others (`_count_of`).
+        self._tenants: dict[str, _Count] = {}
+        self._active = 0
+
+    def _count_of(self, tenant: str) -> _Count:
+        c = self._tenants.get(tenant)
+        if c is None:
+            t = self._tenants
+            if len(t) >= 2 * self._active + _IDLE_KEPT:
+                self._tenants = t = {k: v for k, v in t.items() if v.n}
+            c = t[tenant] = _Count()
+        return c
 
     def _count(self, items: list[Attempt], sign: int) -> None:
-        t = self._tenants
         for a in items:
-            tenant = a.tenant
-            left = t.get(tenant, 0) + sign
-            if left:
-                t[tenant] = left
-            else:
-                del t[tenant]
+            c = self._count_of(a.tenant)
+            if c.n == 0:
+                self._active += 1
+            c.n += sign
+            if c.n == 0:
+                self._active -= 1
 
     def active_tenants(self) -> int:
-        return len(self._tenants)
+        return self._active
 
     def _bucket(self, item: Attempt) -> Queue:
         size = item.size
@@ -324,8 +367,10 @@ class BucketedQueue(Queue):
             q = self._bucket(item)
         q.push(item)
         self._len += 1
-        t, tenant = self._tenants, item.tenant
-        t[tenant] = t.get(tenant, 0) + 1
+        c = self._count_of(item.tenant)
+        if c.n == 0:
+            self._active += 1
+        c.n += 1
 
     def push_front(self, item: Attempt) -> None:
         self._bucket(item).push_front(item)
@@ -373,4 +418,5 @@ class BucketedQueue(Queue):
         return dropped
 
     def tenant_len(self, tenant: str) -> int:
-        return self._tenants.get(tenant, 0)
+        c = self._tenants.get(tenant)
+        return c.n if c is not None else 0

@@ -219,6 +219,9 @@ def _drr_reference(queues: dict[str, list[int]], deficit: dict[str, int], quantu
     while len(out) < n and any(queues.values()):
         tenant = next(iter(queues))
         q = queues[tenant]
+        if not q:  # emptied by a drop while in the order: leaves at its turn, unserved
+            del queues[tenant], deficit[tenant]
+            continue
         credit = deficit[tenant]
         if credit < max(1, q[0]):
             credit += quantum
@@ -269,3 +272,59 @@ def test_fair_queue_keeps_the_round_robin_order_across_pushes_between_pops(scrip
             assert [(a.tenant, a.size) for a in q.pop(k)] == _drr_reference(ref, deficit, quantum, k)
         assert len(q) == sum(map(len, ref.values()))
         assert q.active_tenants() == sum(1 for v in ref.values() if v)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.tuples(st.just("push"), st.integers(0, 119), st.integers(0, 200)),
+                          st.tuples(st.just("pop"), st.just(0), st.integers(1, 60)),
+                          st.tuples(st.just("drop"), st.integers(0, 119), st.just(0))), max_size=400),
+       st.integers(1, 128))
+def test_many_tenants_coming_and_going_keep_the_order_the_counts_and_the_bound(script, quantum):
+    """Hundreds of tenants joining, emptying and dropped from the queue (drop_if) in turn: a
+    FairQueue pops in DRR order (the paper's, step by step), alone or inside a BucketedQueue;
+    each tenant's count and the backlogged tenants are right after each step; and the state kept
+    per tenant stays within twice the backlogged tenants (plus a constant)."""
+    fair = FairQueue(quantum=quantum)
+    bucketed = BucketedQueue(lambda: FairQueue(quantum=quantum), reference_length=512)
+    ref: dict[str, list[int]] = {}
+    deficit: dict[str, int] = {}
+    for i, (op, t, k) in enumerate(script):
+        tenant = f"t{t}"
+        if op == "drop":  # one of the tenants in the order, when there are any
+            tenant = sorted(ref)[t % len(ref)] if ref else tenant
+        if op == "push":
+            for q in (fair, bucketed):
+                q.push(Attempt(i, tenant, 0, 0, 0, k, 0.0, 0))
+            if tenant not in ref:
+                ref[tenant], deficit[tenant] = [], 0
+            ref[tenant].append(k)
+        elif op == "pop":
+            want = _drr_reference(ref, deficit, quantum, k)
+            for q in (fair, bucketed):
+                assert [(a.tenant, a.size) for a in q.pop(k)] == want
+        else:  # a tenant's requests all dropped (its lane stays in the order, empty, until its turn)
+            for q in (fair, bucketed):
+                assert sorted(a.size for a in q.drop_if(lambda a: a.tenant == tenant)) == sorted(ref.get(tenant, []))
+            if tenant in ref:
+                ref[tenant].clear()
+        for q in (fair, bucketed):
+            assert len(q) == sum(map(len, ref.values()))
+            assert q.active_tenants() == sum(1 for v in ref.values() if v)
+            assert all(q.tenant_len(name) == len(v) for name, v in ref.items())
+        assert len(fair._lanes) <= 2 * len(fair._order) + 65
+        assert len(bucketed._tenants) <= 2 * bucketed.active_tenants() + 65
+
+
+def test_a_stream_of_new_tenants_leaves_no_more_state_than_the_backlog_needs():
+    """Every request from a tenant never seen before, each served before the next arrives (IDs a
+    client makes up): per-tenant state stays bounded, and a tenant coming back starts afresh."""
+    fair = FairQueue(quantum=64)
+    bucketed = BucketedQueue(lambda: FairQueue(quantum=64), reference_length=512)
+    for i in range(5000):
+        for q in (fair, bucketed):
+            q.push(Attempt(i, f"t{i}", 0, 0, 0, 10, 0.0, 0))
+            assert [a.uid for a in q.pop(1)] == [i] and len(q) == 0
+        assert len(fair._lanes) <= 65 and len(bucketed._tenants) <= 65
+    for q in (fair, bucketed):
+        q.push(Attempt(0, "t4999", 0, 0, 0, 10, 0.0, 0))
+        assert q.tenant_len("t4999") == 1 and q.active_tenants() == 1
