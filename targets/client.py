@@ -196,10 +196,15 @@ class Transport(Protocol):
 
 class TransportBase:
     """A Transport as a base class (the sim's, harness.engine.transports.InProcessTransport):
-    compiled, the client's `send` of a transport derived from it, once per attempt, is a native
-    call; any other Transport (live mode's) is called through its bound method."""
+    compiled, the client hands each attempt to a transport derived from it by a native call,
+    `send_owned`, and takes its answer through the attempt's `owner` (its request), with no
+    callback; any other Transport (live mode's) is called through its bound `send`."""
 
     def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
+        raise NotImplementedError
+
+    def send_owned(self, attempt: Attempt, timeout_s: float) -> None:
+        """`send` of an attempt whose answer goes to its `owner` (`Attempt.answer`), not to a callback."""
         raise NotImplementedError
 
 
@@ -312,16 +317,26 @@ class Client:
                      per.id_prefix + str(index) if request_ids and per is not None else None,
                      sent + self._timeout_s if self._deadlines else None, payload)
         r.client, r.budget, r.throttle, r.tries, r.sent = self, budget, throttle, 0, sent
-        r.on_answer = r.answer_fn = answer = r.on_response
-        self._send_attempt(r, self._timeout_s, answer)
+        if self._native_transport is None:
+            r.on_answer = r.answer_fn = r.on_response
+        else:
+            r.answer_fn = None  # (its attempts are its own: see _send_attempt)
+        self._send_attempt(r, r)
 
-    def _send_attempt(self, a: Attempt, timeout_s: float, answer: Callable[[Response], None]) -> None:
-        """Hand `a` to the transport: natively where it is a TransportBase (the sim's)."""
+    def _send_attempt(self, a: Attempt, r: _Request) -> None:
+        """Hand `a`, an attempt of `r`, to the transport: natively where it is a TransportBase (the
+        sim's), `r` owning `a` (its answer is then a native call of `r.on_response`); else with
+        `r`'s bound `on_response` as the callback."""
         native = self._native_transport
         if native is not None:
-            native.send(a, timeout_s, answer)
-        else:
-            self._send(a, timeout_s, answer)
+            a.owner = r
+            native.send_owned(a, self._timeout_s)
+            return
+        answer = r.answer_fn
+        if answer is None:  # (only a retry sent after the final answer would find it gone)
+            answer = r.on_response
+        a.on_answer = answer
+        self._send(a, self._timeout_s, answer)
 
 
 class _Request(Attempt):
@@ -329,13 +344,14 @@ class _Request(Attempt):
     attempt: one object per request rather than two, as a simulation makes hundreds
     of thousands. A retry is a plain Attempt, answered through `on_response`.
 
-    The first attempt's `on_answer` is this object's own `on_response`: a reference
-    cycle, which `on_response` breaks at that attempt's answer (attempts are
-    sequential, so the first answer is the first attempt's), so that reference
-    counting frees the request as soon as the target lets go of it. `answer_fn` keeps
-    that bound method for the retries (one per request, not one per attempt: in a retry
-    storm the attempts parked in a backlog are most of the memory), another cycle, which
-    the final answer breaks.
+    On a TransportBase (the sim's) the request owns its attempts (`Attempt.owner`), the first
+    one itself: a reference cycle, which `on_response` breaks at that attempt's answer
+    (attempts are sequential, so the first answer is the first attempt's), so that reference
+    counting frees the request as soon as the target lets go of it. Elsewhere (live), the first
+    attempt's `on_answer` is this object's own `on_response`, the same cycle broken the same
+    way, and `answer_fn` keeps that bound method for the retries (one per request, not one per
+    attempt: in a retry storm the attempts parked in a backlog are most of the memory), another
+    cycle, which the final answer breaks.
     """
 
     client: Client
@@ -350,16 +366,13 @@ class _Request(Attempt):
         c = self.client
         timeout_s = c._timeout_s
         sent = self.sent = c._clock.now()  # a retry is sent whatever the throttle says: the budget bounds it
-        answer = self.answer_fn
-        if answer is None:  # (only a retry sent after the final answer would find it gone)
-            answer = self.on_response
         a = Attempt(self.uid, self.tenant, self.conn, self.content, self.variant, self.size, sent,
-                    self.tries, answer, self.request_id,
+                    self.tries, None, self.request_id,
                     sent + timeout_s if c._deadlines else None, self.payload)
-        c._send_attempt(a, timeout_s, answer)
+        c._send_attempt(a, self)
 
     def on_response(self, response: Response) -> None:
-        self.on_answer = None  # see the class docstring
+        self.on_answer = self.owner = None  # see the class docstring
         c = self.client
         now = c._clock.now()
         self.tries = tries = self.tries + 1

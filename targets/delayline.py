@@ -16,7 +16,7 @@ earlier one moves it.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Protocol
+from typing import Callable
 
 from targets.bounded import drop_front
 from targets.protocol import Attempt
@@ -56,10 +56,40 @@ def clock_of(loop: asyncio.AbstractEventLoop) -> Clock:
     return clock if isinstance(clock, Clock) else Clock(loop)
 
 
-class Wakeup(Protocol):
-    """A loop's slot for one pending call (harness.engine.clock.Wakeup)."""
+class Due:
+    """What a virtual-time loop runs from its own timers and slots (harness.engine.clock: a
+    timer, a Wakeup), as a base class: compiled, the loop's reads of `_cancelled` and calls of
+    `_run` are native, where asyncio's ready queue of handles is untyped. Here, beside `Wakeup`,
+    so that a delay line arms its loop's slot by a native call."""
 
-    def arm(self, when: float) -> None: ...
+    _cancelled: bool
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Wakeup(Due):
+    """A loop's slot for one pending call (harness.engine.clock.Slot: `arm(when)`)."""
+
+    def arm(self, when: float) -> None:
+        raise NotImplementedError
+
+
+class DueHandler:
+    """What a DelayLine hands each attempt to as it falls due, as a base class: compiled, that
+    is a native call per attempt, where a callable's is a Python-level call. A line given a
+    plain callable wraps it in one (`_CallDue`)."""
+
+    def due(self, attempt: Attempt) -> None:
+        raise NotImplementedError
+
+
+class _CallDue(DueHandler):
+    def __init__(self, fn: Callable[[Attempt], None]) -> None:
+        self.fn = fn
+
+    def due(self, attempt: Attempt) -> None:
+        self.fn(attempt)
 
 
 class DelayLine:
@@ -71,7 +101,7 @@ class DelayLine:
     (late by at most `resolution_s`): timer slack, as real event loops have, which saves
     a loop iteration per attempt."""
 
-    def __init__(self, delay_s: float, on_due: Callable[[Attempt], None],
+    def __init__(self, delay_s: float, on_due: Callable[[Attempt], None] | DueHandler,
                  loop: asyncio.AbstractEventLoop | None = None, resolution_s: float = 0.0,
                  pending_only: bool = False) -> None:
         if delay_s < 0 or resolution_s < 0:
@@ -81,7 +111,7 @@ class DelayLine:
         self.pending_only = pending_only
         self.loop = loop or asyncio.get_running_loop()
         self._clock = clock_of(self.loop)
-        self._on_due = on_due
+        self._on_due: DueHandler = on_due if isinstance(on_due, DueHandler) else _CallDue(on_due)
         # The attempts on the line and when each falls due, in push order: two typed lists
         # read from `_head` on (compiled: native appends and reads, no tuple an attempt,
         # where a deque's are method calls). `_fire` drops the consumed front in bulk
@@ -136,7 +166,7 @@ class DelayLine:
             head += 1
             self._head = head
             if not pending_only or not attempt.done:
-                on_due(attempt)
+                on_due.due(attempt)
             head = self._head
         drop_front(due, head)
         self._head = head = drop_front(items, head)
@@ -182,7 +212,7 @@ class DelayLines:
     """One DelayLine per distinct delay, made on first use, all calling the same `on_due`
     (a transport's client timeouts: one timeout per client policy, usually)."""
 
-    def __init__(self, on_due: Callable[[Attempt], None], loop: asyncio.AbstractEventLoop | None = None,
+    def __init__(self, on_due: Callable[[Attempt], None] | DueHandler, loop: asyncio.AbstractEventLoop | None = None,
                  resolution_s: float = 0.0, pending_only: bool = False) -> None:
         self.loop = loop or asyncio.get_running_loop()
         self.resolution_s = resolution_s

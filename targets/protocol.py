@@ -112,12 +112,24 @@ class Attempt:
         self.payload = payload
         self.server = -1
         self.dedupe_key: str | None = None  # a dedupe's key for it, once offered (targets.dedupe)
+        # The attempt whose `on_response` takes this one's answer in place of `on_answer`: a sim
+        # client's request (targets.client), which owns its attempts. Compiled, that is a native
+        # call, where `on_answer` is a Python-level call of a bound method made per request.
+        self.owner: Attempt | None = None
 
     def answer(self, response: Response) -> None:
         """Deliver `response` unless the attempt was already answered or abandoned."""
         if not self.done:
             self.done = True
-            self.on_answer(response)  # type: ignore[misc]  # set until answered
+            owner = self.owner
+            if owner is not None:
+                owner.on_response(response)
+            else:
+                self.on_answer(response)  # type: ignore[misc]  # set until answered
+
+    def on_response(self, response: Response) -> None:
+        """The answer to an attempt this one owns (`owner`): a client's request's to define."""
+        raise NotImplementedError
 
     def give_up(self) -> bool:
         """The client stops waiting (timeout). True if it was still waiting."""

@@ -25,7 +25,7 @@ from targets.cache import ResponseCache
 from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
 from targets.dedupe import DEADLINE_PASSED, ORPHANED, Deduper
-from targets.delayline import Alarm, DelayLine, clock_of
+from targets.delayline import Alarm, DelayLine, DueHandler, clock_of
 from targets.dispatch_policy import per_gpu_rps
 from targets.executors import ModeledExecutor, cost_function
 from targets.frontend_cpu import FrontendCpu
@@ -101,7 +101,7 @@ class ServingTarget:
         if config.cache is not CacheMode.OFF:
             break_even = max(0.01, config.cache_hop_s / self.batch_s)
             self.cache = ResponseCache(config.cache, config.cache_entries, config.model_version, break_even)
-            self._cache_hop = DelayLine(config.cache_hop_s, self._after_cache, self.loop)
+            self._cache_hop = DelayLine(config.cache_hop_s, _CacheHop(self), self.loop)
         self.dedupe = Deduper(ttl_s=config.client_timeout_s * (config.client_retries + 1)) if config.dedupe else None
         self._dedupe_alarm = Alarm(self.loop, self._dedupe_expire)  # the dedupe's next due attempt
         tenant_rate = config.tenant_limit_share * config.peak_qps
@@ -354,3 +354,13 @@ class ServingTarget:
             # attempts that waited on this one (they would otherwise wait for nothing).
             for w in self.dedupe.orphan(a, self._clock.now()):
                 w.answer(ORPHANED)
+
+
+class _CacheHop(DueHandler):
+    """The end of the cache's network hop: the target's lookup (compiled: a native call)."""
+
+    def __init__(self, target: ServingTarget) -> None:
+        self.target = target
+
+    def due(self, attempt: Attempt) -> None:
+        self.target._after_cache(attempt)

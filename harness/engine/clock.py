@@ -34,7 +34,8 @@ from heapq import heappop, heappush
 from typing import Any, Callable, Coroutine, TypeVar
 
 from harness.engine.collector import fewer_collections
-from targets.delayline import VirtualClock
+from targets.delayline import Due, VirtualClock
+from targets.delayline import Wakeup as Slot
 from targets.native import mypyc_attr
 
 T = TypeVar("T")
@@ -50,20 +51,8 @@ class SimulationStalled(SimulationError):
     """Tasks are waiting, yet no timer is left that could ever wake them."""
 
 
-class _Due:
-    """What the loop runs from its own timers and slots (a `_Timer`, a `Wakeup`): the base
-    class of both, so that the loop's list of what is due is typed (compiled: reading
-    `_cancelled` and calling `_run` are native, where asyncio's ready queue of handles is
-    untyped)."""
-
-    _cancelled: bool
-
-    def _run(self) -> None:
-        raise NotImplementedError
-
-
 @mypyc_attr(free_list_len=1)  # compiled: one freed timer is kept for the next
-class _Timer(_Due):
+class _Timer(Due):
     """A scheduled callback: what `call_at` returns (`cancel()`, `when()`, `cancelled()`)."""
 
     def __init__(self, when: float, callback: Callable[..., Any], args: tuple, context: contextvars.Context | None) -> None:
@@ -96,7 +85,7 @@ def _nothing() -> None:
     pass
 
 
-class Wakeup(_Due):
+class Wakeup(Slot):
     """A call a `VirtualTimeLoop` holds in a slot of its own, beside its timer heap
     (`VirtualTimeLoop.wakeup`, `feed_at`): `arm(when)` costs no handle and no heap push
     and pop, and takes the sequence number `call_at` would, so the order of events is
@@ -203,7 +192,7 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
         inf = math.inf
         # The timers and wakeups due this iteration, run after the handles that were ready
         # before them (asyncio's order: `ready` then held them behind those handles).
-        due_now: list[_Due] = []
+        due_now: list[Due] = []
         # `_stopping` (BaseEventLoop's) mirrored on the clock, a native flag (see `stop`).
         clock.stopping = bool(self._stopping)  # type: ignore[attr-defined]  # as _ready
         while True:

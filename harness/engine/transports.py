@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Callable, Final
 
-from targets.delayline import DelayLines
+from targets.delayline import DelayLines, DueHandler
 from targets.client import TransportBase
 from targets.protocol import TIMEOUT_RESPONSE, Attempt, Response
 from targets.target import ServingTarget
@@ -30,7 +30,7 @@ class InProcessTransport(TransportBase):
         self.loop = asyncio.get_running_loop()
         # The client's timeouts, one delay line per timeout value; an attempt answered
         # before its timeout is skipped there without a call.
-        self._timeouts = DelayLines(_time_out, self.loop, TIMEOUT_RESOLUTION_S, pending_only=True)
+        self._timeouts = DelayLines(_TimeOut(), self.loop, TIMEOUT_RESOLUTION_S, pending_only=True)
 
     def clear(self) -> None:
         """Forget the pending timeouts (a finished simulation; see ServingTarget.clear)."""
@@ -38,6 +38,9 @@ class InProcessTransport(TransportBase):
 
     def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None:
         attempt.on_answer = on_done
+        self.send_owned(attempt, timeout_s)
+
+    def send_owned(self, attempt: Attempt, timeout_s: float) -> None:
         self._timeouts.push(timeout_s, attempt)
         serving = self._serving
         if serving is not None:
@@ -46,7 +49,14 @@ class InProcessTransport(TransportBase):
             self.target.submit(attempt)
 
 
-def _time_out(attempt: Attempt) -> None:
-    """The client gives up; the target may still work on it (nothing tells it)."""
-    attempt.give_up()
-    attempt.on_answer(TIMEOUT_RESPONSE)  # type: ignore[misc]  # set until answered
+class _TimeOut(DueHandler):
+    """A client timeout: the client gives up; the target may still work on the attempt
+    (nothing tells it). A handler, not a function: compiled, the line's call is native."""
+
+    def due(self, attempt: Attempt) -> None:
+        attempt.give_up()
+        owner = attempt.owner
+        if owner is not None:
+            owner.on_response(TIMEOUT_RESPONSE)
+        else:
+            attempt.on_answer(TIMEOUT_RESPONSE)  # type: ignore[misc]  # set until answered

@@ -106,3 +106,36 @@ def test_function_transport_keeps_attempts_and_rejects_other_results() -> None:
             FunctionTransport(lambda a: 200).send(attempt(2), 1.0, lambda r: None)  # type: ignore
 
     run_virtual(main())
+
+
+class _NotNative:
+    """The sim's transport behind a plain object (not a TransportBase): the client then sends
+    through the bound `send` with its request's `on_response` as the callback, live's path."""
+
+    def __init__(self, target) -> None:
+        self.real = InProcessTransport(target)
+
+    def send(self, attempt: Attempt, timeout_s: float, on_done) -> None:
+        self.real.send(attempt, timeout_s, on_done)
+
+    def clear(self) -> None:
+        self.real.clear()
+
+
+@pytest.mark.parametrize("design", ["naive", "hardened"])
+def test_a_request_that_owns_its_attempts_records_what_the_callback_path_records(design, monkeypatch) -> None:
+    """On the sim's transport a request owns its attempts (their answers, and their timeouts, are
+    native calls of its `on_response`); through any other transport they carry a callback. An
+    overloaded run (naive's retry storm after timeouts; hardened shedding) records the same either way."""
+    from harness.engine import sim
+    from harness.engine.sim import run_sim
+    from targets.spec import resolve_target
+    from workloads.loader import load_workload
+
+    cfg, wl = resolve_target(design, {"gpus": 4}), load_workload("spike").at_rate(6000, 2)
+    owned = run_sim(cfg, wl, seed=3).summary
+    monkeypatch.setattr(sim, "InProcessTransport", _NotNative)
+    called = run_sim(cfg, wl, seed=3).summary
+    r = owned.requests
+    assert r.attempts > 1.2 * r.unique if design == "naive" else r.shed > 0  # overloaded: a retry storm, shedding
+    assert owned.model_dump(exclude={"wall_s"}) == called.model_dump(exclude={"wall_s"})
