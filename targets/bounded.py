@@ -49,13 +49,14 @@ class Bound:
 
 
 class _Entry(Generic[K, V]):
-    """One put or touch of a key: an object, not a tuple, as the map tells a live entry
-    from a replaced one by identity (compiled, a tuple is unboxed and boxed anew)."""
+    """A key's value, when it was last put or touched (`t`), and where in the map's log that
+    touch is (`pos`, counted from the log's first entry ever; -1 once out of the map)."""
 
     def __init__(self, t: float, value: V, key: K) -> None:
         self.t = t
         self.value = value
         self.key = key
+        self.pos = -1
 
 
 class BoundedMap(Generic[K, V]):
@@ -65,22 +66,26 @@ class BoundedMap(Generic[K, V]):
     `evicted` counts entries dropped for room (not for age): a nonzero count
     means the bound, not the TTL, is what limits memory.
 
-    Each put or touch makes an entry (time, value, key) and appends it to a log as
-    well; an entry is live while the map still holds that very object under its key.
-    The log is therefore in last-touch order, oldest first: expiry and eviction pop
-    from its front, skipping entries a later touch replaced, and stop at the first
-    live one (amortised O(1), each a plain dict and list operation). The log is a list
-    read from `_head` on (compiled: native appends and reads, where a deque's are method
-    calls); the front it has consumed is dropped in bulk (`_trim`). The log holds at most
-    about twice the live entries (`_compact`) beside that front, so `max_items` still
-    bounds memory.
+    Each put or touch appends the key's entry to a log, and the entry keeps where (`pos`);
+    a log slot is live while its entry's `pos` still names it (a later touch moves `pos`
+    on; an entry leaving the map sets it to -1). The live slots are therefore in last-touch
+    order, oldest first: expiry and eviction pop from the log's front, skipping slots a
+    later touch replaced, and stop at the first live one (amortised O(1), each a native
+    read, a plain list operation, and a dict deletion for an entry that goes). A touch of
+    a key present (a tenant's bucket used again) moves its entry, with no new object and
+    no dict store. The log is a list read from `_head` on (compiled: native appends and
+    reads, where a deque's are method calls); the front it has consumed is dropped in
+    bulk (`_trim`, which counts it in `_base`, so that `pos` stays a log position). The
+    log holds at most about twice the live entries (`_compact`) beside that front, so
+    `max_items` still bounds memory.
     """
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
         self._items: dict[K, _Entry[K, V]] = {}
         self._log: list[_Entry[K, V]] = []
-        self._head = 0  # the log's oldest entry not yet popped
+        self._head = 0  # the log's oldest slot not yet popped
+        self._base = 0  # the log's slots dropped from its front so far (slot i is at pos _base + i)
         self.evicted = 0
         self.expired = 0
         self._ttl = bound.ttl_s
@@ -91,41 +96,62 @@ class BoundedMap(Generic[K, V]):
 
     def clear(self) -> None:
         """Forget every entry (not counted as expired or evicted)."""
+        for e in self._items.values():
+            e.pos = -1
         self._items.clear()
         self._log.clear()
         self._head = 0
+        self._base = 0
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
     def __iter__(self) -> Iterator[K]:
         """The keys, oldest touch first."""
-        items = self._items
-        return iter([e.key for e in self._log[self._head:] if items.get(e.key) is e])
+        base, log = self._base, self._log
+        return iter([log[i].key for i in range(self._head, len(log)) if log[i].pos == base + i])
 
-    def _set(self, key: K, value: V, now: float) -> None:
-        entry = _Entry(now, value, key)
-        self._items[key] = entry
+    def _log_touch(self, entry: _Entry[K, V]) -> None:
+        """Append `entry`'s touch to the log (its earlier slot, if any, is then replaced)."""
         log = self._log
+        entry.pos = self._base + len(log)
         log.append(entry)
         if len(log) - self._head > 2 * len(self._items) + 64:
             self._compact()
 
+    def _set(self, key: K, value: V, now: float) -> None:
+        entry = self._items.get(key)
+        if entry is None:
+            entry = self._items[key] = _Entry(now, value, key)
+        else:
+            entry.t = now
+            entry.value = value
+        self._log_touch(entry)
+
     def _compact(self) -> None:
-        """Drop the log's replaced entries (touches of keys that were touched again)."""
-        items = self._items
-        self._log = [e for e in self._log[self._head:] if items.get(e.key) is e]
-        self._head = 0
+        """Drop the log's replaced slots (touches of keys that were touched again)."""
+        log, base = self._log, self._base
+        live = [log[i] for i in range(self._head, len(log)) if log[i].pos == base + i]
+        for i, e in enumerate(live):
+            e.pos = i
+        self._log = live
+        self._head = self._base = 0
 
     def _trim(self, head: int) -> None:
-        """The log's entries before `head` are popped (see drop_front)."""
-        self._head = drop_front(self._log, head)
+        """The log's slots before `head` are popped (see drop_front)."""
+        new_head = drop_front(self._log, head)
+        self._base += head - new_head
+        self._head = new_head
+
+    def _drop(self, entry: _Entry[K, V]) -> None:
+        del self._items[entry.key]
+        entry.pos = -1
 
     def _live(self, key: K, now: float) -> _Entry[K, V] | None:
         """`key`'s entry if it is live; an expired one is dropped (counted)."""
         item = self._items.get(key)
         if item is not None and now - item.t > self._ttl:
-            del self._items[key]
+            self._drop(item)
             self.expired += 1
             return None
         return item
@@ -141,13 +167,12 @@ class BoundedMap(Generic[K, V]):
         item = self._live(key, now)
         if item is None:
             return None
+        item.t = now
         log = self._log
-        if log[len(log) - 1] is item:
-            # Already the newest touch (one tenant's run of requests): a new entry would take
-            # the same place in the log, so restarting this one's TTL in place is the same.
-            item.t = now
-        else:
-            self._set(key, item.value, now)
+        if log[len(log) - 1] is not item:
+            # (Already the newest touch, in a tenant's run of requests, it keeps its slot: a new
+            # one would take the same place in the log.)
+            self._log_touch(item)
         self.prune(now)
         return item.value
 
@@ -157,37 +182,41 @@ class BoundedMap(Generic[K, V]):
         self.prune(now)
         items = self._items
         if len(items) > self._max:
-            log, head = self._log, self._head
+            log, head, base = self._log, self._head, self._base
             while len(items) > self._max:
                 e = log[head]
-                head += 1
-                if items.get(e.key) is e:
-                    del items[e.key]
+                if e.pos == base + head:
+                    self._drop(e)
                     self.evicted += 1
+                head += 1
             self._trim(head)
 
     def touch(self, key: K, now: float) -> None:
         """Restart `key`'s TTL (it was used), if present."""
         item = self._items.get(key)
         if item is not None:
-            self._set(key, item.value, now)
+            item.t = now
+            self._log_touch(item)
 
     def pop(self, key: K) -> V | None:
         item = self._items.pop(key, None)
-        return None if item is None else item.value
+        if item is None:
+            return None
+        item.pos = -1
+        return item.value
 
     def prune(self, now: float) -> int:
         """Drop every entry older than the TTL; return how many."""
-        ttl, log, items, n = self._ttl, self._log, self._items, 0
+        ttl, log, n, base = self._ttl, self._log, 0, self._base
         head = start = self._head
         while head < len(log):
             e = log[head]
-            if now - e.t <= ttl:  # never past an infinite TTL (sim's accounting)
-                break
-            head += 1
-            if items.get(e.key) is e:
-                del items[e.key]
+            if e.pos == base + head:  # a live slot (else replaced by a later touch: skipped)
+                if now - e.t <= ttl:  # never past an infinite TTL (sim's accounting)
+                    break
+                self._drop(e)
                 n += 1
+            head += 1
         if head != start:
             self._trim(head)
             self.expired += n

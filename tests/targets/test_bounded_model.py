@@ -112,3 +112,15 @@ def test_a_stream_of_expiring_puts_keeps_the_consumed_front_of_the_log_bounded()
         assert len(m._log) - m._head <= 2 * len(m) + 64
     assert len(m) == 500 and longest <= 2 * (2 * 500 + 64) + 1024
     assert list(m) == list(range(199_500, 200_000))
+
+
+def test_a_replaced_touch_at_the_front_does_not_hold_back_the_expiry_behind_it():
+    """The log's front slot is a touch of `e` that a later touch replaced; `x`, behind it, has
+    expired. Pruning must skip the replaced slot (not read `e`'s new time there) and expire `x`."""
+    m = BoundedMap(Bound(10, 1.0))
+    m.put("e", 1, 0.0)
+    m.put("x", 2, 1.0)
+    m.touch("e", 5.0)
+    assert m.prune(5.5) == 1 and list(m) == ["e"] and m.expired == 1
+    m.refresh("e", 5.6)  # the same through refresh: its replaced slots never expire it
+    assert m.get("e", 6.5) == 1 and list(m) == ["e"]
