@@ -280,14 +280,19 @@ class Deduper:
         return self._waiters.get(key, []) if self._inflight.get(key) is a else []
 
     def finish(self, a: Attempt, response: Response, now: float) -> list[Attempt]:
-        """Record `a`'s answer; return every attempt that should receive it."""
+        """Record `a`'s answer; return every attempt that should receive it (`a` first)."""
+        others = self.settle(a, response, now)
+        return [a, *others] if others else [a]
+
+    def settle(self, a: Attempt, response: Response, now: float) -> list[Attempt] | None:
+        """`finish` without `a` in the answer: record `a`'s answer and return the other attempts
+        that should receive it, if any (None: `a` alone; no list made, as for most requests)."""
         key = a.dedupe_key
         if key is None:  # never offered (or no request ID): no key's primary
-            return [a]
+            return None
         if self._inflight.get(key) is not a:
-            return [a]  # not the key's primary: nothing of another attempt's to touch
+            return None  # not the key's primary: nothing of another attempt's to touch
         del self._inflight[key]
         if response.status == 200:
             self._done.put(key, (attempt_digest(a), response), now)
-        waiters = self._waiters.pop(key, None) if self._waiters else None
-        return [a, *waiters] if waiters else [a]
+        return self._waiters.pop(key, None) if self._waiters else None

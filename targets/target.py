@@ -286,11 +286,11 @@ class ServingTarget:
             self._dedupe_alarm.at(due)
 
     def _reply(self, a: Attempt, response: Response) -> None:
-        if self.dedupe is not None:
-            for w in self.dedupe.finish(a, response, self._clock.now()):
+        others = self.dedupe.settle(a, response, self._clock.now()) if self.dedupe is not None else None
+        a.answer(response)
+        if others is not None:
+            for w in others:
                 w.answer(response)
-        else:
-            a.answer(response)
 
     # -- completion -------------------------------------------------------------------------
     def _batch_done(self, batch: list[Attempt], outputs: list | None, seconds: float,
@@ -323,8 +323,11 @@ class ServingTarget:
                 if dedupe is None:
                     a.answer(OK_RESPONSE)
                 else:  # called on the Deduper (a native call; a bound method kept is a Python call)
-                    for w in dedupe.finish(a, OK_RESPONSE, now):
-                        w.answer(OK_RESPONSE)
+                    others = dedupe.settle(a, OK_RESPONSE, now)
+                    a.answer(OK_RESPONSE)
+                    if others is not None:
+                        for w in others:
+                            w.answer(OK_RESPONSE)
                 continue
             output = outputs[i] if outputs is not None else None
             served = None
