@@ -137,6 +137,11 @@ class Throttle:
         self.total_accepts = 0
         self.current = 0  # the slice number (time // slice_s) the counts were last rolled to
         self._rolled_s = math.nan  # the time of the last roll (a batch's answers end at one instant)
+        # The current slice's counts, kept in native ints and written into its list items when
+        # the window rolls past it (compiled: a list item is a boxed int, an allocation per
+        # count past 256).
+        self._slice_requests = 0
+        self._slice_accepts = 0
 
     def _roll(self, now_s: float) -> int:
         """Forget the slices that left the window; the index of ``now_s``'s slice."""
@@ -146,6 +151,10 @@ class Throttle:
         slot = int(now_s // self.slice_s)
         gap = slot - self.current
         if gap > 0:
+            k = self.current % self.buckets  # the slice left behind: its counts into its items
+            self.requests[k] = self.requests[k] + self._slice_requests
+            self.accepts[k] = self.accepts[k] + self._slice_accepts
+            self._slice_requests = self._slice_accepts = 0
             for i in range(self.current + 1, self.current + 1 + min(gap, self.buckets)):
                 j = i % self.buckets
                 self.total_requests -= self.requests[j]
@@ -161,24 +170,22 @@ class Throttle:
         return excess / (self.total_requests + 1) if excess > 0 else 0.0
 
     def request(self, now_s: float) -> None:
-        # (the counts added to as `x[j] = x[j] + 1`, not `+=`: compiled, an augmented store
-        # into a list item is a generic PyNumber_InPlaceAdd on the boxed item)
-        j = self._roll(now_s)
-        self.requests[j] = self.requests[j] + 1
+        self._roll(now_s)
+        self._slice_requests += 1
         self.total_requests += 1
 
     def accept(self, now_s: float) -> None:
-        j = self._roll(now_s)
-        self.accepts[j] = self.accepts[j] + 1
+        self._roll(now_s)
+        self._slice_accepts += 1
         self.total_accepts += 1
 
     def ended(self, now_s: float, accepted: bool) -> None:
         """An attempt ended at ``now_s``: ``request`` and, when ``accepted``, ``accept``, in one roll."""
-        j = self._roll(now_s)
-        self.requests[j] = self.requests[j] + 1
+        self._roll(now_s)
+        self._slice_requests += 1
         self.total_requests += 1
         if accepted:
-            self.accepts[j] = self.accepts[j] + 1
+            self._slice_accepts += 1
             self.total_accepts += 1
 
 

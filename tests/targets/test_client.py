@@ -214,9 +214,12 @@ def test_the_throttle_only_counts_its_window_and_its_chance_is_a_probability(
     t = Throttle(k, window_s)
     events.sort()
     for i, (now, accepted) in enumerate(events):
-        t.request(now)
-        if accepted:
-            t.accept(now)
+        if i % 2:  # as the client counts an attempt that ended
+            t.ended(now, accepted)
+        else:
+            t.request(now)
+            if accepted:
+                t.accept(now)
         p = t.reject_probability(now)
         assert 0.0 <= p < 1.0
         # what the throttle holds is exactly the events of the slices still in its window
