@@ -201,6 +201,7 @@ class Transport(Protocol):
     def send(self, attempt: Attempt, timeout_s: float, on_done: Callable[[Response], None]) -> None: ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a test's wrapper of the sim's transport keeps its path
 class TransportBase:
     """A Transport as a base class (the sim's, harness.engine.transports.InProcessTransport):
     compiled, the client hands each attempt to a transport derived from it by a native call,

@@ -44,12 +44,14 @@ def test_the_baseline_holds_every_figure() -> None:
 
 PLANT = """
 import harness.engine.sim as sim
+from targets.client import TransportBase
 
 _Real = sim.InProcessTransport
 
 
-class _Slower:
-    # The sim's transport with {n} empty loop iterations before every attempt it sends.
+class _Slower(TransportBase):
+    # The sim's transport with {n} empty loop iterations before every attempt it sends (a
+    # TransportBase, so that the client sends as it does to the sim's own).
     def __init__(self, target):
         self.real = _Real(target)
 
@@ -57,6 +59,11 @@ class _Slower:
         for _ in range({n}):
             pass
         self.real.send(attempt, timeout_s, on_done)
+
+    def send_owned(self, attempt, timeout_s):
+        for _ in range({n}):
+            pass
+        self.real.send_owned(attempt, timeout_s)
 
     def clear(self):
         self.real.clear()
