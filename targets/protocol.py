@@ -7,7 +7,8 @@ sends one, may be used for dedupe). A target answers every attempt it keeps
 with a `Response` through `attempt.answer`; an attempt it loses (a dead GPU)
 is never answered, and the client finds out only by timing out.
 
-Answers are delivered by callback rather than through an asyncio Future: a
+Answers are delivered by callback (or, in the sim, by a native call of the
+owning request's `on_response`) rather than through an asyncio Future: a
 simulation makes hundreds of thousands of attempts per second, and a Future
 plus its scheduled done-callback roughly doubles what each one costs.
 """
@@ -73,7 +74,8 @@ class Attempt:
     """One try of one request, as the target sees it.
 
     Times are loop seconds. `deadline_s` is absolute and set only when the
-    client propagates deadlines. `on_answer(response)` is called at most once;
+    client propagates deadlines. The answer goes, at most once, to `owner.on_response`
+    where the attempt has an owner (a sim client's request), else to `on_answer(response)`;
     `done` is set once answered or given up on; `abandoned` once the client
     gave up (timed out), which a target may not see (there is no cancel in
     the doc's protocol) but the harness uses to count wasted GPU work.
