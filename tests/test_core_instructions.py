@@ -95,13 +95,19 @@ def test_this_tree_is_within_its_baseline() -> None:
 @pytest.mark.slow
 @countable
 def test_a_planted_twenty_percent_rise_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every attempt hardened sends made to cost 20% of its instructions per request more."""
-    extra = 0.20 * BASE["targets"]["hardened"]["instructions_per_request"]
+    """Every attempt hardened sends made to cost 20% of its instructions per request more.
+
+    The plant wraps the sim's transport in interpreted code, whose own call costs about a tenth
+    of a request (the compiled core's request is that lean): the wrapper is measured alone
+    first, and the loop planted in it is sized to 20% of that figure and checked against it."""
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    (tmp_path / "plant_nothing.py").write_text(PLANT.format(n=0))
+    wrapped = gate.measure(("hardened",), preload="plant_nothing")["hardened"]["instructions_per_request"]
+    extra = 0.20 * wrapped
     guess = math.ceil(extra / 200)  # about 200 instructions an iteration; then measured at that length
     (tmp_path / "plant_slowdown.py").write_text(PLANT.format(n=math.ceil(extra / _loop_instructions(guess))))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     measured = gate.measure(("hardened",), preload="plant_slowdown")
-    rise = measured["hardened"]["instructions_per_request"] / BASE["targets"]["hardened"]["instructions_per_request"] - 1
-    assert 0.19 < rise < 0.30  # the plant measured as what it is (plus the wrapper's own call)
+    rise = measured["hardened"]["instructions_per_request"] / wrapped - 1
+    assert 0.19 < rise < 0.30  # the plant measured as what it is
     failures, _ = gate.judge(measured, BASE["targets"], gate.TOLERANCE, "instructions_per_request", "instructions")
     assert failures and failures[0].startswith("hardened:")
