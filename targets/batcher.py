@@ -37,7 +37,8 @@ from targets.dispatch_policy import ArrivalRate, worth_dispatching
 from targets.gpu_pool import GpuPool
 from targets.native import mypyc_attr
 from targets.protocol import Attempt, DeadlineCheck, Response, Status
-from targets.queues import BucketedQueue, FairQueue, FifoQueue, Queue
+from targets.bucketed_queue import BucketedQueue
+from targets.queues import FairQueue, FifoQueue, Queue
 from targets.slowness import Slowness
 
 # Plain names for the kinds `decide` tests on every call (an Enum member lookup costs

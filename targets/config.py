@@ -189,7 +189,7 @@ class BatchingKnobs(KnobGroup):
     """When a queue hands a batch to a GPU (doc item 2)."""
 
     title: ClassVar[str] = "batching"
-    read_by: ClassVar[str] = "targets.batcher.BatchPolicy and the queues (targets.queues.BucketedQueue)"
+    read_by: ClassVar[str] = "targets.batcher.BatchPolicy and the queues (targets.bucketed_queue.BucketedQueue)"
     batching: Annotated[Batching, BOTH] = Field(Batching.FULL, description="when a batch is dispatched")
     max_wait_s: Annotated[float | None, BOTH] = Field(None, gt=0, description="dynamic: None derives it from "
                                                       "the SLO")

@@ -69,7 +69,8 @@ class Due:
 
 
 class Wakeup(Due):
-    """A loop's slot for one pending call (harness.engine.clock.Slot: `arm(when)`)."""
+    """A loop's slot for one pending call, `arm(when)`: the base class of the virtual-time
+    loop's (harness.engine.clock.Wakeup), which a delay line arms by a native call."""
 
     def arm(self, when: float) -> None:
         raise NotImplementedError

@@ -34,10 +34,10 @@ __all__ = ["COMPILED", "PURE_ENV", "decide", "install", "mypyc_attr", "status"]
 COMPILED = (
     "harness.engine.canary_tap", "harness.engine.clock", "harness.engine.driver", "harness.engine.function_transport",
     "harness.engine.recorder", "harness.engine.transports",
-    "targets.accounting", "targets.admission", "targets.balancer", "targets.batcher", "targets.bounded",
+    "targets.accounting", "targets.admission", "targets.balancer", "targets.batcher", "targets.bounded", "targets.bucketed_queue",
     "targets.cache", "targets.canary_fleet", "targets.client", "targets.dedupe", "targets.delayline",
     "targets.dispatch_policy", "targets.gpu_pool", "targets.http.limits", "targets.latency_forecast", "targets.protocol",
-    "targets.queues", "targets.slowness", "targets.target", "targets.versions",
+    "targets.queues", "targets.slowness", "targets.target", "targets.throttle", "targets.versions",
 )
 PURE_ENV = "HARNESS_PURE_PYTHON"
 _ROOT = Path(__file__).resolve().parent.parent

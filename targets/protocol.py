@@ -123,11 +123,16 @@ class Attempt:
         """Deliver `response` unless the attempt was already answered or abandoned."""
         if not self.done:
             self.done = True
-            owner = self.owner
-            if owner is not None:
-                owner.on_response(response)
-            else:
-                self.on_answer(response)  # type: ignore[misc]  # set until answered
+            self.deliver(response)
+
+    def deliver(self, response: Response) -> None:
+        """Hand `response` to whoever waits on this attempt, its owner natively or `on_answer`,
+        without `answer`'s check (a client timeout delivers to an attempt it has given up on)."""
+        owner = self.owner
+        if owner is not None:
+            owner.on_response(response)
+        else:
+            self.on_answer(response)  # type: ignore[misc]  # set until answered
 
     def on_response(self, response: Response) -> None:
         """The answer to an attempt this one owns (`owner`): a client's request's to define."""

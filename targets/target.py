@@ -32,7 +32,8 @@ from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
 from targets.latency_forecast import AdmissionForecast
 from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, DeadlineCheck, Response, Status
-from targets.queues import BucketedQueue, FairQueue, FifoQueue
+from targets.bucketed_queue import BucketedQueue
+from targets.queues import FairQueue, FifoQueue
 from targets.slowness import Slowness
 from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot
 from targets.versions import CanaryRouting, CanarySplit, ModelVersion

@@ -13,7 +13,6 @@ on one is None); `latency_ok_s` ranks the OK answers only.
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any, Callable, Final
 
 import numpy as np
@@ -22,6 +21,7 @@ from hdrh.histogram import HdrHistogram
 from harness.engine.hdr import US as _US
 from harness.engine.hdr import HdrView, histogram_of, percentiles
 from harness.engine.outcomes import LATE, OUTCOME_CODES, OUTCOME_INDEX, OUTCOMES, PENDING, WITHIN, classify
+from harness.engine.packing import joined, packed
 from harness.engine.percentiles import percentile_of
 from harness.engine.recovery import recovery_of
 from harness.engine.samples import samples_per_window
@@ -35,33 +35,6 @@ from targets.protocol import OK, Status
 _OUTCOME_OF: Final[list[int]] = [OUTCOME_CODES.get(c, PENDING) for c in range(max(Status) + 1)]  # type: ignore[call-overload]  # a Status is an int
 # Attempts, and finishes, appended between two bulk writes into the arrays (`_spill`, `_settle`).
 _CHUNK: Final = 4096
-# The packers of those bulk writes, by (item format, count): struct.Struct.pack converts a
-# list's items to machine values in one C loop, about three times faster than array(fmt,
-# list), np.array or np.fromiter, which convert each item through a generic call.
-_PACKERS: Final[dict[tuple[str, int], struct.Struct]] = {}
-
-
-def packed(fmt: str, items: list) -> bytes:
-    """`items` as machine values of struct format `fmt` ("d", "q", "h"): the bytes
-    `array(fmt, items).tobytes()` holds (native layout: all items one type, so no padding; the
-    native packers copy each value, where the standard-size ones re-encode it byte by byte)."""
-    key = (fmt, len(items))
-    packer = _PACKERS.get(key)
-    if packer is None:
-        packer = struct.Struct(f"{len(items)}{fmt}")
-        if len(_PACKERS) < 64:  # the chunk's count, and a few partial ones
-            _PACKERS[key] = packer
-    return packer.pack(*items)
-
-
-def _joined(chunks: list[bytes]) -> bytes:
-    """The chunks as one, which then stands in for them (a second read copies nothing)."""
-    if len(chunks) != 1:
-        whole = b"".join(chunks)
-        chunks[:] = [whole]
-    return chunks[0]
-
-
 class Recorder(SinkBase):
     """Collects one run. `n` unique requests, scheduled at `sched_s`."""
 
@@ -218,9 +191,9 @@ class Recorder(SinkBase):
     def _attempt_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._sent_buf:
             self._spill()
-        return (np.frombuffer(_joined(self._sent_chunks), dtype=np.float64),
-                np.frombuffer(_joined(self._latency_chunks), dtype=np.float64),
-                np.frombuffer(_joined(self._code_chunks), dtype=np.int16))
+        return (np.frombuffer(joined(self._sent_chunks), dtype=np.float64),
+                np.frombuffer(joined(self._latency_chunks), dtype=np.float64),
+                np.frombuffer(joined(self._code_chunks), dtype=np.int16))
 
     def _attempt_end(self) -> np.ndarray:
         sent, latency, _ = self._attempt_arrays()

@@ -55,8 +55,4 @@ class _TimeOut(DueHandler):
 
     def due(self, attempt: Attempt) -> None:
         attempt.give_up()
-        owner = attempt.owner
-        if owner is not None:
-            owner.on_response(TIMEOUT_RESPONSE)
-        else:
-            attempt.on_answer(TIMEOUT_RESPONSE)  # type: ignore[misc]  # set until answered
+        attempt.deliver(TIMEOUT_RESPONSE)

@@ -236,7 +236,7 @@ def test_attempts_read_back_in_order_across_chunks_and_reads(attempts, read_ever
 def test_packed_holds_what_an_array_of_the_items_holds(q, h, d):
     from array import array
 
-    from harness.engine.recorder import packed
+    from harness.engine.packing import packed
     assert packed("q", q) == array("q", q).tobytes()
     assert packed("h", h) == array("h", h).tobytes()
     assert packed("d", d) == array("d", d).tobytes()

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from harness.engine.clock import run_virtual
 from harness.engine.function_transport import FunctionTransport, Handler
-from targets.client import Client, ClientPolicy, RetryBudget, Throttle
+from targets.client import Client, ClientPolicy
+from targets.throttle import RetryBudget, Throttle
 from targets.config import Backoff
 from targets.protocol import Attempt, Response, Status
 

@@ -13,7 +13,8 @@ from targets.config import Batching
 from targets.dedupe import Deduper
 from targets.dispatch_policy import per_gpu_rps
 from targets.protocol import Attempt, Response, Status
-from targets.queues import BucketedQueue, FairQueue, FifoQueue
+from targets.bucketed_queue import BucketedQueue
+from targets.queues import FairQueue, FifoQueue
 
 
 def att(uid: int, tenant: str = "t", size: int = 64, t: float = 0.0, rid: str | None = None) -> Attempt:
