@@ -103,7 +103,9 @@ def test_a_planted_twenty_percent_rise_fails(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     (tmp_path / "plant_nothing.py").write_text(PLANT.format(n=0))
     wrapped = gate.measure(("hardened",), preload="plant_nothing")["hardened"]["instructions_per_request"]
-    extra = 0.20 * wrapped
+    # Sized to 22%: the loop's cost is calibrated in another process, and lands within a few
+    # percent of it (18.8% for a plant sized to 20%, in one fresh clone).
+    extra = 0.22 * wrapped
     guess = math.ceil(extra / 200)  # about 200 instructions an iteration; then measured at that length
     (tmp_path / "plant_slowdown.py").write_text(PLANT.format(n=math.ceil(extra / _loop_instructions(guess))))
     measured = gate.measure(("hardened",), preload="plant_slowdown")
