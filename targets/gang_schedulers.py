@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 __all__ = [
     "EPS_S", "ModelKind", "ModelSpec", "PoolSpec", "QueueView", "GpuSlot", "PoolState",
@@ -63,6 +63,11 @@ class ModelSpec:
         if not (self.batch_time_s > 0 and math.isfinite(self.batch_time_s)):
             raise ValueError(f"batch_time_s must be finite and > 0, got {self.batch_time_s}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by its fields (a pool's config goes to worker processes): compiled (targets.native),
+        # a frozen class's default unpickling would set each field on the instance, which it refuses.
+        return ModelSpec, (self.rate_rps, self.batch_size, self.batch_time_s)
+
 
 @dataclass(frozen=True, slots=True)
 class PoolSpec:
@@ -82,6 +87,9 @@ class PoolSpec:
             raise ValueError(f"slo_s must be finite and > 0, got {self.slo_s}")
         if not 0.0 <= self.wait_fraction <= 1.0:
             raise ValueError(f"wait_fraction must be in [0, 1], got {self.wait_fraction}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return PoolSpec, (self.large, self.small, self.slo_s, self.gpus, self.wait_fraction)  # as ModelSpec's
 
     def model(self, kind: ModelKind) -> ModelSpec:
         return self.large if kind is ModelKind.LARGE else self.small

@@ -38,6 +38,11 @@ COMPILED = (
     "targets.cache", "targets.canary_fleet", "targets.client", "targets.dedupe", "targets.delayline",
     "targets.dispatch_policy", "targets.gpu_pool", "targets.http.limits", "targets.latency_forecast", "targets.protocol",
     "targets.queues", "targets.slowness", "targets.target", "targets.throttle", "targets.versions",
+    # The LLM engines' step machines and their simulation loops (`harness llm`, rank's LLM section)
+    "harness.engine.llm_fleet", "harness.engine.llm_run", "targets.llm.continuous", "targets.llm.kv_cache", "targets.llm.prefix_cache", "targets.llm.run_to_completion", "targets.llm.sequence",
+    "targets.llm.waiting",
+    # The two-model GPU pool's gang schedulers and the loop that runs them (`harness pool`, review's Part 3)
+    "harness.analysis.pool.shell", "targets.gang_schedulers",
 )
 PURE_ENV = "HARNESS_PURE_PYTHON"
 _ROOT = Path(__file__).resolve().parent.parent

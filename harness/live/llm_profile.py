@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from harness.live.llm_drive import serve_and_drive
@@ -53,7 +53,7 @@ class LlmProfile:
 
     def to_json(self, path: Path) -> Path:
         path.write_text(json.dumps({"kind": "llm-cost", "torch": self.torch, "threads": self.threads,
-                                    "cost": vars(self.cost), "steps": len(self.rows), "requests": self.requests},
+                                    "cost": asdict(self.cost), "steps": len(self.rows), "requests": self.requests},
                                    indent=1))
         return path
 

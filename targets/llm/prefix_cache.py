@@ -28,6 +28,7 @@ Clock-free; same `free`/`extra_for`/`grow`/`release` contract as `BlockBudget`.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -81,7 +82,10 @@ class PrefixCache:
         self.block_size = block_size
         self.used = 0
         self.refs: dict[int, int] = {}     # cached block name -> sequences holding it (0: free, on the LRU)
-        self.lru: dict[int, None] = {}     # cached blocks nobody holds, least recently used first
+        # Cached blocks nobody holds, least recently used first: an OrderedDict, whose oldest entry
+        # is found at once, where a dict's first key is found by stepping over every key deleted
+        # from its front since it was last resized (an eviction per block allocated, on a full cache).
+        self.lru: OrderedDict[int, None] = OrderedDict()
         self.stats = PrefixStats()
 
     @property
@@ -100,8 +104,7 @@ class PrefixCache:
             return False
         lru = self.lru
         while self.total - self.used - len(lru) < extra:
-            name = next(iter(lru))
-            del lru[name]
+            name = lru.popitem(last=False)[0]
             del self.refs[name]
             self.stats.evictions += 1
         seq.blocks += extra

@@ -19,7 +19,7 @@ step (how full the batch really is), preemptions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -138,7 +138,7 @@ def engine_settings(e: LlmEngineSpec) -> EngineSettings:
                           tenant_tok_s=e.tenant_tok_s, tenant_burst_tokens=e.tenant_burst_tokens,
                           over_limit=e.limits().over_limit.value, max_delay_s=e.max_delay_s,
                           tenant_priority=dict(e.tenant_priority), prefix_caching=e.prefix_caching,
-                          cost={k: float(v) for k, v in vars(e.cost).items()})
+                          cost={k: float(v) for k, v in asdict(e.cost).items()})
 
 
 def settings_of(sweep: LlmSweep, engine: LlmEngineSpec | None = None) -> LlmSettings:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.analysis.pool.errors import PoolScheduleError
 from harness.engine.clock import run_virtual
 from harness.engine.percentiles import percentile_of
 from harness.engine.recorder import Recorder
@@ -38,10 +39,6 @@ __all__ = ["BatchRecord", "GangPoolShell", "PoolScheduleError"]
 
 _KINDS = (ModelKind.LARGE, ModelKind.SMALL)
 _SAME_INSTANT_S = 1e-9  # the virtual loop's clock resolution: timers this close run together
-
-
-class PoolScheduleError(RuntimeError):
-    """A policy broke a pool invariant, or the event cap was hit (a livelock)."""
 
 
 @dataclass(frozen=True)
