@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import pytest
 from hypothesis import given, settings
@@ -33,6 +34,14 @@ def test_gpu_time_cost_per_request() -> None:
     assert SPEC.gpu_s_per_request(L) == pytest.approx(0.2)
     assert SPEC.gpu_s_per_request(S) == pytest.approx(0.0015625)
     assert SPEC.gpu_s_per_request(L) / SPEC.gpu_s_per_request(S) == pytest.approx(128)
+
+
+def test_a_pool_spec_survives_pickling() -> None:
+    # A pool's config goes to worker processes; compiled, a frozen class pickles by its fields (__reduce__)
+    spec = PoolSpec(large=ModelSpec(10.0, 8, 0.2), small=ModelSpec(2000.0, 32, 0.05), slo_s=1.0, gpus=6,
+                    wait_fraction=0.25)
+    back = pickle.loads(pickle.dumps(spec))
+    assert back == spec and back.gpus == 6 and back.wait_fraction == 0.25 and back.small.batch_size == 32
 
 
 def test_max_wait_is_a_fraction_of_the_slo_slack() -> None:
