@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -35,13 +35,20 @@ from harness.engine.hdr import new_histogram
 from harness.engine.llm_run import to_client_view
 from targets.llm import Sequence, Step, create_scheduler
 from targets.llm.fleet import FleetSpec
-from targets.llm.prefix_cache import PrefixCache, chain_hashes
+from targets.llm.prefix_cache import PrefixCache, PrefixStats, chain_hashes
 from targets.llm.routing import Routed, Router
 from workloads.llm_days import FleetSchedule
 
 __all__ = ["FleetTrace", "simulate_fleet"]
 
 _US = 1_000_000
+
+
+class PrefixFigures(Protocol):
+    """What a replica's figures read of its prefix cache: its counters (`PrefixCache` in sim; a live
+    replica's counted figures, harness.analysis.llm.fleet_live)."""
+
+    stats: PrefixStats
 
 
 @dataclass
@@ -51,7 +58,7 @@ class ReplicaTrace:
     steps: int = 0
     preemptions: int = 0
     alive: bool = True
-    cache: PrefixCache | None = None
+    cache: PrefixFigures | None = None
 
 
 @dataclass
@@ -89,8 +96,9 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
     n = fleet.replicas
     engines = [create_scheduler(fleet.engine, schedule.tenants) for _ in range(n)]
     cores = [getattr(e, "inner", e) for e in engines]
-    reps = [ReplicaTrace(cache=getattr(c, "prefix", None)) for c in cores]
-    view = _View(n, [r.cache for r in reps])
+    caches: list[PrefixCache | None] = [getattr(c, "prefix", None) for c in cores]
+    reps = [ReplicaTrace(cache=cache) for cache in caches]
+    view = _View(n, caches)
     router = fleet.new_router()
     cost = fleet.engine.cost
     front_in, front_out = _front_ends(fleet, len(schedule.arrival_s))

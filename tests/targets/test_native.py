@@ -122,3 +122,39 @@ def test_the_compiled_canary_path_decides_as_the_sources_do():
     assert [r["decision"] for r in pure["runs"]] == ["rollback", "rollback", "promote"]
     assert pure["runs"][2]["wrong_version"] > 0
     assert all(r["canary_requests"] > 0 for r in pure["runs"])
+
+
+_LLM_POOL_PROBE = """
+import json, sys
+from harness.analysis.llm.rank import llm_rank
+from harness.analysis.pool import run_pool_experiment
+from harness.analysis.pool.gang import PoolConfig
+from targets.native import status
+import targets.llm.continuous
+
+def figures(result):
+    return {k: v for k, v in result.model_dump(mode="json").items() if k not in ("wall_s", "versions")}
+
+print(json.dumps({"core": status(), "file": targets.llm.continuous.__file__,
+                  "llm": figures(llm_rank(2, duration_s=20.0)),
+                  "pool": figures(run_pool_experiment(PoolConfig(duration_s=8.0)))}))
+"""
+
+
+@pytest.mark.slow
+def test_the_compiled_llm_engines_and_pool_give_the_figures_of_the_sources():
+    """The LLM step machines and fleet loop, and the two-model pool's schedulers and shell,
+    compiled against their sources: every LLM flaw's costs (single engines and a fleet with
+    prefix caches) and every pool policy's figures the same."""
+    env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
+
+    def probe(pure: bool) -> dict:
+        out = subprocess.run([sys.executable, "-c", _LLM_POOL_PROBE], env={**env, PURE_ENV: "1"} if pure else env,
+                             cwd=ROOT, capture_output=True, text=True, timeout=300, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    pure, native = probe(pure=True), probe(pure=False)
+    assert pure["file"].endswith(".py") and native["core"] == status()
+    assert native["llm"] == pure["llm"] and native["pool"] == pure["pool"]
+    assert len(pure["llm"]["flaws"]) >= 5 and all(f["costs"] for f in pure["llm"]["flaws"])
+    assert len(pure["pool"]["policies"]) >= 3

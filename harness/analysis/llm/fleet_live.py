@@ -138,7 +138,7 @@ def live_run(live: LiveFleet, schedule: FleetSchedule, driven: Any, before: dict
     for r, (b, a) in enumerate(zip(before["replicas"], after["replicas"])):
         counted = _Counted(b, a)
         reps.append(ReplicaTrace(routed=counted.stats.lookups, busy_s=after["busy_s"][r] - before["busy_s"][r],
-                                 cache=counted))  # type: ignore[arg-type]  # reads .stats only
+                                 cache=counted))
     for seq in seqs:
         seq.replica = replica_of.get(str(seq.id), -1)
     lost = [False] * len(seqs)
