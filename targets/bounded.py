@@ -48,9 +48,14 @@ class Bound:
             raise ValueError(f"ttl_s must be >= 0, got {self.ttl_s}")
 
 
-class _Entry(Generic[K, V]):
+class Entry(Generic[K, V]):
     """A key's value, when it was last put or touched (`t`), and where in the map's log that
-    touch is (`pos`, counted from the log's first entry ever; -1 once out of the map)."""
+    touch is (`pos`, counted from the log's first entry ever; -1 once out of the map).
+
+    A caller may keep more than one value with a key in a subclass of its own (`put_entry`,
+    `entry`): the dedupe's remembered answer and the input it answered, one object where a
+    tuple of them would be two more (a map of 50,000 remembered answers makes and frees one
+    entry per request)."""
 
     def __init__(self, t: float, value: V, key: K) -> None:
         self.t = t
@@ -82,8 +87,8 @@ class BoundedMap(Generic[K, V]):
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
-        self._items: dict[K, _Entry[K, V]] = {}
-        self._log: list[_Entry[K, V]] = []
+        self._items: dict[K, Entry[K, V]] = {}
+        self._log: list[Entry[K, V]] = []
         self._head = 0  # the log's oldest slot not yet popped
         self._base = 0  # the log's slots dropped from its front so far (slot i is at pos _base + i)
         self.evicted = 0
@@ -111,7 +116,7 @@ class BoundedMap(Generic[K, V]):
         base, log = self._base, self._log
         return iter([log[i].key for i in range(self._head, len(log)) if log[i].pos == base + i])
 
-    def _log_touch(self, entry: _Entry[K, V]) -> None:
+    def _log_touch(self, entry: Entry[K, V]) -> None:
         """Append `entry`'s touch to the log (its earlier slot, if any, is then replaced)."""
         log = self._log
         entry.pos = self._base + len(log)
@@ -122,7 +127,7 @@ class BoundedMap(Generic[K, V]):
     def _set(self, key: K, value: V, now: float) -> None:
         entry = self._items.get(key)
         if entry is None:
-            entry = self._items[key] = _Entry(now, value, key)
+            entry = self._items[key] = Entry(now, value, key)
         else:
             entry.t = now
             entry.value = value
@@ -143,11 +148,11 @@ class BoundedMap(Generic[K, V]):
         self._base += head - new_head
         self._head = new_head
 
-    def _drop(self, entry: _Entry[K, V]) -> None:
+    def _drop(self, entry: Entry[K, V]) -> None:
         del self._items[entry.key]
         entry.pos = -1
 
-    def _live(self, key: K, now: float) -> _Entry[K, V] | None:
+    def _live(self, key: K, now: float) -> Entry[K, V] | None:
         """`key`'s entry if it is live; an expired one is dropped (counted)."""
         item = self._items.get(key)
         if item is not None and now - item.t > self._ttl:
@@ -179,6 +184,26 @@ class BoundedMap(Generic[K, V]):
     def put(self, key: K, value: V, now: float) -> None:
         """Store `value`, restarting its TTL; expire and evict to stay in bounds."""
         self._set(key, value, now)
+        self._bound(now)
+
+    def put_entry(self, entry: Entry[K, V], now: float) -> None:
+        """`put` of an entry the caller made (a subclass: see `Entry`), at its `key`, in place of any
+        entry there; its `t` is set to `now`."""
+        items, key = self._items, entry.key
+        old = items.get(key)
+        if old is not None:
+            old.pos = -1  # out of the map: its log slot is dead
+        entry.t = now
+        items[key] = entry
+        self._log_touch(entry)
+        self._bound(now)
+
+    def entry(self, key: K, now: float) -> Entry[K, V] | None:
+        """The live entry at `key` (`get`'s, the entry itself), or None (an expired one is dropped)."""
+        return self._live(key, now)
+
+    def _bound(self, now: float) -> None:
+        """Expire, then evict the oldest entries past `max_items`."""
         self.prune(now)
         items = self._items
         if len(items) > self._max:

@@ -34,11 +34,11 @@ import json
 from array import array
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import Any, Final, Hashable, Sequence
+from typing import Any, Final, Hashable, Sequence, cast
 
 import numpy as np
 
-from targets.bounded import Bound, BoundedMap
+from targets.bounded import Bound, BoundedMap, Entry
 from targets.protocol import Attempt, Response, Status
 
 DEFAULT_MAX_DONE = 50_000
@@ -123,6 +123,24 @@ def attempt_digest(a: Attempt) -> Hashable:
     return (a.content, a.variant)
 
 
+class _Remembered(Entry[str, Response]):
+    """A remembered answer (`value`) and the input it answered: the digest of its payload
+    (`digest`, live) or, without one, the workload's content and variant ids (sim). One
+    object with the map's entry, where (digest, answer) tuples made two more and a boxed id."""
+
+    def __init__(self, key: str, a: Attempt, response: Response) -> None:
+        super().__init__(0.0, response, key)
+        self.digest: bytes | None = None if a.payload is None else input_digest(a.payload)
+        self.content = a.content
+        self.variant = a.variant
+
+    def same_input(self, a: Attempt) -> bool:
+        """Whether `a`'s input is the one answered: `attempt_digest` of both equal."""
+        if a.payload is not None:
+            return self.digest is not None and self.digest == input_digest(a.payload)
+        return self.digest is None and self.content == a.content and self.variant == a.variant
+
+
 class Deduper:
     """Coalesces and replays by (tenant, request_id); see the module docstring."""
 
@@ -138,7 +156,7 @@ class Deduper:
         # Keys: _key(tenant, request ID), each attempt's kept on it once offered.
         self._inflight: dict[str, Attempt] = {}
         self._waiters: dict[str, list[Attempt]] = {}
-        self._done: BoundedMap[str, tuple[Hashable, Response]] = BoundedMap(Bound(max_done, ttl_s))
+        self._done: BoundedMap[str, Response] = BoundedMap(Bound(max_done, ttl_s))  # of _Remembered entries
         self._done_keys = self._done._items  # membership, asked per request: one lookup, no call
         # Attached attempts (and each key's first, once another attached) by their own deadline:
         # (deadline, sequence, key, attempt); an entry answered meanwhile is skipped when popped.
@@ -194,15 +212,15 @@ class Deduper:
         if rid is None:
             return True
         key = a.dedupe_key = self._key(a.tenant, rid)
-        # self._done.get(key, now), called only where the key is there: most requests are new
-        done = self._done.get(key, now) if key in self._done_keys else None
+        # self._done.entry(key, now), called only where the key is there: most requests are new
+        done = self._done.entry(key, now) if key in self._done_keys else None
         if done is not None:
-            if done[0] != attempt_digest(a):
+            if not cast(_Remembered, done).same_input(a):
                 self.stats.conflicts += 1
                 a.answer(Conflict())
             else:
                 self.stats.replayed += 1
-                a.answer(done[1])
+                a.answer(done.value)
             return False
         p = self._inflight.get(key)
         if p is None:
@@ -294,5 +312,5 @@ class Deduper:
             return None  # not the key's primary: nothing of another attempt's to touch
         del self._inflight[key]
         if response.status == 200:
-            self._done.put(key, (attempt_digest(a), response), now)
+            self._done.put_entry(_Remembered(key, a, response), now)
         return self._waiters.pop(key, None) if self._waiters else None

@@ -7,9 +7,9 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from targets.bounded import Bound, BoundedMap
+from targets.bounded import Bound, BoundedMap, Entry
 
-OPS = st.lists(st.tuples(st.sampled_from(["put", "get", "touch", "refresh", "pop", "prune"]),
+OPS = st.lists(st.tuples(st.sampled_from(["put", "put_entry", "get", "entry", "touch", "refresh", "pop", "prune"]),
                          st.integers(0, 6), st.floats(0.0, 3.0)), max_size=300)
 
 
@@ -70,6 +70,12 @@ def test_bounded_map_matches_a_plain_model(ops, max_items, ttl):
         if op == "put":
             m.put(key, now, now)
             ref.put(key, now, now)
+        elif op == "put_entry":  # an entry the caller made (the dedupe's remembered answers): a put
+            m.put_entry(Entry(-1.0, now, key), now)
+            ref.put(key, now, now)
+        elif op == "entry":
+            e = m.entry(key, now)
+            assert (None if e is None else (e.key, e.value)) == (None if (v := ref.get(key, now)) is None else (key, v))
         elif op == "get":
             assert m.get(key, now) == ref.get(key, now)
         elif op == "touch":
