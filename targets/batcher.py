@@ -31,13 +31,13 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Callable, Final
 
+from targets.bucketed_queue import BucketedQueue
 from targets.config import Batching
 from targets.delayline import Alarm, clock_of
 from targets.dispatch_policy import ArrivalRate, worth_dispatching
 from targets.gpu_pool import GpuPool
 from targets.native import mypyc_attr
 from targets.protocol import Attempt, DeadlineCheck, Response, Status
-from targets.bucketed_queue import BucketedQueue
 from targets.queues import FairQueue, FifoQueue, Queue
 from targets.slowness import Slowness
 

@@ -34,13 +34,14 @@ __all__ = ["COMPILED", "PURE_ENV", "decide", "install", "mypyc_attr", "status"]
 COMPILED = (
     "harness.engine.canary_tap", "harness.engine.clock", "harness.engine.driver", "harness.engine.function_transport",
     "harness.engine.recorder", "harness.engine.transports",
-    "targets.accounting", "targets.admission", "targets.balancer", "targets.batcher", "targets.bounded", "targets.bucketed_queue",
-    "targets.cache", "targets.canary_fleet", "targets.client", "targets.dedupe", "targets.delayline",
-    "targets.dispatch_policy", "targets.gpu_pool", "targets.http.limits", "targets.latency_forecast", "targets.protocol",
-    "targets.queues", "targets.slowness", "targets.target", "targets.throttle", "targets.versions",
+    "targets.accounting", "targets.admission", "targets.balancer", "targets.batcher", "targets.bounded",
+    "targets.bucketed_queue", "targets.cache", "targets.canary_fleet", "targets.client", "targets.dedupe",
+    "targets.delayline", "targets.dispatch_policy", "targets.gpu_pool", "targets.http.limits",
+    "targets.latency_forecast", "targets.protocol", "targets.queues", "targets.slowness", "targets.target",
+    "targets.throttle", "targets.versions",
     # The LLM engines' step machines and their simulation loops (`harness llm`, rank's LLM section)
-    "harness.engine.llm_fleet", "harness.engine.llm_run", "targets.llm.continuous", "targets.llm.kv_cache", "targets.llm.prefix_cache", "targets.llm.run_to_completion", "targets.llm.sequence",
-    "targets.llm.waiting",
+    "harness.engine.llm_fleet", "harness.engine.llm_run", "targets.llm.continuous", "targets.llm.kv_cache",
+    "targets.llm.prefix_cache", "targets.llm.run_to_completion", "targets.llm.sequence", "targets.llm.waiting",
     # The two-model GPU pool's gang schedulers and the loop that runs them (`harness pool`, review's Part 3)
     "harness.analysis.pool.shell", "targets.gang_schedulers",
 )

@@ -21,6 +21,7 @@ from targets.admission import TenantBuckets
 from targets.balancer import Balancer, create_balancer
 from targets.batcher import DEADLINE_EXCEEDED, Batcher, BatchPolicy
 from targets.bounded import Bound, RecentSet, SeenSet
+from targets.bucketed_queue import BucketedQueue
 from targets.cache import ResponseCache
 from targets.canary_fleet import CanaryFleet
 from targets.config import Batching, CacheMode, TargetConfig, Topology
@@ -32,7 +33,6 @@ from targets.frontend_cpu import FrontendCpu
 from targets.gpu_pool import Executor, GpuPool
 from targets.latency_forecast import AdmissionForecast
 from targets.protocol import OK, OK_RESPONSE, UNAVAILABLE, Attempt, DeadlineCheck, Response, Status
-from targets.bucketed_queue import BucketedQueue
 from targets.queues import FairQueue, FifoQueue
 from targets.slowness import Slowness
 from targets.snapshot import CacheSnapshot, DedupeSnapshot, PoolSnapshot, TargetSnapshot, WastedSnapshot

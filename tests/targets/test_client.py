@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from harness.engine.clock import run_virtual
 from harness.engine.function_transport import FunctionTransport, Handler
 from targets.client import Client, ClientPolicy
-from targets.throttle import RetryBudget, Throttle
 from targets.config import Backoff
 from targets.protocol import Attempt, Response, Status
+from targets.throttle import RetryBudget, Throttle
 
 NAIVE = ClientPolicy(timeout_s=1.0, retries=2, backoff=Backoff.NONE, backoff_base_s=0.1,
                      backoff_cap_s=1.0, request_ids=False, retry_budget=None,

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from targets.admission import TokenBucket, admit, predicted_latency_s
 from targets.batcher import BatchPolicy
+from targets.bucketed_queue import BucketedQueue
 from targets.config import Batching
 from targets.dedupe import Deduper
 from targets.dispatch_policy import per_gpu_rps
 from targets.protocol import Attempt, Response, Status
-from targets.bucketed_queue import BucketedQueue
 from targets.queues import FairQueue, FifoQueue
 
 
