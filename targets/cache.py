@@ -105,7 +105,7 @@ class ResponseCache:
             data.move_to_end(key)
         data[key] = output
         if len(data) > self.entries:
-            data.popitem(last=False)
+            data.popitem(False)  # (positional: compiled, a keyword makes the call a slow path)
             self.stats.evictions += 1
 
     def _observe(self, hit: bool) -> None:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from functools import lru_cache
-from operator import attrgetter
 from typing import Callable
 
 from targets.config import CostModel, ModelKnobs
 from targets.cost_table import CostTable
-from targets.protocol import Attempt
+from targets.protocol import Attempt, longest
 
 CostFn = Callable[[int, int], float]  # (batch size, longest input) -> seconds
-_size = attrgetter("size")  # max(map(_size, batch)): the longest input, with no Python call per item
 
 
 @lru_cache(maxsize=8)
@@ -51,7 +49,7 @@ class ModeledExecutor:
         self.slowdown = 1.0
 
     def expected_s(self, batch: list[Attempt]) -> float:
-        return self.cost(len(batch), max(map(_size, batch))) * self.slowdown
+        return self.cost(len(batch), longest(batch)) * self.slowdown
 
     @property
     def only_sleeps(self) -> bool:

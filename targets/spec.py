@@ -13,6 +13,7 @@ Grammar (no spaces): ``BASE([+-]FLAW)*(:KEY=VALUE(,KEY=VALUE)*)?``
 
 from __future__ import annotations
 
+import functools
 import json
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -25,7 +26,10 @@ from workloads.config_files import ConfigError, read_toml, validate
 BASES = ("naive", "hardened")
 
 
+@functools.cache
 def _plugin_bases() -> dict[str, Any]:
+    # Once a process: entry_points reads every installed distribution's metadata (about
+    # 3 ms), and every target resolved (a job of rank's hundreds) asks.
     return {ep.name: ep for ep in entry_points(group="harness.targets")}
 
 
