@@ -112,3 +112,23 @@ def build_schedule(config: WorkloadConfig, seed: int) -> Schedule:
         variant=variant,
         size=size,
     )
+
+
+_KEPT = 2  # schedules `schedule_of` keeps: a worker's runs come grouped by workload
+_kept: dict[tuple[str, int], Schedule] = {}
+
+
+def schedule_of(config: WorkloadConfig, seed: int) -> Schedule:
+    """`build_schedule(config, seed)`, kept for the process's next runs of the same workload and
+    seed (a rank's variants of one scenario, the canary's plans on one day): the same requests,
+    built once. Its arrays are read-only, so no run can change the schedule another reads."""
+    key = (config.model_dump_json(), seed)
+    schedule = _kept.pop(key, None)
+    if schedule is None:
+        schedule = build_schedule(config, seed)
+        for array in (schedule.sched_s, schedule.tenant, schedule.content, schedule.variant, schedule.size):
+            array.flags.writeable = False
+        if len(_kept) >= _KEPT:
+            del _kept[next(iter(_kept))]  # the least recently asked
+    _kept[key] = schedule
+    return schedule

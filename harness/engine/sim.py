@@ -17,7 +17,7 @@ from harness.results.run import RunResult
 from targets.client import ClientPolicy
 from targets.config import TargetConfig
 from targets.target import ServingTarget
-from workloads.arrivals import Schedule, build_schedule
+from workloads.arrivals import Schedule, schedule_of
 from workloads.model import FaultKind, WorkloadConfig
 
 Progress = Callable[[dict[str, Any]], None]
@@ -38,7 +38,7 @@ class SimRun:
         self.seed = seed
         self.progress = progress
         _, self.target_seed, self.client_seed = _seeds(seed)
-        self.schedule: Schedule = build_schedule(workload, seed)
+        self.schedule: Schedule = schedule_of(workload, seed)
         self.recorder = Recorder(
             self.schedule.sched_s, self.schedule.tenant, self.schedule.tenants,
             target.slo_s, workload.duration_s, workload.window_s,

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from workloads.arrivals import build_schedule
+from workloads.arrivals import build_schedule, schedule_of
 from workloads.loader import ConfigError, load_suite, load_workload, scenario_names
 from workloads.model import WorkloadConfig
 
@@ -143,3 +143,18 @@ def test_not_toml_and_missing_file(tmp_path):
         load_workload(str(tmp_path / "nope.toml"))
     with pytest.raises(ConfigError, match="valid names are"):
         load_workload("no-such-workload")
+
+
+def test_a_kept_schedule_is_the_built_one_and_cannot_be_changed():
+    """`schedule_of` keeps a process's last schedules: the same (workload, seed) gets the one built
+    before, anything else a schedule of its own, equal to `build_schedule`'s; no run can write it."""
+    steady = load_workload("steady").scaled(1.0, 2.0)
+    first = schedule_of(steady, 1)
+    assert schedule_of(steady, 1) is first
+    for other, seed in ((steady, 2), (steady.scaled(0.5, 2.0), 1), (load_workload("spike").scaled(1.0, 2.0), 1)):
+        kept, built = schedule_of(other, seed), build_schedule(other, seed)
+        assert kept is not first
+        for name in ("sched_s", "tenant", "content", "variant", "size"):
+            assert np.array_equal(getattr(kept, name), getattr(built, name))
+    with pytest.raises(ValueError):
+        first.sched_s[0] = 1.0  # read-only

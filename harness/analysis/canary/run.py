@@ -30,7 +30,7 @@ from targets.client import ClientPolicy
 from targets.config import TargetConfig
 from targets.target import ServingTarget
 from targets.versions import CanaryRouting, ModelVersion
-from workloads.arrivals import build_schedule
+from workloads.arrivals import schedule_of
 from workloads.canary_plan import CanaryPlan
 from workloads.model import WorkloadConfig
 
@@ -105,7 +105,7 @@ class Rollout:
     async def _main(self, held: list[ServingTarget | TapTransport]) -> CanaryRun:
         loop = asyncio.get_running_loop()
         rng = random.Random(self.seed)
-        schedule = build_schedule(self.workload, self.seed)
+        schedule = schedule_of(self.workload, self.seed)
         target = ServingTarget(self.config, random.Random(rng.randrange(2**31)))
         split = target.attach_canary(self.version, CanaryRouting(self.plan.routing), canary_gpus(self.plan, self.config),
                                      salt=self.seed)
