@@ -84,7 +84,8 @@ def tagged(output: Any, version: ModelVersion, content: int) -> Any:
     becomes a `VersionedOutput` of the version's modeled label."""
     if isinstance(output, dict):
         return {**output, "version": version.name}
-    return VersionedOutput(answer_label(content, version), version.name)
+    # (tuple.__new__ itself: VersionedOutput's own __new__ is a Python-level frame, once an answer)
+    return tuple.__new__(VersionedOutput, (answer_label(content, version), version.name))
 
 
 def version_of(output: Any) -> str | None:

@@ -94,7 +94,19 @@ class Driver:
                     arm(at[i], feed)
 
         arm(at[0], feed)
-        await done
+        try:
+            await done
+        finally:
+            # `feed` names itself, so the closure and the scope it keeps (these lists) are a
+            # cycle that only the collector frees: its next pass, when a run's collector is
+            # restored, walked every request's boxed numbers (5 ms a run of 100,000). Emptied
+            # here, they go at once by reference counting. (A cancelled run's `feed`, if still
+            # armed, starts nothing: it reads no column.)
+            for column in (at, tenant_index, conn, content, variant, size):
+                column.clear()
+            tenant.clear()
+            if self.uids is None:
+                uid.clear()
 
 
 def connections(s: Schedule) -> np.ndarray:
