@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import zlib
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from targets.model_version import BASELINE, ModelVersion, VersionedOutput
 
@@ -24,7 +24,7 @@ __all__ = ["BASELINE", "CanaryRouting", "CanarySplit", "ModelVersion", "Versione
 
 LABELS = 10  # output classes of the modeled classifier
 
-_MASK = (1 << 64) - 1
+_M32: Final = 0xFFFFFFFF
 
 
 class CanaryRouting(StrEnum):
@@ -32,16 +32,41 @@ class CanaryRouting(StrEnum):
     STICKY_TENANT = "sticky-tenant"  # per tenant: all of a tenant's requests go one way
 
 
-def _mix(x: int) -> int:
-    """splitmix64's finaliser: a uniform 64-bit hash of an integer."""
-    x = (x + 0x9E3779B97F4A7C15) & _MASK
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-    return x ^ (x >> 31)
+def _times(h: int, lo: int, c3: int, c2: int, c1: int, c0: int) -> tuple[int, int]:
+    """(h:lo * c) mod 2**64, a 64-bit number and the answer as their 32-bit halves and the
+    constant c as its four 16-bit limbs (c3 highest): schoolbook on 16-bit limbs, so that every
+    product has both factors below 2**30 (compiled, a native multiply; a larger factor makes
+    mypyc's int multiply a big-int one) and no sum passes 2**51."""
+    a3, a2, a1, a0 = h >> 16, h & 0xFFFF, lo >> 16, lo & 0xFFFF
+    r1 = a1 * c0 + a0 * c1
+    t = a0 * c0 + ((r1 & 0xFFFF) << 16)
+    r3 = a3 * c0 + a2 * c1 + a1 * c2 + a0 * c3
+    return ((r1 >> 16) + (t >> 32) + a2 * c0 + a1 * c1 + a0 * c2 + ((r3 & 0xFFFF) << 16)) & _M32, t & _M32
 
 
 def _unit(x: int, salt: int) -> float:
-    return _mix(x * 0x100000001B3 + salt) / 2.0 ** 64
+    """splitmix64's finaliser of `x * 0x100000001B3 + salt` (its low 64 bits), scaled to [0, 1):
+
+        x = (x + 0x9E3779B97F4A7C15) mod 2**64
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) mod 2**64
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) mod 2**64
+        (x ^ (x >> 31)) / 2**64
+
+    computed on the 64-bit value's two 32-bit halves, so that, compiled, every step is a native
+    integer (the 64-bit value itself, and its products, were big-int operations: a quarter of a
+    canary rollout's CPU). The quotient is the same float: hi * 2**32 + lo rounds once, as the
+    64-bit integer converted to a float does. (tests/targets/test_versions.py: against the
+    formula above in Python integers.)"""
+    v = (x << 40) + x * 0x1B3 + salt  # x * 0x100000001B3 + salt (native while x is below 2**21)
+    h, lo = (v >> 32) & _M32, v & _M32
+    lo += 0x7F4A7C15
+    h, lo = (h + 0x9E3779B9 + (lo >> 32)) & _M32, lo & _M32
+    h, lo = h ^ (h >> 30), lo ^ (((h & 0x3FFFFFFF) << 2) | (lo >> 30))
+    h, lo = _times(h, lo, 0xBF58, 0x476D, 0x1CE4, 0xE5B9)
+    h, lo = h ^ (h >> 27), lo ^ (((h & 0x7FFFFFF) << 5) | (lo >> 27))
+    h, lo = _times(h, lo, 0x94D0, 0x49BB, 0x1331, 0x11EB)
+    h, lo = h ^ (h >> 31), lo ^ (((h & 0x7FFFFFFF) << 1) | (lo >> 31))
+    return (float(h) * 4294967296.0 + float(lo)) / 18446744073709551616.0
 
 
 class CanarySplit:

@@ -121,3 +121,23 @@ def test_a_split_answers_each_call_as_a_fresh_split_would(calls, routing, salt):
         split.weight = weight
         fresh = CanarySplit(ModelVersion(name="v2"), routing, weight, salt)
         assert split.to_canary(key, tenant) == fresh.to_canary(key, tenant)
+
+
+def _unit_reference(x: int, salt: int) -> float:
+    """splitmix64's finaliser in Python integers, as versions._unit was first written."""
+    mask = (1 << 64) - 1
+    v = ((x * 0x100000001B3 + salt) + 0x9E3779B97F4A7C15) & mask
+    v = ((v ^ (v >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    v = ((v ^ (v >> 27)) * 0x94D049BB133111EB) & mask
+    return (v ^ (v >> 31)) / 2.0 ** 64
+
+
+@settings(max_examples=2000)
+@given(st.one_of(st.integers(0, 2**21), st.integers(0, 2**70), st.integers(-2**40, 0)), st.integers(0, 64))
+def test_the_split_hash_on_32_bit_halves_is_the_64_bit_formula(x, salt):
+    """The canary split's and the answers' hash is computed on 32-bit halves (native when
+    compiled): bit for bit the 64-bit formula's float, for any key and salt."""
+    from targets.versions import _unit
+
+    assert _unit(x, salt) == _unit_reference(x, salt)
+    assert 0.0 <= _unit(x, salt) < 1.0
