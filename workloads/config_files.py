@@ -54,10 +54,23 @@ def validate(model: Type[M], data: dict[str, Any], source: str) -> M:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
+    return parse_toml(read_bytes(path), path)
+
+
+def read_bytes(path: Path) -> bytes:
+    """A config file's bytes (a missing file: ConfigError naming it)."""
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            return fh.read()
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
+
+
+def parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
+    """`raw`, the bytes of the TOML file `path`, parsed (not valid TOML: ConfigError naming it)."""
+    try:
+        return tomllib.loads(raw.decode())
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None

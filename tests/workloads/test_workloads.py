@@ -158,3 +158,17 @@ def test_a_kept_schedule_is_the_built_one_and_cannot_be_changed():
             assert np.array_equal(getattr(kept, name), getattr(built, name))
     with pytest.raises(ValueError):
         first.sched_s[0] = 1.0  # read-only
+
+
+def test_a_loaded_workload_is_kept_until_its_file_changes(tmp_path):
+    """load_workload keeps a config by its file's path and bytes: the same file gives the same
+    (immutable) config, an edit (even one of the same size, at once) a fresh one."""
+    path = tmp_path / "w.toml"
+    path.write_text('[[phases]]\nkind = "constant"\nduration_s = 10\nrate_rps = 200\n')
+    first = load_workload(str(path))
+    assert load_workload(str(path)) is first and first.peak_rps == 200
+    path.write_text('[[phases]]\nkind = "constant"\nduration_s = 10\nrate_rps = 300\n')
+    assert load_workload(str(path)).peak_rps == 300
+    path.write_text("[[phases]\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_workload(str(path))
