@@ -20,9 +20,23 @@ def _compiled() -> list[str]:
     raise RuntimeError("targets/native.py has no COMPILED tuple")
 
 
+def _drop_stale(compiled: list[str]) -> None:
+    """Remove the extensions an earlier in-place build left beside modules no longer compiled:
+    Python imports a module's extension before its source, so a stale one would shadow the
+    source and reach into a group library that no longer has it (an ImportError at start-up)."""
+    root = Path(__file__).parent
+    keep = {name[:-3] for name in compiled}  # "targets/batcher"
+    for package in ("harness", "targets"):
+        for ext in (root / package).rglob("*.cpython-*.so"):
+            if str(ext.relative_to(root)).split(".", 1)[0] not in keep:
+                print(f"setup.py: removing {ext.relative_to(root)}, built when its module was compiled")
+                ext.unlink()
+
+
 def _extensions() -> list:
     if os.environ.get("HARNESS_PURE_PYTHON", "") not in ("", "0"):
         return []
+    _drop_stale(_compiled())
     try:
         from mypyc.build import mypycify
     except ImportError:  # pip's build isolation installs mypy (pyproject's build requires)
