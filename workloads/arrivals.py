@@ -9,6 +9,7 @@ separately (its share, times its bursts) and the streams are merged.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,21 +115,13 @@ def build_schedule(config: WorkloadConfig, seed: int) -> Schedule:
     )
 
 
-_KEPT = 2  # schedules `schedule_of` keeps: a worker's runs come grouped by workload
-_kept: dict[tuple[str, int], Schedule] = {}
-
-
+@functools.lru_cache(maxsize=2)  # a worker's runs come grouped by workload
 def schedule_of(config: WorkloadConfig, seed: int) -> Schedule:
     """`build_schedule(config, seed)`, kept for the process's next runs of the same workload and
-    seed (a rank's variants of one scenario, the canary's plans on one day): the same requests,
-    built once. Its arrays are read-only, so no run can change the schedule another reads."""
-    key = (config.model_dump_json(), seed)
-    schedule = _kept.pop(key, None)
-    if schedule is None:
-        schedule = build_schedule(config, seed)
-        for array in (schedule.sched_s, schedule.tenant, schedule.content, schedule.variant, schedule.size):
-            array.flags.writeable = False
-        if len(_kept) >= _KEPT:
-            del _kept[next(iter(_kept))]  # the least recently asked
-    _kept[key] = schedule
+    seed (a rank's variants of one scenario, the canary's plans on one day; a config is frozen,
+    hashed and compared by its fields): the same requests, built once. Its arrays are
+    read-only, so no run can change the schedule another reads."""
+    schedule = build_schedule(config, seed)
+    for array in (schedule.sched_s, schedule.tenant, schedule.content, schedule.variant, schedule.size):
+        array.flags.writeable = False
     return schedule

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from workloads.config_files import ConfigError, parse_toml, read_bytes, read_toml, validate
@@ -34,10 +35,6 @@ def resolve_scenario_path(name_or_path: str) -> Path:
     return candidate
 
 
-_LOADED_KEPT = 256  # workload files whose config a process keeps, by path and content
-_loaded: dict[tuple[str, bytes], WorkloadConfig] = {}
-
-
 def load_workload(name_or_path: str) -> WorkloadConfig:
     """A workload by built-in name (`steady`) or by TOML path.
 
@@ -45,16 +42,14 @@ def load_workload(name_or_path: str) -> WorkloadConfig:
     for every run of it (a rank's hundreds), and parsing and validating it cost 2.5 ms where
     reading it costs microseconds; a file edited since is read again and parsed afresh."""
     path = resolve_scenario_path(name_or_path)
-    raw = read_bytes(path)
-    key = (str(path), raw)
-    config = _loaded.get(key)
-    if config is None:
-        data = parse_toml(raw, path)
-        data.setdefault("name", path.stem)
-        config = validate(WorkloadConfig, data, str(path))
-        if len(_loaded) < _LOADED_KEPT:
-            _loaded[key] = config
-    return config
+    return _parsed(path, read_bytes(path))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(path: Path, raw: bytes) -> WorkloadConfig:
+    data = parse_toml(raw, path)
+    data.setdefault("name", path.stem)
+    return validate(WorkloadConfig, data, str(path))
 
 
 def suite_names() -> list[str]:

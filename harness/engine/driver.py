@@ -102,9 +102,8 @@ class Driver:
             # restored, walked every request's boxed numbers (5 ms a run of 100,000). Emptied
             # here, they go at once by reference counting. (A cancelled run's `feed`, if still
             # armed, starts nothing: it reads no column.)
-            for column in (at, tenant_index, conn, content, variant, size):
+            for column in (at, tenant_index, tenant, conn, content, variant, size):
                 column.clear()
-            tenant.clear()
             if self.uids is None:
                 uid.clear()
 
