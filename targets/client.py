@@ -140,7 +140,6 @@ class _PerTenant:
     def __init__(self, tenant: str) -> None:
         self.budget: RetryBudget | None = None
         self.throttles: list[Throttle | None] = []
-        self.id_prefix = tenant + "-"  # its request IDs: this, then the request's index
 
 
 class Client:
@@ -189,8 +188,7 @@ class Client:
         throttle_k = self._throttle_k
         ratio = self._retry_budget
         per: _PerTenant | None = None
-        request_ids = self._request_ids
-        if throttle_k is not None or ratio is not None or request_ids:
+        if throttle_k is not None or ratio is not None:
             per = self._per_tenant.get(tenant)
             if per is None:
                 per = self._per_tenant[tenant] = _PerTenant(tenant)
@@ -220,9 +218,11 @@ class Client:
                 budget = per.budget = self.budgets[tenant] = RetryBudget(ratio)
             budget.record_first()
         # Positional: this runs once per request (uid, tenant, conn, content, variant, size,
-        # sent_s, attempt_no, on_answer, request_id, deadline_s, payload).
+        # sent_s, attempt_no, on_answer, request_id, deadline_s, payload). The request ID is the
+        # request's number (unique in the run; the tenant's name with it, on the wire: see
+        # harness.live.http_transport): a number costs no string per request.
         r = _Request(index, tenant, conn, content, variant, size, sent, 0, None,
-                     per.id_prefix + str(index) if request_ids and per is not None else None,
+                     index if self._request_ids else None,
                      sent + self._timeout_s if self._deadlines else None, payload)
         r.client, r.budget, r.throttle, r.tries, r.sent = self, budget, throttle, 0, sent
         if self._native_transport is None:

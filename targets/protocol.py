@@ -16,7 +16,7 @@ plus its scheduled done-callback roughly doubles what each one costs.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any, Callable, Final
+from typing import Any, Callable, Final, Hashable
 
 
 class Status(IntEnum):
@@ -92,7 +92,7 @@ class Attempt:
         sent_s: float,
         attempt_no: int,
         on_answer: Callable[[Response], None] | None = None,
-        request_id: str | None = None,
+        request_id: str | int | None = None,
         deadline_s: float | None = None,
         payload: Any = None,
     ) -> None:
@@ -113,7 +113,7 @@ class Attempt:
         self.redispatched = False
         self.payload = payload
         self.server = -1
-        self.dedupe_key: str | None = None  # a dedupe's key for it, once offered (targets.dedupe)
+        self.dedupe_key: Hashable | None = None  # a dedupe's key for it, once offered (targets.dedupe)
         # The attempt whose `on_response` takes this one's answer in place of `on_answer`: a sim
         # client's request (targets.client), which owns its attempts. Compiled, that is a native
         # call, where `on_answer` is a Python-level call of a bound method made per request.

@@ -144,7 +144,9 @@ class _Conn(asyncio.Protocol):
         deadline_ms = None
         if a.deadline_s is not None:
             deadline_ms = max(1, int((a.deadline_s - time.monotonic()) * 1000))
-        rid = a.request_id if a.request_id is None or not owner.rid_prefix else owner.rid_prefix + a.request_id
+        rid = a.request_id
+        if rid is not None:  # a client's number for its request (targets.client): the tenant's name with it
+            rid = f"{owner.rid_prefix}{a.tenant}-{rid}" if isinstance(rid, int) else owner.rid_prefix + rid
         body = owner.payloads.body(a.tenant, a.content, a.size, rid, deadline_ms, a.variant)
         if a.attempt_no == 0 and owner._sched is not None:
             owner._writes.append(time.monotonic() - owner._t0 - owner._sched[a.uid])
