@@ -19,7 +19,7 @@ import asyncio
 from typing import Callable
 
 from targets.bounded import drop_front
-from targets.protocol import Attempt
+from targets.protocol import Attempt, Keeper
 
 
 class Clock:
@@ -93,11 +93,13 @@ class _CallDue(DueHandler):
         self.fn(attempt)
 
 
-class DelayLine:
+class DelayLine(Keeper):
     """Calls `on_due(attempt)` `delay_s` after each `push(attempt)`, in push order.
 
     `pending_only` skips attempts already done when they fall due, without a call: a
-    line of client timeouts, where most attempts are answered long before theirs.
+    line of client timeouts, where most attempts are answered long before theirs. Such a
+    line is each attempt's `keeper`: it lets go of an attempt at its answer (`release`), so
+    that the line holds only the attempts still waiting, not a timeout's worth of traffic.
     `resolution_s` > 0 lets attempts due within that much of each other go together
     (late by at most `resolution_s`): timer slack, as real event loops have, which saves
     a loop iteration per attempt."""
@@ -118,8 +120,9 @@ class DelayLine:
         # where a deque's are method calls). `_fire` drops the consumed front in bulk
         # (targets.bounded.drop_front).
         self._due: list[float] = []
-        self._items: list[Attempt] = []
+        self._items: list[Attempt | None] = []  # None: released at its answer (pending_only)
         self._head = 0
+        self._base = 0  # slots dropped from the lists' front so far (slot i is at position _base + i)
         self._armed = False
         # Where the loop offers one (the virtual-time loop's `wakeup`), the line's one pending
         # expiry waits in a slot of the loop's own: no timer handle, no heap entry per arm, in
@@ -134,6 +137,9 @@ class DelayLine:
         """Hand `attempt` to `on_due` after `delay_s`."""
         due = self._clock.now() + self.delay_s
         self._due.append(due)
+        if self.pending_only:
+            attempt.keeper = self
+            attempt.kept_at = self._base + len(self._items)
         self._items.append(attempt)
         if not self._armed:
             self._armed = True
@@ -146,9 +152,21 @@ class DelayLine:
         else:
             self.loop.call_at(when, self._fire)
 
+    def held(self) -> int:
+        """The attempts the line still holds (a pending-only line: those not yet answered)."""
+        return sum(1 for a in self._items[self._head:] if a is not None)
+
+    def release(self, a: Attempt) -> None:
+        """Let go of `a` (answered: a pending-only line would skip it)."""
+        items = self._items
+        i = a.kept_at - self._base
+        if 0 <= i < len(items) and items[i] is a:
+            items[i] = None
+
     def clear(self) -> None:
         """Forget every attempt still on the line (a finished simulation); an armed timer
         still fires once, and finds nothing."""
+        self._base += len(self._items)
         self._due.clear()
         self._items.clear()
         self._head = 0
@@ -166,11 +184,15 @@ class DelayLine:
             attempt = items[head]
             head += 1
             self._head = head
-            if not pending_only or not attempt.done:
+            if attempt is not None and (not pending_only or not attempt.done):
+                if pending_only:
+                    attempt.keeper = None
                 on_due.due(attempt)
             head = self._head
         drop_front(due, head)
-        self._head = head = drop_front(items, head)
+        self._head = kept = drop_front(items, head)
+        self._base += head - kept
+        head = kept
         if not items:
             self._armed = False
             return

@@ -70,6 +70,17 @@ OK_RESPONSE: Final = Response(Status.OK)
 TIMEOUT_RESPONSE: Final = Response(Status.TIMEOUT, reason="client timeout")
 
 
+class Keeper:
+    """What holds an attempt only until it is answered: a line of client timeouts
+    (targets.delayline), which lets go of the attempt at its answer (`release`), so that an
+    attempt answered in milliseconds is freed then, not when its timeout would have fallen due
+    (a second on, by which time its memory is cold). A base class: compiled, the answer's
+    call is native."""
+
+    def release(self, a: Attempt) -> None:
+        raise NotImplementedError
+
+
 class Attempt:
     """One try of one request, as the target sees it.
 
@@ -118,11 +129,19 @@ class Attempt:
         # client's request (targets.client), which owns its attempts. Compiled, that is a native
         # call, where `on_answer` is a Python-level call of a bound method made per request.
         self.owner: Attempt | None = None
+        # What holds this attempt until its answer (a Keeper: a line of client timeouts), and
+        # where there (the keeper's own count): let go of at the answer.
+        self.keeper: Keeper | None = None
+        self.kept_at = -1
 
     def answer(self, response: Response) -> None:
         """Deliver `response` unless the attempt was already answered or abandoned."""
         if not self.done:
             self.done = True
+            keeper = self.keeper
+            if keeper is not None:
+                self.keeper = None
+                keeper.release(self)
             self.deliver(response)
 
     def deliver(self, response: Response) -> None:

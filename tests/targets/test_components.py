@@ -171,6 +171,40 @@ def test_a_timeout_line_skips_answered_attempts_and_groups_within_its_resolution
     assert log == [(0.1, 0), (0.101, 1), (0.103, 3)]
 
 
+def test_a_timeout_line_lets_go_of_each_attempt_at_its_answer():
+    # 3,000 attempts a millisecond apart on a line of 1 s timeouts, all answered 50 ms after they
+    # are sent but every 100th: the line holds only those still waiting, across its drop of the
+    # consumed front (at 2.024 s: 1,025 slots, while 1,975-2,024 wait for answers) and a
+    # clear, and times out exactly them.
+    log: list[int] = []
+    held: list[tuple[float, int]] = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        line = DelayLine(1.0, lambda a: log.append(a.uid), loop, pending_only=True)
+        for uid in range(3000):
+            a = att(uid)
+            loop.call_at(uid / 1000, line.push, a)
+            if uid % 100:
+                loop.call_at(uid / 1000 + 0.05, a.answer, Response(Status.OK))
+        for t in (0.5005, 2.1005, 3.5005):
+            loop.call_at(t, lambda t=t: held.append((t, line.held())))
+        await asyncio.sleep(4.5)
+        early, late = att(-1), att(-2)
+        line.push(early)
+        line.clear()
+        line.push(late)
+        early.answer(Response(Status.OK))  # pushed before the clear: its place is not `late`'s
+        held.append((4.5, line.held()))
+        await asyncio.sleep(2)
+
+    run_virtual(main())
+    # 0-500 sent, 451-500 and 5 of the 100ths waiting; 0-2,100 sent, 0-1,100 timed out, 2,051-2,100
+    # and 9 of the 100ths waiting; 0-2,999 sent and answered, 0-2,500 timed out
+    assert held == [(0.5005, 55), (2.1005, 59), (3.5005, 4), (4.5, 1)]
+    assert log == [uid for uid in range(3000) if uid % 100 == 0] + [-2]
+
+
 def test_delay_lines_make_one_line_per_delay_on_first_use():
     log: list[tuple[float, int]] = []
 
