@@ -49,19 +49,7 @@ class Driver:
         n = len(s.sched_s)
         if n == 0:
             return
-        # Everything a request is started with, per request, in bulk (numpy), so that an
-        # arrival costs one call: its send time, tenant name and connection.
-        # Typed lists: compiled, each `at[i]` in `feed` is then a native list read with an
-        # unboxed answer, where an untyped one is a generic item lookup (six a request).
-        at: list[float] = (t0 + s.sched_s).tolist()
-        names = s.tenants
-        tenant_index: list[int] = s.tenant.tolist()  # (typed: each names[t] below a native tuple read)
-        tenant: list[str] = [names[t] for t in tenant_index]
-        conn: list[int] = connections(s).tolist()
-        content: list[int] = s.content.tolist()
-        variant: list[int] = s.variant.tolist()
-        size: list[int] = s.size.tolist()
-        uid: list[int] = self.uids if self.uids is not None else list(range(n))
+        cols = _Columns(s, t0, self.uids)
         done = loop.create_future()
 
         def finished() -> None:
@@ -83,29 +71,86 @@ class Driver:
                 return
             i = self.started
             horizon = clock.now() + 1e-9
-            while i < n and at[i] <= horizon:
-                client.start(uid[i], tenant[i], conn[i], content[i], variant[i], size[i])
+            k = i - cols.base  # i's place in the columns' chunk
+            at = cols.at
+            while i < n:
+                if k >= len(at):
+                    cols.fill(i)
+                    at, k = cols.at, 0
+                if at[k] > horizon:
+                    break
+                client.start(cols.uid[k], cols.tenant[k], cols.conn[k], cols.content[k], cols.variant[k], cols.size[k])
                 i += 1
+                k += 1
             self.started = i
             if i < n:
+                if k >= len(at):
+                    cols.fill(i)
+                    at, k = cols.at, 0
                 if virtual is not None:
-                    virtual.feed_at(at[i], feed)
+                    virtual.feed_at(at[k], feed)
                 else:
-                    arm(at[i], feed)
+                    arm(at[k], feed)
 
-        arm(at[0], feed)
+        cols.fill(0)
+        arm(cols.at[0], feed)
         try:
             await done
         finally:
-            # `feed` names itself, so the closure and the scope it keeps (these lists) are a
-            # cycle that only the collector frees: its next pass, when a run's collector is
-            # restored, walked every request's boxed numbers (5 ms a run of 100,000). Emptied
-            # here, they go at once by reference counting. (A cancelled run's `feed`, if still
-            # armed, starts nothing: it reads no column.)
-            for column in (at, tenant_index, tenant, conn, content, variant, size):
-                column.clear()
-            if self.uids is None:
-                uid.clear()
+            # `feed` names itself, so the closure and the scope it keeps (the columns) are a
+            # cycle that only the collector frees; emptied here, they go at once.
+            cols.clear()
+
+
+CHUNK = 512  # requests whose start arguments the driver makes at a time (see _Columns)
+
+
+class _Columns:
+    """What each request is started with (its send time, uid, tenant name, connection, content,
+    variant, size), as Python objects for a chunk of CHUNK requests at a time (`fill(start)`:
+    requests start .. start + CHUNK - 1, from `base` on), made from the schedule's arrays as the
+    driver reaches them. Typed lists: compiled, each `at[k]` in the driver's `feed` is a native
+    list read with an unboxed answer. A chunk at a time, not the whole schedule at once: the
+    objects of a whole run's requests, made at its start, were cold by the time their requests
+    started (a cache miss each read, and again when freed at the end); a chunk's are made just
+    before they are read and freed, hot, for the next chunk's."""
+
+    def __init__(self, s: Schedule, t0: float, uids: list[int] | None) -> None:
+        self.sched_s = s.sched_s
+        self.t0 = t0
+        self.names = s.tenants
+        self.tenant_of = s.tenant
+        self.conns = connections(s)
+        self.contents = s.content
+        self.variants = s.variant
+        self.sizes = s.size
+        self.uids = uids
+        self.base = 0
+        self.at: list[float] = []
+        self.uid: list[int] = []
+        self.tenant: list[str] = []
+        self.conn: list[int] = []
+        self.content: list[int] = []
+        self.variant: list[int] = []
+        self.size: list[int] = []
+
+    def fill(self, start: int) -> None:
+        end = start + CHUNK
+        self.base = start
+        self.at = (self.t0 + self.sched_s[start:end]).tolist()
+        names = self.names
+        tenant_index: list[int] = self.tenant_of[start:end].tolist()  # (typed: each names[t] a native tuple read)
+        self.tenant = [names[t] for t in tenant_index]
+        self.conn = self.conns[start:end].tolist()
+        self.content = self.contents[start:end].tolist()
+        self.variant = self.variants[start:end].tolist()
+        self.size = self.sizes[start:end].tolist()
+        uids = self.uids
+        self.uid = uids[start:end] if uids is not None else list(range(start, min(end, len(self.sched_s))))
+
+    def clear(self) -> None:
+        self.at, self.uid, self.tenant, self.conn = [], [], [], []
+        self.content, self.variant, self.size = [], [], []
 
 
 def connections(s: Schedule) -> np.ndarray:

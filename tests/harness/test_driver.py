@@ -12,7 +12,7 @@ import random
 import numpy as np
 
 from harness.engine.clock import run_virtual
-from harness.engine.driver import Driver
+from harness.engine.driver import CHUNK, Driver, connections
 from harness.engine.function_transport import FunctionTransport, Handler
 from targets.client import ClientPolicy
 from targets.config import Backoff
@@ -151,3 +151,30 @@ def test_a_cancelled_run_starts_nothing_more_and_its_last_answers_end_quietly() 
     assert errors == []
     assert log == [(0.0, "send", 0, "a", 0), (0.1, "send", 1, "a", 0),
                    (0.6, "finish", 0, "OK"), (0.7, "finish", 1, "OK")]
+
+
+def test_requests_past_the_first_chunks_start_with_their_own_arguments() -> None:
+    # The driver makes its requests' start arguments CHUNK at a time: 2.5 chunks, a burst of
+    # requests at one instant across a chunk's end, uids of a share of a larger schedule.
+    n = 2 * CHUNK + CHUNK // 2
+    times = np.sort(np.random.default_rng(3).uniform(0.0, 5.0, n))
+    times[CHUNK - 5:CHUNK + 5] = times[CHUNK - 5]  # ten at one instant, five each side of a chunk's end
+    s = Schedule(config=None, tenants=("a", "b", "c"), connections=(2, 1, 3),  # type: ignore[arg-type]
+                 sched_s=times, tenant=np.arange(n) % 3, content=np.arange(n) * 7, variant=np.arange(n) % 5,
+                 size=np.arange(n) % 11 + 1)
+    uids = [1000 + 2 * i for i in range(n)]
+    seen: list[tuple] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def logged(a: Attempt) -> Response:
+            seen.append((loop.time(), a.uid, a.tenant, a.conn, a.content, a.variant, a.size))
+            return Response(Status.OK)
+
+        await Driver(s, POLICY, FunctionTransport(logged), LogSink([]), random.Random(0), uids=uids).run(1.0)
+
+    run_virtual(main())
+    conns = connections(s).tolist()
+    assert seen == [(1.0 + float(times[i]), uids[i], "abc"[i % 3], conns[i], 7 * i, i % 5, i % 11 + 1)
+                    for i in range(n)]
