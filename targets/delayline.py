@@ -16,7 +16,6 @@ earlier one moves it.
 from __future__ import annotations
 
 import asyncio
-from array import array
 from typing import Callable
 
 from targets.bounded import drop_front
@@ -94,55 +93,6 @@ class _CallDue(DueHandler):
         self.fn(attempt)
 
 
-_PACK = 512  # due times a line packs into machine floats at a time (see _Times)
-
-
-class _Times:
-    """A FIFO of times (a delay line's due times, in push order), kept packed: the newest are
-    appended to a typed list, which is packed into an array of machine floats every _PACK
-    (and its boxed floats freed, hot); the oldest are unpacked a chunk at a time as they are
-    reached (`first`). Compiled, `append` and `first` are native list operations but once a
-    chunk. A plain list of a second's due times, each a boxed float read and freed a second
-    after it was made, cost a cache miss or two an attempt."""
-
-    def __init__(self) -> None:
-        self._tail: list[float] = []       # the newest, as appended
-        self._packed: list[array] = []     # full chunks between, oldest first
-        self._front: list[float] = []      # the oldest, unpacked, read from `_at` on
-        self._at = 0
-        self._n = 0
-
-    def __len__(self) -> int:
-        return self._n
-
-    def append(self, t: float) -> None:
-        tail = self._tail
-        tail.append(t)
-        self._n += 1
-        if len(tail) >= _PACK:
-            self._packed.append(array("d", tail))
-            tail.clear()
-
-    def first(self) -> float:
-        """The oldest time (there must be one)."""
-        if self._at >= len(self._front):
-            if self._packed:
-                self._front = self._packed.pop(0).tolist()
-            else:
-                self._front, self._tail = self._tail, []
-            self._at = 0
-        return self._front[self._at]
-
-    def pop(self) -> None:
-        """Drop the oldest time (`first` read it)."""
-        self._at += 1
-        self._n -= 1
-
-    def clear(self) -> None:
-        self._tail, self._packed, self._front = [], [], []
-        self._at = self._n = 0
-
-
 class DelayLine(Keeper):
     """Calls `on_due(attempt)` `delay_s` after each `push(attempt)`, in push order.
 
@@ -165,11 +115,11 @@ class DelayLine(Keeper):
         self.loop = loop or asyncio.get_running_loop()
         self._clock = clock_of(self.loop)
         self._on_due: DueHandler = on_due if isinstance(on_due, DueHandler) else _CallDue(on_due)
-        # The attempts on the line, in push order: a typed list read from `_head` on
-        # (compiled: native appends and reads, where a deque's are method calls), whose
-        # consumed front `_fire` drops in bulk (targets.bounded.drop_front); when each falls
-        # due, a FIFO of its own (`_Times`), popped as the attempts are read.
-        self._due = _Times()
+        # The attempts on the line and when each falls due, in push order: two typed lists
+        # read from `_head` on (compiled: native appends and reads, no tuple an attempt,
+        # where a deque's are method calls). `_fire` drops the consumed front in bulk
+        # (targets.bounded.drop_front).
+        self._due: list[float] = []
         self._items: list[Attempt | None] = []  # None: released at its answer (pending_only)
         self._head = 0
         self._base = 0  # slots dropped from the lists' front so far (slot i is at position _base + i)
@@ -193,7 +143,7 @@ class DelayLine(Keeper):
         self._items.append(attempt)
         if not self._armed:
             self._armed = True
-            self._arm(self._due.first())
+            self._arm(self._due[self._head])
 
     def _arm(self, when: float) -> None:
         wake = self._wake
@@ -230,8 +180,7 @@ class DelayLine(Keeper):
         # `on_due` may push onto this line (a retry sent at once): the lists grow at their
         # end, behind `head`, and `_head` is kept current before each call.
         head = self._head
-        while head < len(items) and due.first() <= horizon:
-            due.pop()
+        while head < len(items) and due[head] <= horizon:
             attempt = items[head]
             head += 1
             self._head = head
@@ -240,12 +189,14 @@ class DelayLine(Keeper):
                     attempt.keeper = None
                 on_due.due(attempt)
             head = self._head
+        drop_front(due, head)
         self._head = kept = drop_front(items, head)
         self._base += head - kept
+        head = kept
         if not items:
             self._armed = False
             return
-        self._arm(max(due.first(), now + self.resolution_s))
+        self._arm(max(due[head], now + self.resolution_s))
 
 
 class Alarm:

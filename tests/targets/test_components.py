@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import deque
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from harness.engine.clock import run_virtual
 from targets.balancer import L4RoundRobin, LeastLoaded, PowerOfTwo
 from targets.batcher import Batcher, BatchPolicy
 from targets.config import Batching
-from targets.delayline import DelayLine, DelayLines, _Times
+from targets.delayline import DelayLine, DelayLines
 from targets.executors import ModeledExecutor
 from targets.gpu_pool import GpuPool
 from targets.protocol import Attempt, DeadlineCheck, Response, Status
@@ -225,27 +221,3 @@ def test_delay_lines_make_one_line_per_delay_on_first_use():
 
     run_virtual(main())
     assert log == [(0.1, 1), (0.3, 0), (0.3, 2)]
-
-
-@given(st.lists(st.one_of(st.integers(1, 1500), st.just(0), st.just(-1)), max_size=25))
-@settings(max_examples=60, deadline=None)
-def test_a_lines_due_times_come_out_in_the_order_they_went_in(script):
-    # (_Times packs them a chunk at a time and unpacks them as they are reached: n > 0 appends n
-    # times, 0 reads and pops every time there is, -1 clears)
-    times, model, t = _Times(), deque(), 0.0
-    for op in script:
-        if op > 0:
-            for _ in range(op):
-                t += 0.001
-                times.append(t)
-                model.append(t)
-        elif op == 0:
-            while model:
-                assert times.first() == model.popleft()
-                times.pop()
-        else:
-            times.clear()
-            model.clear()
-        assert len(times) == len(model)
-        if model:
-            assert times.first() == model[0]
