@@ -146,6 +146,12 @@ class RunCache:
         with self._lock:
             self.misses += 1
 
+    def count(self, hits: list[str], misses: int) -> None:
+        """Count another process's hits and misses (a cache it was given a copy of) as this one's."""
+        with self._lock:
+            self.hits.extend(hits)
+            self.misses += misses
+
     def key(self, job: object) -> str | None:
         """The job's key, or None when the cache cannot answer it (neither SimInputs nor CacheInputs)."""
         if isinstance(job, SimInputs):

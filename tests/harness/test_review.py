@@ -135,3 +135,28 @@ def test_the_follow_ups_round_trip_through_the_file(result):
 
     doc = result.to_json()
     assert doc["alerts"]["days"] and from_json(doc).alerts == result.alerts
+
+
+def test_parts_built_in_their_own_process_count_their_cache_hits_here(tmp_path):
+    # The parts are built in a forked process (harness.analysis.review.run._start_parts): what
+    # the run cache served there is counted in this process's cache, as the CLI reports it.
+    from harness.engine.run_cache import RunCache
+
+    cache = RunCache(tmp_path / "cache")
+
+    def cached_twice():
+        for _ in range(2):
+            cache.memo("test.part", {"n": 1}, lambda: 41, "a part's figure")
+
+    review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, jobs=Jobs(workers=1, cache=cache),
+           parts=[("Part 3 (pool)", cached_twice)], llm=None, alerts=False)
+    assert "a part's figure" in cache.hits and cache.misses >= 1  # the part's miss, then its hit
+
+
+def test_a_parts_process_that_dies_becomes_a_note():
+    import os
+
+    d = review(flaw_scenarios={"full-batch-only": ["night"]}, scale=0.2, jobs=Jobs(workers=1),
+               parts=[("Part 2 (capacity)", lambda: os._exit(3))], llm=None, alerts=False)
+    assert d.capacity is None
+    assert d.notes == ["the Part 2/3 answers failed: their process ended without them (exit code 3)"]

@@ -29,6 +29,7 @@ embedded rank result.
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
@@ -38,7 +39,7 @@ from harness.analysis.rank import LlmSection, ablate, ablation_job_count, exposi
 from harness.analysis.review.alerts import RunTap, alerts_answer, baseline_runs
 from harness.analysis.review.canary import canary_answer, start_canary_answer
 from harness.analysis.variants import OnDone, OnPlanned, knobs_of
-from harness.engine.jobs import Jobs
+from harness.engine.jobs import Executor, Jobs
 from harness.results.base import Result
 from harness.results.canary import CanaryResult
 from harness.results.followups import AlertsAnswer, CanaryAnswer
@@ -204,25 +205,29 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
     notes: list[str] = []
     factor = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
     first_seed = seeds[0] if seeds else seed
-    # The canary rollouts run on worker processes of their own beside the ablation's, so that
-    # no core idles while one process answers a part or the ablation's last runs finish.
-    canary_part = _canary(canary, canary_seeds, first_seed, jobs, notes)
-    # The Part 2/3 answers are built meanwhile, on a thread of this process, which otherwise
-    # only waits for the workers: built after the ablation, they would leave a core idle.
-    built = _start_parts(parts, notes)
-    tap = None
-    if rank is None:
-        scen = flaw_scenarios or review_scenarios()
-        plan = exposing_plan(scen, "hardened", factor)
-        if alerts:
-            good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
-            on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
-        rank = ablate(scen, "hardened", flawed, seed, jobs, plan, on_done, suite="bad-day", on_planned=on_planned,
-                      seeds=seeds, llm=llm)
-    elif rank.llm is None and llm is not None:  # a rank saved before it had an LLM section
-        rank = rank.model_copy(update={"llm": llm_section(llm, first_seed, jobs)})
-    alerts_part = _alerts(rank, tap, factor, first_seed, jobs, notes) if alerts else None
-    embedded = built()
+    # The Part 2/3 answers are built meanwhile, in a process of their own, forked first (see
+    # _start_parts): built after the ablation, they would leave a core idle.
+    built = _start_parts(parts, notes, jobs)
+    try:
+        # The canary rollouts run on worker processes of their own beside the ablation's, so that
+        # no core idles while one process answers a part or the ablation's last runs finish.
+        canary_part = _canary(canary, canary_seeds, first_seed, jobs, notes)
+        tap = None
+        if rank is None:
+            scen = flaw_scenarios or review_scenarios()
+            plan = exposing_plan(scen, "hardened", factor)
+            if alerts:
+                good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
+                on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
+            rank = ablate(scen, "hardened", flawed, seed, jobs, plan, on_done, suite="bad-day", on_planned=on_planned,
+                          seeds=seeds, llm=llm)
+        elif rank.llm is None and llm is not None:  # a rank saved before it had an LLM section
+            rank = rank.model_copy(update={"llm": llm_section(llm, first_seed, jobs)})
+        alerts_part = _alerts(rank, tap, factor, first_seed, jobs, notes) if alerts else None
+        embedded = built.result()
+    except BaseException:
+        built.stop()  # an interrupted or failed review does not wait for the parts
+        raise
     answered = embedded.get("llm")
     if isinstance(answered, LlmResult) and rank.llm is not None:  # cite the rank's LLM flaw costs
         embedded["llm"] = answered.model_copy(update={"flaws": [c for f in rank.llm.flaws for c in f.costs]})
@@ -233,15 +238,71 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
     )
 
 
-def _start_parts(parts: Sequence[Part], notes: list[str]) -> Callable[[], dict[str, Result]]:
-    """Build `parts` on a thread, started now; the returned call waits for them ({kind: result};
-    a part that failed is left out, with a note)."""
+class _Parts:
+    """The Part 2/3 answers being built (`_start_parts`): `result()` waits for them ({kind:
+    result}; a part that failed is left out, with a note); `stop()` gives up on them."""
+
+    def __init__(self, result: Callable[[], dict[str, Result]], stop: Callable[[], None] = lambda: None) -> None:
+        self.result = result
+        self.stop = stop
+
+
+def _start_parts(parts: Sequence[Part], notes: list[str], jobs: Jobs) -> _Parts:
+    """Build `parts` in a process of their own, forked now; its result counts the run cache's
+    hits and misses there as this process's.
+
+    A process, not a thread: the parts' own worker processes and the ablation's are forked
+    while the other goes on, and a fork copies every lock as it is; a thread of this process
+    inside pydantic's core at the moment the other forked left that lock held for ever in the
+    child, whose next model_dump waited on it (a review hung so, once in a few dozen). Forked
+    first, while this process runs no thread but its own, the parts' process forks its workers
+    from itself alone, and this process's threads are only its pools' managers. (Jobs that fork
+    nothing, inline or on Ray, build them on a thread, which then shares this process's cache.)"""
     if not parts:
-        return dict
-    builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="review-parts")
-    built = builder.submit(lambda: [_part(name, build, notes) for name, build in parts])
-    builder.shutdown(wait=False)  # the thread still builds them all, then ends
-    return lambda: {part.kind: part for part in built.result() if part is not None}
+        return _Parts(dict)
+    if jobs.executor is not Executor.PROCESS:
+        builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="review-parts")
+        built = builder.submit(lambda: [_part(name, build, notes) for name, build in parts])
+        builder.shutdown(wait=False)  # the thread still builds them all, then ends
+        return _Parts(lambda: {part.kind: part for part in built.result() if part is not None})
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    cache = jobs.cache
+    hits_before, misses_before = (len(cache.hits), cache.misses) if cache is not None else (0, 0)
+
+    def build_all() -> None:  # in the child
+        mine: list[str] = []
+        results = [_part(name, build, mine) for name, build in parts]
+        hits, misses = (cache.hits[hits_before:], cache.misses - misses_before) if cache is not None else ([], 0)
+        send.send((results, mine, hits, misses))
+
+    # Not daemonic: a part's own jobs run on worker processes of its own.
+    child = ctx.Process(target=build_all, name="review-parts")
+    child.start()
+    send.close()  # (the child's copy stays open: its end of the pipe)
+
+    def result() -> dict[str, Result]:
+        try:
+            results, theirs, hits, misses = receive.recv()
+        except EOFError:  # it ended without sending: killed, or its answer would not pickle
+            child.join(5)
+            notes.append(f"the Part 2/3 answers failed: their process ended without them (exit code "
+                         f"{child.exitcode})")
+            return {}
+        finally:
+            receive.close()
+        child.join()
+        notes.extend(theirs)
+        if cache is not None:
+            cache.count(hits, misses)
+        return {part.kind: part for part in results if part is not None}
+
+    def stop() -> None:
+        if child.is_alive():
+            child.terminate()
+        child.join(5)
+        receive.close()
+    return _Parts(result, stop)
 
 
 def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, jobs: Jobs,
