@@ -71,22 +71,19 @@ class Driver:
                 return
             i = self.started
             horizon = clock.now() + 1e-9
-            k = i - cols.base  # i's place in the columns' chunk
+            # i's place in the columns' chunk, which holds request i whenever i < n (a chunk's
+            # successor is made as soon as its last request has started)
+            k = i - cols.base
             at = cols.at
-            while i < n:
-                if k >= len(at):
-                    cols.fill(i)
-                    at, k = cols.at, 0
-                if at[k] > horizon:
-                    break
+            while i < n and at[k] <= horizon:
                 client.start(cols.uid[k], cols.tenant[k], cols.conn[k], cols.content[k], cols.variant[k], cols.size[k])
                 i += 1
                 k += 1
-            self.started = i
-            if i < n:
-                if k >= len(at):
+                if k == len(at) and i < n:
                     cols.fill(i)
                     at, k = cols.at, 0
+            self.started = i
+            if i < n:
                 if virtual is not None:
                     virtual.feed_at(at[k], feed)
                 else:

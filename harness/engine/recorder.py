@@ -18,6 +18,7 @@ from typing import Any, Callable, Final
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from harness.engine.grouping import grouped, pair_counts
 from harness.engine.hdr import US as _US
 from harness.engine.hdr import HdrView, histogram_of, percentiles
 from harness.engine.outcomes import LATE, OUTCOME_CODES, OUTCOME_INDEX, OUTCOMES, PENDING, WITHIN, classify
@@ -35,18 +36,6 @@ from targets.protocol import OK, Status
 _OUTCOME_OF: Final[list[int]] = [OUTCOME_CODES.get(c, PENDING) for c in range(max(Status) + 1)]  # type: ignore[call-overload]  # a Status is an int
 # Attempts, and finishes, appended between two bulk writes into the arrays (`_spill`, `_settle`).
 _CHUNK: Final = 4096
-
-
-def _grouped(keys: np.ndarray, groups: int) -> tuple[np.ndarray, list[int]]:
-    """The order that sorts `keys` (ints in [0, groups)) stably, and where each group starts in
-    it: group g is `order[bounds[g]:bounds[g + 1]]`, in its original order."""
-    order = np.argsort(keys, kind="stable")
-    return order, np.searchsorted(keys[order], np.arange(groups + 1)).tolist()
-
-
-def _counts(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int) -> np.ndarray:
-    """How often each (row, col) pair occurs, as an n_rows x n_cols table (one bincount)."""
-    return np.bincount(rows.astype(np.int64) * n_cols + cols, minlength=n_rows * n_cols).reshape(n_rows, n_cols)
 
 
 class Recorder(SinkBase):
@@ -287,8 +276,8 @@ class Recorder(SinkBase):
         # grouped by tenant, where a mask over every request per tenant was most of a
         # many-tenant run's summary.
         count = len(self.tenants)
-        by_tenant = _counts(tenant, cat, count, len(OUTCOMES))
-        order, bounds = _grouped(tenant, count)
+        by_tenant = pair_counts(tenant, cat, count, len(OUTCOMES))
+        order, bounds = grouped(tenant, count)
         latency_by, ok_by = latency[order], ok[order]
         for i, name in enumerate(self.tenants):
             lo, hi = bounds[i], bounds[i + 1]
@@ -375,14 +364,14 @@ class Recorder(SinkBase):
         done_rel = self.done_s[:n][ok] - self.t0
         thr = np.bincount(np.minimum((done_rel / w).astype(int), k - 1), minlength=k) if ok.any() else np.zeros(k)
         p99, p99_ok = [], []
-        order, bounds = _grouped(idx, k)
+        order, bounds = grouped(idx, k)
         lat_sorted = self.latency[:n][order]
         ok_sorted = ok[order]
         for j in range(k):
             chunk = lat_sorted[bounds[j]:bounds[j + 1]]
             p99.append(percentile_of(chunk, 99))
             p99_ok.append(percentile_of(chunk[ok_sorted[bounds[j]:bounds[j + 1]]], 99))
-        per_window = _counts(cat, idx, len(OUTCOMES), k)
+        per_window = pair_counts(cat, idx, len(OUTCOMES), k)
         depth, busy, alive = samples_per_window(self.samples, self.t0, self.window_s, self.windows)
         att = self.attempt_windows()
         return {
