@@ -121,16 +121,25 @@ class Continuous:
                     out.finished.append(seq)
         # The hot path (every running sequence, every step): Sequence.emit inlined. A decoding
         # sequence has emitted its first token already, so every decode token has a gap.
+        # Sequences that decoded together last step have one gap: counted as runs of equal gaps,
+        # a dict update a run, not a float hashed twice a token.
         gaps, finished = out.gaps, out.finished
+        run_gap, run = 0.0, 0
         for seq in step.decodes:
             seq.computed += 1
             gap = now - seq.last_token_s
-            gaps[gap] = gaps.get(gap, 0) + 1
+            if gap != run_gap or run == 0:
+                if run:
+                    gaps[run_gap] = gaps.get(run_gap, 0) + run
+                run_gap, run = gap, 0
+            run += 1
             seq.last_token_s = now
             seq.generated += 1
             if seq.generated >= seq.output_tokens:
                 seq.finish_s = now
                 finished.append(seq)
+        if run:
+            gaps[run_gap] = gaps.get(run_gap, 0) + run
         out.tokens += len(step.decodes)
         prefix = self.prefix
         if prefix is not None:
