@@ -36,6 +36,15 @@ from targets.protocol import OK, Status
 _OUTCOME_OF: Final[list[int]] = [OUTCOME_CODES.get(c, PENDING) for c in range(max(Status) + 1)]  # type: ignore[call-overload]  # a Status is an int
 # Attempts, and finishes, appended between two bulk writes into the arrays (`_spill`, `_settle`).
 _CHUNK: Final = 4096
+# What a buffer's slots are reset to once packed (a slice store of the same length: no
+# reallocation), so that the values just read are freed now, while hot, not a chunk later.
+_ZEROS: Final[list[float]] = [0.0] * _CHUNK
+_INT_ZEROS: Final[list[int]] = [0] * _CHUNK
+
+
+def _first(items: list, n: int) -> list:
+    """The first `n` of a buffer's slots (the whole list when it is full: no copy)."""
+    return items if n == len(items) else items[:n]
 
 
 class Recorder(SinkBase):
@@ -60,9 +69,13 @@ class Recorder(SinkBase):
         self._outcome_v = np.full(n, PENDING, dtype=np.int8)
         self._done_s_v = np.full(n, math.nan)
         self._tries_v = np.zeros(n, dtype=np.int16)
-        self._fin_index: list[int] = []
-        self._fin_done_s: list[float] = []
-        self._fin_code: list[int] = []  # tries * 8 + outcome code + 1: one small int (cached)
+        # The finishes since the last `_settle`: the first `_fin_n` slots of three lists of
+        # `_CHUNK` slots each, written in place (an append to a list emptied by clear() grew
+        # it again by reallocation, ~36 times a chunk, each a copy of cold memory).
+        self._fin_index: list[int] = list(_INT_ZEROS)
+        self._fin_done_s: list[float] = list(_ZEROS)
+        self._fin_code: list[int] = list(_INT_ZEROS)  # tries * 8 + outcome code + 1: one small int (cached)
+        self._fin_n = 0
         self._hist_all: HdrHistogram | None = None   # built from `latency` when read (hist_all)
         self.attempts = 0
         self.windows = int(math.ceil(duration_s / window_s)) + 1
@@ -80,9 +93,10 @@ class Recorder(SinkBase):
         self._sent_chunks: list[bytes] = []
         self._latency_chunks: list[bytes] = []
         self._code_chunks: list[bytes] = []
-        self._sent_buf: list[float] = []
-        self._latency_buf: list[float] = []
-        self._code_buf: list[int] = []
+        self._sent_buf: list[float] = list(_ZEROS)   # the first `_att_n` slots: as the finishes'
+        self._latency_buf: list[float] = list(_ZEROS)
+        self._code_buf: list[int] = list(_INT_ZEROS)
+        self._att_n = 0
         self._attempt_cut: np.ndarray | None = None   # cover(): the attempts that ended by the cut
 
     def _windows_of(self, t: np.ndarray) -> np.ndarray:
@@ -92,47 +106,53 @@ class Recorder(SinkBase):
     # -- streaming ---------------------------------------------------------------------
     def attempt(self, status: Status, sent_s: float, latency_s: float) -> None:
         self.attempts += 1
-        sent = self._sent_buf
-        sent.append(sent_s)
-        self._latency_buf.append(latency_s)
-        self._code_buf.append(status)
-        if len(sent) >= _CHUNK:
+        i = self._att_n
+        self._sent_buf[i] = sent_s
+        self._latency_buf[i] = latency_s
+        self._code_buf[i] = status
+        self._att_n = i + 1
+        if i + 1 >= _CHUNK:
             self._spill()
 
     def _spill(self) -> None:
-        """Move the attempts appended since the last spill into the compact arrays."""
-        self._sent_chunks.append(packed("d", self._sent_buf))
-        self._latency_chunks.append(packed("d", self._latency_buf))
-        self._code_chunks.append(packed("h", self._code_buf))
-        self._sent_buf.clear()
-        self._latency_buf.clear()
-        self._code_buf.clear()
+        """Move the attempts written since the last spill into the compact arrays."""
+        n = self._att_n
+        self._sent_chunks.append(packed("d", _first(self._sent_buf, n)))
+        self._latency_chunks.append(packed("d", _first(self._latency_buf, n)))
+        self._code_chunks.append(packed("h", _first(self._code_buf, n)))
+        self._sent_buf[:] = _ZEROS
+        self._latency_buf[:] = _ZEROS
+        self._code_buf[:] = _INT_ZEROS
+        self._att_n = 0
 
     def finish(self, index: int, status: Status, done_s: float, tries: int) -> None:
         """Request `index`'s final answer (once a request)."""
         self.finished += 1
-        fin = self._fin_index
-        fin.append(index)
-        self._fin_done_s.append(done_s)
+        i = self._fin_n
+        self._fin_index[i] = index
+        self._fin_done_s[i] = done_s
         number: int = status  # a Status is an int: compiled, then a native list read, not a generic one
-        self._fin_code.append(tries * 8 + _OUTCOME_OF[number] + 1)
+        self._fin_code[i] = tries * 8 + _OUTCOME_OF[number] + 1
+        self._fin_n = i + 1
         if status is OK:
             self._hist_all = None
-        if len(fin) >= _CHUNK:
+        if i + 1 >= _CHUNK:
             self._settle()
 
     def _settle(self) -> None:
         """Write the finishes appended since the last time into the per-request arrays (an
         OK answer's latency is from its scheduled start, as `finish` would have written it:
         done_s - t0 - sched, the same operations in the same order)."""
-        if not self._fin_index:
+        n = self._fin_n
+        if not n:
             return
-        index = np.frombuffer(packed("q", self._fin_index), dtype=np.int64)
-        done = np.frombuffer(packed("d", self._fin_done_s), dtype=np.float64)
-        codes = np.frombuffer(packed("q", self._fin_code), dtype=np.int64)
-        self._fin_index.clear()
-        self._fin_done_s.clear()
-        self._fin_code.clear()
+        index = np.frombuffer(packed("q", _first(self._fin_index, n)), dtype=np.int64)
+        done = np.frombuffer(packed("d", _first(self._fin_done_s, n)), dtype=np.float64)
+        codes = np.frombuffer(packed("q", _first(self._fin_code, n)), dtype=np.int64)
+        self._fin_index[:] = _INT_ZEROS
+        self._fin_done_s[:] = _ZEROS
+        self._fin_code[:] = _INT_ZEROS
+        self._fin_n = 0
         code = (codes & 7) - 1
         self._outcome_v[index] = code
         self._tries_v[index] = codes >> 3
@@ -192,7 +212,7 @@ class Recorder(SinkBase):
 
     # -- attempts, in bulk -------------------------------------------------------------------
     def _attempt_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._sent_buf:
+        if self._att_n:
             self._spill()
         return (np.frombuffer(joined(self._sent_chunks), dtype=np.float64),
                 np.frombuffer(joined(self._latency_chunks), dtype=np.float64),
