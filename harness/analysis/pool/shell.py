@@ -194,7 +194,10 @@ class GangPoolShell:
 
     def _integrate(self, t0: float, t1: float) -> None:
         """Idle GPU-seconds in [t0, t1] while a large batch was due (fragmentation)."""
-        idle = self.slots.count(None)
+        idle = 0
+        for slot in self.slots:  # (not slots.count(None): that calls the dataclass's __eq__ for each busy GPU)
+            if slot is None:
+                idle += 1
         k = ModelKind.LARGE
         n = self.arrived[k] - self.head[k]
         if idle == 0 or n == 0:
