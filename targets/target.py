@@ -115,7 +115,7 @@ class ServingTarget:
         # uids computed so far (duplicate-work accounting). A sim run is finite, so by
         # default it remembers every uid and the duplicate/abandoned split is exact; a
         # server that runs for days passes `computed_bound` (see live_computed_bound).
-        self._computed: RecentSet[int] | SeenSet[int] = RecentSet(computed_bound) if computed_bound else SeenSet()
+        self._computed: RecentSet[int] | SeenSet = RecentSet(computed_bound) if computed_bound else SeenSet()
         self.canary: CanaryFleet | None = None  # attach_canary: a rollout's second version
         # Modeled GPUs, modeled front end (targets.frontend_cpu); real servers pay real CPU.
         self.frontend = FrontendCpu.for_config(config, n) if executor_for is None else None
