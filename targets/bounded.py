@@ -303,23 +303,18 @@ class SeenSet:
     def add(self, key: int, now: float) -> bool:
         """Add `key`; True if it was not here. `now` is ignored (nothing expires)."""
         flags = self._flags
-        if 0 <= key < len(flags):
-            if flags[key]:
-                return False
-            flags[key] = True
-            self._flagged += 1
-            return True
-        if 0 <= key < 2 * len(flags) + 4096:
-            self._grow(max(2 * len(flags), key + 1))
-            if flags[key]:  # it was in the set, and has just moved into the flags
-                return False
-            flags[key] = True
-            self._flagged += 1
-            return True
-        others = self._others
-        if key in others:
+        if not 0 <= key < len(flags):
+            if not 0 <= key < 2 * len(flags) + 4096:
+                others = self._others
+                if key in others:
+                    return False
+                others.add(key)
+                return True
+            self._grow(max(2 * len(flags), key + 1))  # (an int of the set's below the new end moves in)
+        if flags[key]:
             return False
-        others.add(key)
+        flags[key] = True
+        self._flagged += 1
         return True
 
     def _grow(self, size: int) -> None:

@@ -9,6 +9,7 @@ sum and a search; `tests/harness/test_recorder.py` checks it against `hdrh` itse
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -99,6 +100,35 @@ def percentiles(hist: HdrHistogram, failures: int = 0) -> dict[str, float | None
     for key, p in wanted.items():
         out[key] = None if p is None else values[p] / US
     out["max"] = hist.get_max_value() / US if failures == 0 and ok else None
+    return out
+
+
+def latency_cdf(hist: HdrHistogram, n: int) -> dict[str, Any]:
+    """The latency distribution of `n` requests whose OK answers `hist` holds, compact (for
+    reports' CDF charts; about 200 points whatever the run's size).
+
+    `fraction[i]` of all `n` requests were answered successfully within `latency_s[i]` seconds
+    (HdrHistogram precision, 3 significant digits, the same ranks as `percentiles`). Requests
+    not answered OK have no latency, so the curve stops at `answered_fraction` (the OK share;
+    a run's `outcomes` say how the rest ended); the levels are dense in the tail (0.9 ...
+    0.99999 of the answered share), where p99s live.
+    """
+    ok = hist.get_total_count()
+    out: dict[str, Any] = {"fraction": [], "latency_s": [], "requests": int(n),
+                           "answered_fraction": ok / n if n else None}
+    if ok == 0:
+        return out
+    # Scaled by the answered share, so a run that never answers 20% still
+    # gets its points where its curve is, up to where it stops.
+    answered = ok / n
+    grid = np.concatenate([np.arange(0, 90) / 100, 1.0 - 10.0 ** -np.linspace(1.0, 5.0, 100), [1.0]])
+    exact = [q for q in (0.5, 0.9, 0.99, 0.999) if q <= answered]  # the summary's own percentiles
+    levels = sorted({float(q) for q in np.round(grid * answered, 9)} | set(exact))
+    # Percentile within the answered requests that the all-requests rank lands on.
+    pct = {q: min(100.0, 100.0 * max(1, math.ceil(q * n - 1e-9)) / ok) for q in levels}
+    values = HdrView(hist).values_at_percentiles(list(pct.values()))
+    out["fraction"] = [round(q, 7) for q in levels]
+    out["latency_s"] = [values[pct[q]] / US for q in levels]
     return out
 
 

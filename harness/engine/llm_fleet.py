@@ -32,7 +32,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from harness.engine.hdr import new_histogram
-from harness.engine.llm_run import to_client_view
+from harness.engine.llm_run import count_gaps, record_gaps, to_client_view
 from targets.llm import Sequence, Step, create_scheduler
 from targets.llm.fleet import FleetSpec
 from targets.llm.prefix_cache import PrefixCache, PrefixStats, chain_hashes
@@ -40,8 +40,6 @@ from targets.llm.routing import Routed, Router
 from workloads.llm_days import FleetSchedule
 
 __all__ = ["FleetTrace", "simulate_fleet"]
-
-_US = 1_000_000
 
 
 class PrefixFigures(Protocol):
@@ -109,7 +107,7 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
     lost = [False] * len(seqs)
     duration, stop = schedule.duration_s, schedule.duration_s + drain_s
     trace = FleetTrace(seqs, lost, duration, stop, new_histogram(), reps)
-    itl_us: dict[int, int] = {}   # gap in us -> tokens: one histogram record per distinct gap, at the end
+    itl_us: dict[int, int] = {}   # gap in us -> tokens (count_gaps), recorded at the end
     in_flight: list[Step | None] = [None] * n
     epoch = [0] * n               # a heap entry of an older epoch is stale (its replica was lost)
     armed = [False] * n           # the replica has an event on the heap (a step's end or a wake-up)
@@ -157,9 +155,7 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
             if step is not None:
                 last_end[r] = t
                 out = engines[r].complete(step, t)
-                for gap, count in out.gaps.items():
-                    us = max(1, round(gap * _US))
-                    itl_us[us] = itl_us.get(us, 0) + count
+                count_gaps(itl_us, out.gaps)
                 for seq in out.finished:
                     settle(seq, r)
             kick(r, t)
@@ -178,8 +174,7 @@ def simulate_fleet(fleet: FleetSpec, schedule: FleetSchedule, drain_s: float = 1
                 kick(r, t)
             i += 1
     trace.end_s = min(t, stop)
-    for us, count in itl_us.items():
-        trace.itl.record_value(us, count)
+    record_gaps(trace.itl, itl_us)
     trace.spills = getattr(router, "spills", 0)
     for rep, core in zip(reps, cores):
         rep.preemptions = getattr(core, "preemptions", 0)

@@ -29,7 +29,7 @@ from harness.engine.hdr import new_histogram
 from targets.llm import LlmEngineSpec, Sequence, create_scheduler
 from workloads.llm import LlmSchedule
 
-__all__ = ["EngineTrace", "simulate", "to_client_view"]
+__all__ = ["EngineTrace", "count_gaps", "record_gaps", "simulate", "to_client_view"]
 
 _US = 1_000_000
 
@@ -70,10 +70,7 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
     duration, stop = schedule.duration_s, schedule.duration_s + drain_s
     kv = getattr(core, "kv", None)
     trace = EngineTrace(seqs, duration, stop, new_histogram(), kv_blocks=kv.total if kv else None)
-    # Inter-token gaps counted per microsecond here and recorded once each at the end (the
-    # histogram's counts, min and max are the same in any order): a pure-Python HdrHistogram
-    # call per distinct gap per step was a sixth of an LLM run.
-    itl_us: dict[int, int] = {}
+    itl_us: dict[int, int] = {}   # gap in us -> tokens (count_gaps), recorded at the end
     n, i, t = len(seqs), 0, 0.0
     last_end = -math.inf   # when the last step ended (a step after idle pays cost.wake_s)
     while t < stop:
@@ -101,12 +98,8 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
         if t <= duration:
             trace.tokens_in_window += out.tokens
             trace.prompt_tokens_in_window += step.prefill_tokens - step.padding_tokens
-        for gap, count in out.gaps.items():
-            us = max(1, round(gap * _US))
-            itl_us[us] = itl_us.get(us, 0) + count
-    record = trace.itl.record_value
-    for us, count in itl_us.items():
-        record(us, count)
+        count_gaps(itl_us, out.gaps)
+    record_gaps(trace.itl, itl_us)
     trace.end_s = min(t, stop)
     trace.preemptions = getattr(core, "preemptions", 0)
     for name in ("slot_tokens_total", "slot_tokens_used", "padding_tokens"):
@@ -114,6 +107,22 @@ def simulate(spec: LlmEngineSpec, schedule: LlmSchedule, drain_s: float = 120.0)
     if front_in or front_out:
         to_client_view(seqs, schedule.arrival_s.tolist(), front_out)
     return trace
+
+
+def count_gaps(itl_us: dict[int, int], gaps: dict[float, int]) -> None:
+    """Add a step's inter-token gaps (seconds -> tokens) to `itl_us`, in whole microseconds (at
+    least 1), for `record_gaps` at the run's end: one HdrHistogram call (pure Python) per distinct
+    microsecond a run, where one per distinct gap per step was a sixth of a run."""
+    for gap, count in gaps.items():
+        us = max(1, round(gap * _US))
+        itl_us[us] = itl_us.get(us, 0) + count
+
+
+def record_gaps(hist: HdrHistogram, itl_us: dict[int, int]) -> None:
+    """Record the counted gaps (`count_gaps`) into `hist`: its counts, minimum and maximum are the
+    same in any order."""
+    for us, count in itl_us.items():
+        hist.record_value(us, count)
 
 
 def to_client_view(seqs: list[Sequence], scheduled_s: list[float], front_out_s: float | list[float]) -> None:

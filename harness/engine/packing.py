@@ -1,5 +1,5 @@
 """Lists of numbers as machine values, in bulk: what the recorder writes its per-request
-lists into (`packed`), and reads back as one buffer (`joined`)."""
+lists into (`packed`, `drained`), and reads back as one buffer (`joined`)."""
 
 from __future__ import annotations
 
@@ -32,3 +32,13 @@ def joined(chunks: list[bytes]) -> bytes:
         whole = b"".join(chunks)
         chunks[:] = [whole]
     return chunks[0]
+
+
+def drained(fmt: str, slots: list, n: int, blank: list) -> bytes:
+    """The first `n` of a fixed-size buffer's `slots`, packed (`packed`); the buffer is then reset
+    to `blank` (a list of its length) by one slice store: no reallocation, and the values just
+    read are freed now, while hot. A buffer written in place and drained so never regrows, where
+    one emptied by clear() was grown again by ~36 reallocations a chunk, each a copy."""
+    out = packed(fmt, slots if n == len(slots) else slots[:n])
+    slots[:] = blank
+    return out

@@ -19,10 +19,9 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from harness.engine.grouping import grouped, pair_counts
-from harness.engine.hdr import US as _US
-from harness.engine.hdr import HdrView, histogram_of, percentiles
+from harness.engine.hdr import histogram_of, latency_cdf, percentiles
 from harness.engine.outcomes import LATE, OUTCOME_CODES, OUTCOME_INDEX, OUTCOMES, PENDING, WITHIN, classify
-from harness.engine.packing import joined, packed
+from harness.engine.packing import drained, joined
 from harness.engine.percentiles import percentile_of
 from harness.engine.recovery import recovery_of
 from harness.engine.samples import samples_per_window
@@ -36,15 +35,9 @@ from targets.protocol import OK, Status
 _OUTCOME_OF: Final[list[int]] = [OUTCOME_CODES.get(c, PENDING) for c in range(max(Status) + 1)]  # type: ignore[call-overload]  # a Status is an int
 # Attempts, and finishes, appended between two bulk writes into the arrays (`_spill`, `_settle`).
 _CHUNK: Final = 4096
-# What a buffer's slots are reset to once packed (a slice store of the same length: no
-# reallocation), so that the values just read are freed now, while hot, not a chunk later.
+# What a buffer's slots are reset to once packed (harness.engine.packing.drained).
 _ZEROS: Final[list[float]] = [0.0] * _CHUNK
 _INT_ZEROS: Final[list[int]] = [0] * _CHUNK
-
-
-def _first(items: list, n: int) -> list:
-    """The first `n` of a buffer's slots (the whole list when it is full: no copy)."""
-    return items if n == len(items) else items[:n]
 
 
 class Recorder(SinkBase):
@@ -117,12 +110,9 @@ class Recorder(SinkBase):
     def _spill(self) -> None:
         """Move the attempts written since the last spill into the compact arrays."""
         n = self._att_n
-        self._sent_chunks.append(packed("d", _first(self._sent_buf, n)))
-        self._latency_chunks.append(packed("d", _first(self._latency_buf, n)))
-        self._code_chunks.append(packed("h", _first(self._code_buf, n)))
-        self._sent_buf[:] = _ZEROS
-        self._latency_buf[:] = _ZEROS
-        self._code_buf[:] = _INT_ZEROS
+        self._sent_chunks.append(drained("d", self._sent_buf, n, _ZEROS))
+        self._latency_chunks.append(drained("d", self._latency_buf, n, _ZEROS))
+        self._code_chunks.append(drained("h", self._code_buf, n, _INT_ZEROS))
         self._att_n = 0
 
     def finish(self, index: int, status: Status, done_s: float, tries: int) -> None:
@@ -146,12 +136,9 @@ class Recorder(SinkBase):
         n = self._fin_n
         if not n:
             return
-        index = np.frombuffer(packed("q", _first(self._fin_index, n)), dtype=np.int64)
-        done = np.frombuffer(packed("d", _first(self._fin_done_s, n)), dtype=np.float64)
-        codes = np.frombuffer(packed("q", _first(self._fin_code, n)), dtype=np.int64)
-        self._fin_index[:] = _INT_ZEROS
-        self._fin_done_s[:] = _ZEROS
-        self._fin_code[:] = _INT_ZEROS
+        index = np.frombuffer(drained("q", self._fin_index, n, _INT_ZEROS), dtype=np.int64)
+        done = np.frombuffer(drained("d", self._fin_done_s, n, _ZEROS), dtype=np.float64)
+        codes = np.frombuffer(drained("q", self._fin_code, n, _INT_ZEROS), dtype=np.int64)
         self._fin_n = 0
         code = (codes & 7) - 1
         self._outcome_v[index] = code
@@ -340,34 +327,9 @@ class Recorder(SinkBase):
         }
 
     def latency_cdf(self) -> dict[str, Any]:
-        """The end-to-end latency distribution of every unique request, compact
-        (for reports' CDF charts; about 200 points whatever the run's size).
-
-        `fraction[i]` of all unique requests were answered successfully within
-        `latency_s[i]` seconds (HdrHistogram precision, 3 significant digits,
-        the same ranks as `percentiles`). Requests not answered OK have no
-        latency, so the curve stops at `answered_fraction` (the OK share; the
-        summary's `outcomes` say how the rest ended); the levels are dense in
-        the tail (0.9 ... 0.99999 of the answered share), where p99s live.
-        """
-        n = self.n_covered
-        ok = self.hist_all.get_total_count()
-        out: dict[str, Any] = {"fraction": [], "latency_s": [], "requests": int(n),
-                               "answered_fraction": ok / n if n else None}
-        if ok == 0:
-            return out
-        # Scaled by the answered share, so a run that never answers 20% still
-        # gets its points where its curve is, up to where it stops.
-        answered = ok / n
-        grid = np.concatenate([np.arange(0, 90) / 100, 1.0 - 10.0 ** -np.linspace(1.0, 5.0, 100), [1.0]])
-        exact = [q for q in (0.5, 0.9, 0.99, 0.999) if q <= answered]  # the summary's own percentiles
-        levels = sorted({float(q) for q in np.round(grid * answered, 9)} | set(exact))
-        # Percentile within the answered requests that the all-requests rank lands on.
-        pct = {q: min(100.0, 100.0 * max(1, math.ceil(q * n - 1e-9)) / ok) for q in levels}
-        values = HdrView(self.hist_all).values_at_percentiles(list(pct.values()))
-        out["fraction"] = [round(q, 7) for q in levels]
-        out["latency_s"] = [values[pct[q]] / _US for q in levels]
-        return out
+        """The end-to-end latency distribution of every covered request, compact (for reports'
+        CDF charts: harness.engine.hdr.latency_cdf)."""
+        return latency_cdf(self.hist_all, self.n_covered)
 
     def timeseries(self) -> dict[str, Any]:
         """Per window of scheduled time: rates, p99 (all requests, and answered OK
