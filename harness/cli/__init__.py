@@ -3,8 +3,9 @@
 A command parses options, calls one library function, renders the result and
 writes its file; no arithmetic lives in `harness/cli/`. Every command is listed
 in COMMANDS (name -> module, function, the `--help` panel it is listed in, its
-one-line help), so reading this table is reading the CLI, and registering a
-command imports nothing else of the CLI. Each command's options are shown in the
+one-line help), so reading this table is reading the CLI; a command's module is
+imported when that command is looked up (`CommandTable`: to run it, or to list it
+in `--help`), so `harness compare` starts without what `review` or `serve` import. Each command's options are shown in the
 panels `harness.cli.applies.OPTIONS` gives them (common, sim, live, URL, LLM,
 output; an option of one command only: its "Options"); `run`, `compare` and
 `sweep` send each kind of target to its job in `harness.cli.dispatch`.
@@ -12,17 +13,21 @@ output; an option of one command only: its "Options"); `run`, `compare` and
 
 from __future__ import annotations
 
+import gc
 import inspect
+from contextlib import contextmanager
 from copy import copy
 from importlib import import_module
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 from typer.models import OptionInfo
 
 from harness.cli.applies import Panel, panel_of
 
-__all__ = ["COMMANDS", "COMMAND_PANELS", "Command", "app"]
+__all__ = ["COMMANDS", "COMMAND_PANELS", "Command", "CommandTable", "app"]
 
 # The panels of `harness --help`, in order.
 COMMAND_PANELS = ("Design review", "Operations and CI", "Live and serving", "Reference")
@@ -81,15 +86,77 @@ def _paneled(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+_FROZEN: list[bool] = []  # whether this process has frozen what start-up made (once)
+
+
+@contextmanager
+def _no_collections() -> Iterator[None]:
+    """The cyclic collector held off while a command's module is imported and, the first time in
+    a process, what start-up made (modules, classes, pydantic schemas: all kept until exit) moved
+    out of its reach after: its passes over them were a tenth of a cached `harness compare`. Once
+    only: a process that runs many commands (the tests) would freeze each one's garbage too."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if not _FROZEN:
+            _FROZEN.append(True)
+            gc.freeze()
+        if was:
+            gc.enable()
+
+
+def _command(name: str) -> Any:
+    """The click command `name`, built from its module's function (imported now, not at start-up)."""
+    spec = COMMANDS[name]
+    with _no_collections():
+        func = getattr(import_module(f"harness.cli.{spec.module}"), spec.function)
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    one.command(name, rich_help_panel=spec.panel, short_help=spec.help)(_paneled(name, func))
+    return typer.main.get_command(one)
+
+
+# Panel by panel (typer lists panels in the order their first command comes), then COMMANDS' order.
+_ORDER = [name for panel in COMMAND_PANELS for name, cmd in COMMANDS.items() if cmd.panel == panel]
+
+
+class CommandTable(TyperGroup):
+    """The `harness` group over COMMANDS: a command's module is imported when that command is
+    looked up (to run it, or to list it in `--help`), so `harness compare` does not import what
+    `rank`, `pool` or `serve` need. `commands` builds them all, for the docs and the tests that
+    walk the whole tree."""
+
+    _built: dict[str, Any]
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, Any]:
+        return {name: self.get_command(None, name) for name in _ORDER}
+
+    @commands.setter
+    def commands(self, given: Any) -> None:  # typer passes the (empty) registered commands
+        self._built = {}
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in COMMANDS:
+            return None
+        if cmd_name not in self._built:
+            self._built[cmd_name] = _command(cmd_name)
+        return self._built[cmd_name]
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(_ORDER)
+
+
 app = typer.Typer(
+    cls=CommandTable,
     add_completion=False,
     no_args_is_help=True,
     help="Load-test and design-review harness for batched ML inference serving.",
     pretty_exceptions_enable=False,
 )
 
-for _panel in COMMAND_PANELS:  # typer lists panels in the order their first command is registered
-    for _name, _cmd in COMMANDS.items():
-        if _cmd.panel == _panel:
-            _func = getattr(import_module(f"harness.cli.{_cmd.module}"), _cmd.function)
-            app.command(_name, rich_help_panel=_panel, short_help=_cmd.help)(_paneled(_name, _func))
+
+@app.callback()
+def _group() -> None:
+    pass  # the group takes no options of its own; each command is in COMMANDS

@@ -1,49 +1,80 @@
 """Typed results: one kind per command that runs work, each `to_json` / `from_json`.
 
 RESULT_KINDS maps a document's `kind` to its type; `from_json(doc)` and
-`load_result(path)` pick the type by that key. A new kind plugs in with one entry
-here and one in `reports/registry.py`; `harness.results.base` states the whole
+`load_result(path)` pick the type by that key, importing its module then (a
+command builds only the models of the kinds it reads or writes, of ~140 in all). A new kind plugs in with one entry in
+`_KINDS` here and one in `reports/registry.py`; `harness.results.base` states the whole
 contract a kind keeps.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from pydantic import ValidationError
 
-from harness.results.alerts import AlertsResult
 from harness.results.base import Result
-from harness.results.canary import CanaryResult
-from harness.results.capacity import CapacityResult
-from harness.results.compare import CompareResult
-from harness.results.fleet import FleetResult
-from harness.results.gate import GateResult
 from harness.results.io import load as load_document
-from harness.results.llm import LlmResult
-from harness.results.pool import PoolResult
-from harness.results.rank import RankResult
-from harness.results.review import ReviewResult
-from harness.results.run import RunResult, RunSummary
-from harness.results.sweep import SweepResult
+
+if TYPE_CHECKING:  # each kind's module is imported at run time on first use (below)
+    from harness.results.alerts import AlertsResult
+    from harness.results.canary import CanaryResult
+    from harness.results.capacity import CapacityResult
+    from harness.results.compare import CompareResult
+    from harness.results.fleet import FleetResult
+    from harness.results.gate import GateResult
+    from harness.results.llm import LlmResult
+    from harness.results.pool import PoolResult
+    from harness.results.rank import RankResult
+    from harness.results.review import ReviewResult
+    from harness.results.run import RunResult, RunSummary
+    from harness.results.sweep import SweepResult
 
 __all__ = ["RESULT_KINDS", "CompareResult", "Result", "RunResult", "RunSummary", "from_json", "load_result"]
 
-RESULT_KINDS: dict[str, type[Result]] = {
-    "run": RunResult,
-    "compare": CompareResult,
-    "rank": RankResult,
-    "review": ReviewResult,
-    "gate": GateResult,
-    "capacity": CapacityResult,
-    "pool": PoolResult,
-    "llm": LlmResult,
-    "fleet": FleetResult,
-    "alerts": AlertsResult,
-    "canary": CanaryResult,
-    "sweep": SweepResult,
+# kind -> (module under harness.results, class): a kind's models are built when it is first used,
+# so a command that writes one kind does not build the other kinds' ~140 models at start-up.
+_KINDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "RunResult"),
+    "compare": ("compare", "CompareResult"),
+    "rank": ("rank", "RankResult"),
+    "review": ("review", "ReviewResult"),
+    "gate": ("gate", "GateResult"),
+    "capacity": ("capacity", "CapacityResult"),
+    "pool": ("pool", "PoolResult"),
+    "llm": ("llm", "LlmResult"),
+    "fleet": ("fleet", "FleetResult"),
+    "alerts": ("alerts", "AlertsResult"),
+    "canary": ("canary", "CanaryResult"),
+    "sweep": ("sweep", "SweepResult"),
 }
+
+
+class _Kinds(Mapping[str, "type[Result]"]):
+    """RESULT_KINDS: each kind's type, its module imported on first lookup."""
+
+    def __getitem__(self, kind: str) -> type[Result]:
+        module, name = _KINDS[kind]
+        cls: type[Result] = getattr(import_module(f"harness.results.{module}"), name)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_KINDS)
+
+    def __len__(self) -> int:
+        return len(_KINDS)
+
+
+RESULT_KINDS: Mapping[str, type[Result]] = _Kinds()
+_EXPORTS = {name: module for module, name in _KINDS.values()} | {"RunSummary": "run"}  # by class name
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f"harness.results.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'harness.results' has no attribute '{name}'")
 
 
 def from_json(doc: dict[str, Any], source: str = "result") -> Result:

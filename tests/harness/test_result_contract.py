@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import fcntl
 import html
+import importlib
 import inspect
 import json
 import os
+import pkgutil
 import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
+import typer.main
 from typer.testing import CliRunner
 
+import harness.results
 from harness.cli import app
 from harness.results import RESULT_KINDS, Result, from_json, load_result
 from harness.results import io as results
@@ -61,12 +65,11 @@ ALERTS_SUITE = ('scenarios = ["spike", "steady", "night", "diurnal"]\n'
 
 
 def json_commands() -> set[str]:
-    """The app's commands with a `--json` option, found from their signatures."""
+    """The app's commands with a `--json` option, found from their click commands."""
     found = set()
-    for command in app.registered_commands:
-        for param in inspect.signature(command.callback).parameters.values():
-            if isinstance(param.default, typer.models.OptionInfo) and "--json" in (param.default.param_decls or ()):
-                found.add(command.name)
+    for name, command in typer.main.get_command(app).commands.items():
+        if any("--json" in param.opts for param in command.params):
+            found.add(name)
     return found
 
 
@@ -78,7 +81,10 @@ def strict_json(text: str) -> Any:
 
 
 def result_kinds() -> list[type[Result]]:
-    """Every Result subclass the packages define (tests may define their own)."""
+    """Every Result subclass the packages define (tests may define their own): every module of
+    harness.results imported first, since RESULT_KINDS imports a kind's module on first use."""
+    for module in pkgutil.iter_modules(harness.results.__path__):
+        importlib.import_module(f"harness.results.{module.name}")
     out, todo = [], list(Result.__subclasses__())
     while todo:
         cls = todo.pop()
