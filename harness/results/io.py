@@ -51,8 +51,13 @@ def _versions() -> dict[str, str]:
     return out
 
 
+_PLAIN = (str, int, bool)  # JSON as they are (exact types: a subclass may be a numpy scalar's)
+
+
 def clean(obj: Any) -> Any:
     """JSON-safe: non-finite floats become None (JSON has no Infinity)."""
+    if obj is None or type(obj) in _PLAIN:  # most leaves: returned before the probes below
+        return obj
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
