@@ -5,10 +5,11 @@ writes its file; no arithmetic lives in `harness/cli/`. Every command is listed
 in COMMANDS (name -> module, function, the `--help` panel it is listed in, its
 one-line help), so reading this table is reading the CLI; a command's module is
 imported when that command is looked up (`CommandTable`: to run it, or to list it
-in `--help`), so `harness compare` starts without what `review` or `serve` import. Each command's options are shown in the
-panels `harness.cli.applies.OPTIONS` gives them (common, sim, live, URL, LLM,
-output; an option of one command only: its "Options"); `run`, `compare` and
-`sweep` send each kind of target to its job in `harness.cli.dispatch`.
+in `--help`), so `harness compare` starts without what `review` or `serve` import.
+Each command's options are shown in the panels `harness.cli.applies.OPTIONS` gives
+them (common, sim, live, URL, LLM, output; an option of one command only: its
+"Options"); `run`, `compare` and `sweep` send each kind of target to its job in
+`harness.cli.dispatch`.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 RESULT_KINDS maps a document's `kind` to its type; `from_json(doc)` and
 `load_result(path)` pick the type by that key, importing its module then (a
-command builds only the models of the kinds it reads or writes, of ~140 in all). A new kind plugs in with one entry in
-`_KINDS` here and one in `reports/registry.py`; `harness.results.base` states the whole
-contract a kind keeps.
+command builds only the models of the kinds it reads or writes, of ~140 in all).
+A new kind plugs in with one entry in `_KINDS` here and one in
+`reports/registry.py`; `harness.results.base` states the whole contract a kind
+keeps.
 """
 
 from __future__ import annotations
