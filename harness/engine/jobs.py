@@ -275,7 +275,10 @@ def _stop_now(pool: ProcessPoolExecutor) -> None:
     for proc in workers:
         proc.terminate()
     for proc in workers:
-        proc.join(timeout=5)
+        proc.join(timeout=1)
+        if proc.is_alive():  # SIGTERM came before its initializer made it fatal (a loaded machine): end it
+            proc.kill()
+            proc.join(timeout=5)
 
 
 def _run_pooled(work: Sequence[Job[R]], on_done: OnDone[R] | None, workers: int) -> list[R]:

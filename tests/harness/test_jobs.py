@@ -177,3 +177,31 @@ def test_a_plain_harness_invocation_runs_on_ray(tmp_path: Path) -> None:
         assert res.returncode == 0, res.stderr[-3000:]
         docs[executor] = figures(json.loads(out.read_text()))
     assert docs["ray"] == docs["process"]
+
+
+def _slow_start() -> None:
+    import time
+
+    time.sleep(0.5)  # a loaded machine: the stop's SIGTERM arrives before the worker's own handlers are set
+    runner._worker_signals()
+
+
+def test_a_stop_ends_a_worker_whose_sigterm_came_before_its_initializer() -> None:
+    """A worker forked from a process with a SIGTERM handler runs that handler until its initializer
+    restores the default: a SIGTERM then (the stop of a block that raised at once, on a busy machine)
+    was swallowed and the worker slept on (seen in CI). The stop ends what SIGTERM did not."""
+    import signal
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+
+    before = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        pool = ProcessPoolExecutor(max_workers=1, initializer=_slow_start)
+        pool.submit(time.sleep, 30.0)
+        workers = list(pool._processes.values())
+        t0 = time.perf_counter()
+        runner._stop_now(pool)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert workers and not any(w.is_alive() for w in workers)
+    assert time.perf_counter() - t0 < 10
