@@ -14,12 +14,10 @@ them (common, sim, live, URL, LLM, output; an option of one command only: its
 
 from __future__ import annotations
 
-import gc
 import inspect
-from contextlib import contextmanager
 from copy import copy
 from importlib import import_module
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import typer
 import typer.main
@@ -27,6 +25,7 @@ from typer.core import TyperGroup
 from typer.models import OptionInfo
 
 from harness.cli.applies import Panel, panel_of
+from harness.engine.collector import imports_uncollected
 
 __all__ = ["COMMANDS", "COMMAND_PANELS", "Command", "CommandTable", "app"]
 
@@ -87,31 +86,10 @@ def _paneled(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-_FROZEN: list[bool] = []  # whether this process has frozen what start-up made (once)
-
-
-@contextmanager
-def _no_collections() -> Iterator[None]:
-    """The cyclic collector held off while a command's module is imported and, the first time in
-    a process, what start-up made (modules, classes, pydantic schemas: all kept until exit) moved
-    out of its reach after: its passes over them were a tenth of a cached `harness compare`. Once
-    only: a process that runs many commands (the tests) would freeze each one's garbage too."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if not _FROZEN:
-            _FROZEN.append(True)
-            gc.freeze()
-        if was:
-            gc.enable()
-
-
 def _command(name: str) -> Any:
     """The click command `name`, built from its module's function (imported now, not at start-up)."""
     spec = COMMANDS[name]
-    with _no_collections():
+    with imports_uncollected():
         func = getattr(import_module(f"harness.cli.{spec.module}"), spec.function)
     one = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     one.command(name, rich_help_panel=spec.panel, short_help=spec.help)(_paneled(name, func))

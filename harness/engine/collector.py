@@ -1,5 +1,6 @@
 """The cyclic collector held off while a simulation runs (`fewer_collections`): a run frees its
-objects by reference counting, so a pass of the collector would only walk the requests in flight."""
+objects by reference counting, so a pass of the collector would only walk the requests in flight;
+and while a command's modules are imported (`imports_uncollected`), whose objects stay to the end."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import gc
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["SIM_GC_THRESHOLD", "fewer_collections"]
+__all__ = ["SIM_GC_THRESHOLD", "fewer_collections", "imports_uncollected"]
 
 # Container objects allocated (net of those freed) between two young-generation passes
 # of the cyclic collector; Python's default is 700.
@@ -34,3 +35,25 @@ def fewer_collections(threshold: int = SIM_GC_THRESHOLD) -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*old)
+
+
+_frozen = False  # whether this process has frozen what its start-up made (once)
+
+
+@contextmanager
+def imports_uncollected() -> Iterator[None]:
+    """Import within: the collector held off, and, the first time in a process, what start-up
+    made (modules, classes, pydantic schemas: all kept until exit) moved out of its reach after
+    (`gc.freeze`): its passes over them were a tenth of a cached `harness compare`. Once only: a
+    process that runs many commands (the tests) would freeze each one's garbage too."""
+    global _frozen
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if not _frozen:
+            _frozen = True
+            gc.freeze()
+        if was:
+            gc.enable()

@@ -35,30 +35,35 @@ if TYPE_CHECKING:  # each kind's module is imported at run time on first use (be
 
 __all__ = ["RESULT_KINDS", "CompareResult", "Result", "RunResult", "RunSummary", "from_json", "load_result"]
 
-# kind -> (module under harness.results, class): a kind's models are built when it is first used,
-# so a command that writes one kind does not build the other kinds' ~140 models at start-up.
-_KINDS: dict[str, tuple[str, str]] = {
-    "run": ("run", "RunResult"),
-    "compare": ("compare", "CompareResult"),
-    "rank": ("rank", "RankResult"),
-    "review": ("review", "ReviewResult"),
-    "gate": ("gate", "GateResult"),
-    "capacity": ("capacity", "CapacityResult"),
-    "pool": ("pool", "PoolResult"),
-    "llm": ("llm", "LlmResult"),
-    "fleet": ("fleet", "FleetResult"),
-    "alerts": ("alerts", "AlertsResult"),
-    "canary": ("canary", "CanaryResult"),
-    "sweep": ("sweep", "SweepResult"),
+# kind -> its class, in the module of the kind's name (harness.results.<kind>): a kind's models are
+# built when it is first used, so a command that writes one kind does not build the other kinds'
+# ~140 models at start-up.
+_KINDS: dict[str, str] = {
+    "run": "RunResult",
+    "compare": "CompareResult",
+    "rank": "RankResult",
+    "review": "ReviewResult",
+    "gate": "GateResult",
+    "capacity": "CapacityResult",
+    "pool": "PoolResult",
+    "llm": "LlmResult",
+    "fleet": "FleetResult",
+    "alerts": "AlertsResult",
+    "canary": "CanaryResult",
+    "sweep": "SweepResult",
 }
+_EXPORTS = {name: kind for kind, name in _KINDS.items()} | {"RunSummary": "run"}  # class -> its module
+
+
+def _class(module: str, name: str) -> Any:
+    return getattr(import_module(f"harness.results.{module}"), name)
 
 
 class _Kinds(Mapping[str, "type[Result]"]):
     """RESULT_KINDS: each kind's type, its module imported on first lookup."""
 
     def __getitem__(self, kind: str) -> type[Result]:
-        module, name = _KINDS[kind]
-        cls: type[Result] = getattr(import_module(f"harness.results.{module}"), name)
+        cls: type[Result] = _class(kind, _KINDS[kind])
         return cls
 
     def __iter__(self) -> Iterator[str]:
@@ -69,12 +74,11 @@ class _Kinds(Mapping[str, "type[Result]"]):
 
 
 RESULT_KINDS: Mapping[str, type[Result]] = _Kinds()
-_EXPORTS = {name: module for module, name in _KINDS.values()} | {"RunSummary": "run"}  # by class name
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        return getattr(import_module(f"harness.results.{_EXPORTS[name]}"), name)
+        return _class(_EXPORTS[name], name)
     raise AttributeError(f"module 'harness.results' has no attribute '{name}'")
 
 
