@@ -128,14 +128,17 @@ def build_fleet_schedule(day: FleetDay, seed: int, block_size: int = 16) -> Flee
         head_id = int(tenant[c]) * (day.docs + 1) + int(doc_of[c]) + 1
         head = int(system[tenant[c]]) + (int(docs[doc_of[c]]) if doc_of[c] >= 0 else 0)
         shared_blocks = head // block_size
+        # Block b of the stream is the head's (shared by every conversation with this head) below
+        # shared_blocks, else the conversation's own.
+        shared = tuple(range(_SHARED_BASE + (head_id << 20), _SHARED_BASE + (head_id << 20) + shared_blocks))
+        own = _OWN_BASE + (c << 20)
         stream, t = head, float(starts[c])
         for j in range(int(turns[c])):
             prompt = stream + int(questions[k])
             out = int(answers[k])
             stream = prompt + out
             n_blocks = stream // block_size
-            ids = tuple(_SHARED_BASE + (head_id << 20) + b if b < shared_blocks else _OWN_BASE + (c << 20) + b
-                        for b in range(n_blocks))
+            ids = shared[:n_blocks] + tuple(range(own + shared_blocks, own + n_blocks))
             if t < day.duration_s:
                 rows.append((t, prompt, out, int(tenant[c]), c, j + 1, ids))
             t += float(thinks[k])

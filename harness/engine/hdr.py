@@ -142,10 +142,7 @@ def histogram_of(latency_s: np.ndarray) -> HdrHistogram:
     us = np.maximum(1, (np.asarray(latency_s, dtype=np.float64) * US).astype(np.int64))
     if len(us) == 0:
         return hist
-    bits = np.frexp((us | hist.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)  # bit length
-    bucket = bits - hist.unit_magnitude - (hist.sub_bucket_half_count_magnitude + 1)
-    sub = us >> (bucket + hist.unit_magnitude)
-    index = ((bucket + 1) << hist.sub_bucket_half_count_magnitude) + sub - hist.sub_bucket_half_count
+    index = _counts_index(hist, us)
     # Each bucket's count and the first value in it (what np.unique's counts and return_index
     # gave, without its sort of every value), written into the histogram's own counters as
     # `record_value(first, count)` for each bucket in turn would: a value past the histogram's
@@ -165,3 +162,35 @@ def histogram_of(latency_s: np.ndarray) -> HdrHistogram:
     hist.min_value = min(hist.min_value, ends[0])
     hist.max_value = max(hist.max_value, ends[1])
     return hist
+
+
+def _counts_index(hist: HdrHistogram, us: np.ndarray) -> np.ndarray:
+    """hdrh's `_counts_index_for` of each value (non-negative int64 below 2**53), vectorised."""
+    bucket = bit_length(us | hist.sub_bucket_mask) - hist.unit_magnitude - (hist.sub_bucket_half_count_magnitude + 1)
+    sub = us >> (bucket + hist.unit_magnitude)
+    return ((bucket + 1) << hist.sub_bucket_half_count_magnitude) + sub - hist.sub_bucket_half_count
+
+
+def record_counts(hist: HdrHistogram, values: list[int], counts: list[int]) -> None:
+    """`hist.record_value(v, c)` for each value and its count, in one pass: the same counts,
+    total, minimum and maximum (a negative value or one past the histogram's range is dropped,
+    as record_value drops it). record_value is pure Python: one call per distinct value was a
+    fifth of an LLM run."""
+    if not values:
+        return
+    v = np.asarray(values, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.int64)
+    if int(v.max()) >= 1 << 53:  # beyond frexp's exact bit lengths: hdrh's own loop
+        for value, count in zip(values, counts):
+            hist.record_value(value, count)
+        return
+    index = _counts_index(hist, np.maximum(v, 0))
+    keep = (v >= 0) & (index >= 0) & (index < hist.counts_len)
+    if not keep.any():
+        return
+    v, c, index = v[keep], c[keep], index[keep]
+    slots = np.ctypeslib.as_array(hist.counts)
+    np.add.at(slots, index, c.astype(slots.dtype))
+    hist.total_count += int(c.sum())
+    hist.min_value = min(hist.min_value, int(v.min()))
+    hist.max_value = max(hist.max_value, int(v.max()))
