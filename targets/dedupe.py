@@ -240,9 +240,8 @@ class Deduper:
                 self.stats.replayed += 1
                 a.answer(done.value)
             return False
-        p = self._inflight.get(key)
-        if p is None:
-            self._inflight[key] = a
+        p = self._inflight.setdefault(key, a)  # one lookup: the key's attempt, `a` if it was new
+        if p is a:
             self._done.prune(now)
             return True
         if attempt_digest(p) != attempt_digest(a):
@@ -329,6 +328,7 @@ class Deduper:
         if self._inflight.get(key) is not a:
             return None  # not the key's primary: nothing of another attempt's to touch
         del self._inflight[key]
-        if response.status == 200:
+        status: int = response.status  # (compiled: a native int comparison, not a generic one of an enum)
+        if status == 200:
             self._done.put_entry(_Remembered(key, a, response), now)
         return self._waiters.pop(key, None) if self._waiters else None
