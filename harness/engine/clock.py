@@ -144,7 +144,13 @@ class VirtualTimeLoop(asyncio.BaseEventLoop):
 
     def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]  # as call_at
                    context: contextvars.Context | None = None) -> _Timer:
-        return self.call_at(self.clock.t + delay, callback, *args, context=context)
+        # call_at's body, not a call of it: compiled, passing *args on was a generic call (a
+        # client's retry after a pause, a batch's timeout: thousands a run).
+        when = self.clock.t + delay
+        timer = _Timer(when, callback, args, context)
+        self._seq = seq = self._seq + 1
+        heappush(self._timers, (when, seq, timer))
+        return timer
 
     def soon(self, callback: Callable[..., Any], *args: Any) -> _Timer:
         """`call_soon(callback, *args)` with no context: called in the next iteration, in the
