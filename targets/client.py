@@ -133,6 +133,18 @@ class SinkBase:
         raise NotImplementedError
 
 
+class Finished:
+    """What a Client calls once a request has its final answer, as a base class (the driver's
+    count of finished requests, harness.engine.driver): compiled, the client's call, once a
+    request, is then a native call; any other `on_finished` is called as the callable it is."""
+
+    def finished(self) -> None:
+        raise NotImplementedError
+
+    def __call__(self) -> None:
+        self.finished()
+
+
 class _PerTenant:
     """A client's state for one tenant: its retry budget and its throttles by size class
     (index: the size's bit length)."""
@@ -155,6 +167,7 @@ class Client:
         self.sink = sink
         self.rng = rng
         self.on_finished = on_finished
+        self._native_finished: Finished | None = on_finished if isinstance(on_finished, Finished) else None
         self.budgets: dict[str, RetryBudget] = {}
         self.throttles: dict[tuple[str, int], Throttle] = {}
         # The same budgets and throttles by tenant, as `start` finds them: one lookup by the
@@ -208,8 +221,7 @@ class Client:
             if chance > 0.0 and self.rng.random() < chance:
                 self.throttled += 1
                 self._record_finish(index, UNAVAILABLE, sent, 0)  # refused here: no attempt was sent
-                if self.on_finished is not None:
-                    self.on_finished()
+                self._finished()
                 return
         budget = None
         if ratio is not None and per is not None:
@@ -230,6 +242,14 @@ class Client:
         else:
             r.answer_fn = None  # (its attempts are its own: see _send_attempt)
         self._send_attempt(r, r)
+
+    def _finished(self) -> None:
+        """A request has its final answer: tell `on_finished` (natively where it is a Finished)."""
+        native = self._native_finished
+        if native is not None:
+            native.finished()
+        elif self.on_finished is not None:
+            self.on_finished()
 
     def _send_attempt(self, a: Attempt, r: _Request) -> None:
         """Hand `a`, an attempt of `r`, to the transport: natively where it is a TransportBase (the
@@ -306,8 +326,7 @@ class _Request(Attempt):
                 sink.finish(self.uid, status, now, tries)
             else:
                 c._record_finish(self.uid, status, now, tries)
-            if c.on_finished is not None:
-                c.on_finished()
+            c._finished()
             return
         delay = retry_delay_s(c._exponential, c._backoff_base_s, c._backoff_cap_s, c._honour_retry_after, tries,
                               response, c.rng)

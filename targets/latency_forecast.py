@@ -27,7 +27,7 @@ from targets.slowness import Slowness
 
 __all__ = ["AdmissionForecast"]
 
-_OWN_COSTS_KEPT: Final = 65_536  # distinct input lengths whose batch cost admission remembers
+_OWN_COSTS_KEPT: Final = 65_536  # input lengths below this have their batch cost remembered
 
 
 class AdmissionForecast:
@@ -42,7 +42,9 @@ class AdmissionForecast:
         self._greedy = config.batching is Batching.GREEDY
         self._tenant_limits, self._batch_size = config.tenant_limits, config.batch_size
         self._slo_s, self._target = config.slo_s, config.admission_target
-        self._own_batch_s: dict[int, float] = {}  # cost(batch_size, length) by length
+        # cost(batch_size, length) by length, for lengths below _OWN_COSTS_KEPT (-1.0: not yet
+        # asked); compiled, a native list read where a dict's was a lookup by a boxed int.
+        self._own_batch_s: list[float] = []
         self._offered: list[ArrivalRate] | None = (
             [ArrivalRate(batch_s) for _ in batchers]
             if config.batching is Batching.RATE and config.admission_fill == "rate" else None)
@@ -78,9 +80,13 @@ class AdmissionForecast:
                                policy.per_gpu_rps, self._max_wait_s)
         else:
             fill = self._max_wait_s
-        own = self._own_batch_s.get(a.size)
-        if own is None:
-            own = self.cost(size, a.size)
-            if len(self._own_batch_s) < _OWN_COSTS_KEPT:
-                self._own_batch_s[a.size] = own
+        length, costs = a.size, self._own_batch_s
+        if 0 <= length < len(costs) and costs[length] >= 0.0:
+            own = costs[length]
+        else:
+            own = self.cost(size, length)
+            if 0 <= length < _OWN_COSTS_KEPT:
+                if length >= len(costs):
+                    costs.extend([-1.0] * (length + 1 - len(costs)))
+                costs[length] = own
         return predicted_latency_s(int(ahead), capacity, own * slow, fill)

@@ -16,7 +16,7 @@ import random
 import numpy as np
 
 from harness.engine.clock import VirtualTimeLoop
-from targets.client import Client, ClientPolicy, Transport
+from targets.client import Client, ClientPolicy, Finished, Transport
 from targets.delayline import clock_of
 from workloads.arrivals import Schedule
 
@@ -52,11 +52,7 @@ class Driver:
         cols = _Columns(s, t0, self.uids)
         done = loop.create_future()
 
-        def finished() -> None:
-            self.finished += 1
-            if self.finished == n and not done.done():  # a cancelled run's last answers end nothing
-                done.set_result(None)
-
+        finished = _Finished(self, n, done)
         # The client itself, not its bound `start`: compiled, `client.start(...)` is a native
         # call, where a bound method kept in a variable is a Python one (once per request).
         client = Client(self.policy, self.transport, self.sink, self.rng, on_finished=finished)
@@ -97,6 +93,23 @@ class Driver:
             # `feed` names itself, so the closure and the scope it keeps (the columns) are a
             # cycle that only the collector frees; emptied here, they go at once.
             cols.clear()
+
+
+class _Finished(Finished):
+    """The driver's count of finished requests (a Client's `on_finished`): the run is done when
+    all `n` have finished. A Finished, not a closure: compiled, the client's call, once a
+    request, is a native one."""
+
+    def __init__(self, driver: Driver, n: int, done: asyncio.Future[None]) -> None:
+        self.driver = driver
+        self.n = n
+        self.done = done
+
+    def finished(self) -> None:
+        driver = self.driver
+        driver.finished += 1
+        if driver.finished == self.n and not self.done.done():  # a cancelled run's last answers end nothing
+            self.done.set_result(None)
 
 
 CHUNK = 512  # requests whose start arguments the driver makes at a time (see _Columns)
