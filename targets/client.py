@@ -77,7 +77,10 @@ def retry_delay_s(exponential: bool, base_s: float, cap_s: float, honour_retry_a
     """Pause before retry number `retry_no` (1-based) after `response`."""
     delay = 0.0
     if exponential:
-        delay = rng.uniform(0.0, min(cap_s, base_s * 2 ** (retry_no - 1)))
+        # rng.uniform(0.0, high), written out as random.Random.uniform computes it: uniform is
+        # pure Python, an interpreted call per retry; random() is C
+        low, high = 0.0, min(cap_s, base_s * 2 ** (retry_no - 1))
+        delay = low + (high - low) * rng.random()
     if honour_retry_after and response.retry_after_s:
         delay = max(delay, response.retry_after_s)
     return delay
