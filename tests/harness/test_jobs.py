@@ -218,3 +218,62 @@ def _ended(proc: Any) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Where:
+    """A job that says which process ran it, after a pause (so that a batch's jobs spread over
+    the workers there are)."""
+
+    n: int
+    pause_s: float = 0.05
+
+    def run(self) -> tuple[int, int]:
+        import time
+
+        time.sleep(self.pause_s)
+        return self.n, os.getpid()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Fails:
+    def run(self) -> None:
+        raise ValueError("this job fails")
+
+
+def test_batches_run_and_started_within_sharing_share_one_pool_of_width_workers() -> None:
+    jobs = Jobs(workers=2)
+    with jobs.sharing() as shared:
+        assert shared.pool is not None and shared == jobs and jobs.pool is None
+        waiting = shared.start([_Where(i) for i in range(6)])  # queued first (the review's canary)
+        ran = shared.run([_Where(i) for i in range(6, 12)])      # beside it (the ablation)
+        started = waiting()
+        with pytest.raises(ValueError, match="this job fails"):  # a job's error, as without sharing
+            shared.run([_Fails(), _Where(12)])
+        after = shared.run([_Where(13), _Where(14)])  # and the pool still serves the next batch
+    assert [n for n, _ in started] == list(range(6)) and [n for n, _ in ran] == list(range(6, 12))
+    assert [n for n, _ in after] == [13, 14]
+    pids = {pid for _, pid in started + ran + after}
+    assert len(pids) <= 2 and os.getpid() not in pids  # two workers in all, not two a batch
+    # Without it, a started batch and a batch run meanwhile each have workers of their own.
+    waiting = jobs.start([_Where(i) for i in range(6)])
+    ran = jobs.run([_Where(i) for i in range(6, 12)])
+    assert len({pid for _, pid in waiting() + ran}) > 2
+    for inline in (Jobs(Executor.INLINE), Jobs(workers=1)):  # nothing to share: given as they are
+        with inline.sharing() as same:
+            assert same is inline
+
+
+def test_a_block_that_raises_within_sharing_ends_the_shared_workers_without_waiting() -> None:
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(RuntimeError):
+        with Jobs(workers=2).sharing() as shared:
+            shared.start([_Where(i, pause_s=30.0) for i in range(4)])
+            time.sleep(0.2)  # (the workers start)
+            assert shared.pool is not None
+            workers = list(shared.pool._processes.values())
+            raise RuntimeError("the ablation failed")
+    assert workers and all(_ended(w) for w in workers)
+    assert time.perf_counter() - t0 < 10

@@ -30,6 +30,8 @@ embedded rank result.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
@@ -209,21 +211,10 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
     # _start_parts): built after the ablation, they would leave a core idle.
     built = _start_parts(parts, notes, jobs)
     try:
-        # The canary rollouts run on worker processes of their own beside the ablation's, so that
-        # no core idles while one process answers a part or the ablation's last runs finish.
-        canary_part = _canary(canary, canary_seeds, first_seed, jobs, notes)
-        tap = None
-        if rank is None:
-            scen = flaw_scenarios or review_scenarios()
-            plan = exposing_plan(scen, "hardened", factor)
-            if alerts:
-                good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
-                on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
-            rank = ablate(scen, "hardened", flawed, seed, jobs, plan, on_done, suite="bad-day", on_planned=on_planned,
-                          seeds=seeds, llm=llm)
-        elif rank.llm is None and llm is not None:  # a rank saved before it had an LLM section
-            rank = rank.model_copy(update={"llm": llm_section(llm, first_seed, jobs)})
-        alerts_part = _alerts(rank, tap, factor, first_seed, jobs, notes) if alerts else None
+        with jobs.sharing() as shared:
+            rank, canary_part, alerts_part = _measure(
+                flawed, factor, seed, first_seed, shared, rank, on_done, flaw_scenarios, on_planned, seeds, alerts,
+                canary_seeds, canary, llm, notes)
         embedded = built.result()
     except BaseException:
         built.stop()  # an interrupted or failed review does not wait for the parts
@@ -236,6 +227,31 @@ def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: 
         pool=embedded.get("pool"), llm=embedded.get("llm"), alerts=alerts_part, canary=canary_part(),
         doc_items=items(rank), notes=notes, wall_s=time.perf_counter() - started,
     )
+
+
+def _measure(flawed: str, factor: float, seed: int, first_seed: int, jobs: Jobs, rank: RankResult | None,
+             on_done: OnDone | None, flaw_scenarios: dict[str, list[str]] | None, on_planned: OnPlanned | None,
+             seeds: list[int] | None, alerts: bool, canary_seeds: int, canary: CanaryResult | None,
+             llm: LlmSection | None, notes: list[str]
+             ) -> tuple[RankResult, Callable[[], CanaryAnswer | None], AlertsAnswer | None]:
+    """The review's own runs: the canary rollouts (started first: they queue ahead of the
+    ablation's runs on the workers `jobs` shares between them, so no core idles while the
+    ablation's last runs finish), the ablation (unless `rank` is given) and the alerts'
+    evaluation. (rank, the canary answer's call, the alerts answer)."""
+    canary_part = _canary(canary, canary_seeds, first_seed, jobs, notes)
+    tap = None
+    if rank is None:
+        scen = flaw_scenarios or review_scenarios()
+        plan = exposing_plan(scen, "hardened", factor)
+        if alerts:
+            good, mine = knobs_of("hardened")[0], knobs_of(flawed)[0]
+            on_done = tap = RunTap({good, mine, f"{mine} (flawed)"}, first_seed, on_done)
+        rank = ablate(scen, "hardened", flawed, seed, jobs, plan, on_done, suite="bad-day", on_planned=on_planned,
+                      seeds=seeds, llm=llm)
+    elif rank.llm is None and llm is not None:  # a rank saved before it had an LLM section
+        rank = rank.model_copy(update={"llm": llm_section(llm, first_seed, jobs)})
+    alerts_part = _alerts(rank, tap, factor, first_seed, jobs, notes) if alerts else None
+    return rank, canary_part, alerts_part
 
 
 class _Parts:
@@ -271,6 +287,11 @@ def _start_parts(parts: Sequence[Part], notes: list[str], jobs: Jobs) -> _Parts:
     hits_before, misses_before = (len(cache.hits), cache.misses) if cache is not None else (0, 0)
 
     def build_all() -> None:  # in the child
+        # A process group of its own, which the workers its parts fork join: a stop ends them all
+        # (ended alone, it left its pools' workers running, orphaned, holding this command's output
+        # open). Ctrl-C at a terminal, sent to the foreground group, then reaches this process
+        # only through the parent's stop.
+        os.setpgid(0, 0)
         mine: list[str] = []
         results = [_part(name, build, mine) for name, build in parts]
         hits, misses = (cache.hits[hits_before:], cache.misses - misses_before) if cache is not None else ([], 0)
@@ -298,11 +319,35 @@ def _start_parts(parts: Sequence[Part], notes: list[str], jobs: Jobs) -> _Parts:
         return {part.kind: part for part in results if part is not None}
 
     def stop() -> None:
-        if child.is_alive():
-            child.terminate()
-        child.join(5)
+        _end_group(child)
         receive.close()
     return _Parts(result, stop)
+
+
+def _end_group(child: Any) -> None:
+    """End `child` (a process that leads a process group of its own) and every process of its
+    group: SIGTERM (its work stops as on Ctrl-C; its pools' workers end at once), then SIGKILL
+    for what is left after 5 s."""
+    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:  # no such group: the child had not made it yet, or all is gone
+            if child.is_alive():
+                os.kill(child.pid, sig)
+        except PermissionError:  # pragma: no cover - a group we may not signal is not ours
+            return
+        child.join(wait_s)
+        if not child.is_alive() and not _group_alive(child.pid):
+            return
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group `pgid` is left (signal 0 tests without signalling)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def _alerts(rank: RankResult, tap: RunTap | None, factor: float, seed: int, jobs: Jobs,
