@@ -341,8 +341,9 @@ def _run_on(pool: ProcessPoolExecutor, work: Sequence[Job[R]], on_done: OnDone[R
         _stop_now(pool)
         raise JobsInterrupted(results) from None
     except BaseException:
-        if shared:
-            _let_go(pool, pool, futures)
+        if shared:  # this batch's jobs not started (a pool of its own is its caller's to shut down)
+            for fut in futures:
+                fut.cancel()
         raise
     return cast("list[R]", results)  # every job has given its result by now
 

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from harness.engine.sim import run_sim
 from harness.results import CompareResult, load_result
 from reports.compare import partial_lines, render, sections
 from reports.page import page_html
+from tests.harness.procs import children
 
 runner = CliRunner()
 SUITE = ["steady", "night", "spike", "low-traffic"]   # the third is the one interrupted
@@ -216,20 +216,6 @@ def test_an_interrupt_python_had_to_drop_is_raised_again():
 
 # -- real signals ------------------------------------------------------------------------------------
 
-def _children(pid: int) -> list[int]:
-    """Processes whose parent is `pid` (Linux /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_a_real_signal_mid_compare_leaves_a_partial_result_and_no_traceback(tmp_path, sig):
@@ -242,7 +228,7 @@ def test_a_real_signal_mid_compare_leaves_a_partial_result_and_no_traceback(tmp_
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
-        while not _children(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
+        while not children(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)   # the workers exist once the compare runs
         time.sleep(1.0)
         if sig == "SIGINT":

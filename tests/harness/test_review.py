@@ -138,7 +138,7 @@ def test_the_follow_ups_round_trip_through_the_file(result):
 
 
 def test_parts_built_in_their_own_process_count_their_cache_hits_here(tmp_path):
-    # The parts are built in a forked process (harness.analysis.review.run._start_parts): what
+    # The parts are built in a forked process (harness.analysis.review.parts_process.start_parts): what
     # the run cache served there is counted in this process's cache, as the CLI reports it.
     from harness.engine.run_cache import RunCache
 

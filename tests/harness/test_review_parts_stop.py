@@ -12,8 +12,9 @@ import signal
 import time
 from pathlib import Path
 
-from harness.analysis.review.run import _start_parts
+from harness.analysis.review.parts_process import start_parts
 from harness.engine.jobs import Jobs
+from tests.harness.procs import children
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,19 +23,6 @@ class _Sleeps:
 
     def run(self) -> None:
         time.sleep(self.seconds)
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rfind(")") + 2:].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
 
 
 def _gone(pid: int) -> bool:
@@ -51,12 +39,12 @@ def test_stopping_the_parts_ends_the_workers_their_jobs_started() -> None:
         Jobs(workers=2).run([_Sleeps(60.0), _Sleeps(60.0)])
 
     before = set(multiprocessing.active_children())
-    parts = _start_parts([("a part", build)], [], Jobs(workers=2))
+    parts = start_parts([("a part", build)], [], Jobs(workers=2))
     (child,) = set(multiprocessing.active_children()) - before
     deadline = time.monotonic() + 20
-    while len(_children(child.pid)) < 2 and time.monotonic() < deadline:
+    while len(children(child.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    workers = _children(child.pid)
+    workers = children(child.pid)
     assert len(workers) >= 2  # the part's pool is running its jobs
     t0 = time.monotonic()
     try:
