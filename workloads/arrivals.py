@@ -9,7 +9,9 @@ separately (its share, times its bursts) and the streams are merged.
 
 from __future__ import annotations
 
-import functools
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,13 +117,41 @@ def build_schedule(config: WorkloadConfig, seed: int) -> Schedule:
     )
 
 
-@functools.lru_cache(maxsize=2)  # a worker's runs come grouped by workload
+_KEPT_REQUESTS = 2_000_000  # schedules a process keeps, in requests (~48 MB: 24 bytes a request)
+_kept: OrderedDict[tuple[WorkloadConfig, int], Schedule] = OrderedDict()
+_kept_lock = threading.Lock()  # threads of one process (the review builds its parts on one)
+
+
+def _fresh_lock() -> None:
+    """A forked child's own lock: one held by another thread at the fork would never be let go."""
+    global _kept_lock
+    _kept_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_lock)
+
+
 def schedule_of(config: WorkloadConfig, seed: int) -> Schedule:
     """`build_schedule(config, seed)`, kept for the process's next runs of the same workload and
-    seed (a rank's variants of one scenario, the canary's plans on one day; a config is frozen,
-    hashed and compared by its fields): the same requests, built once. Its arrays are
-    read-only, so no run can change the schedule another reads."""
+    seed (a rank's or review's variants of one scenario, the canary's plans on one day; a config
+    is frozen, hashed and compared by its fields): the same requests, built once. A worker is
+    handed its runs longest first, so one scenario's variants come mixed with the others': the
+    process keeps the schedules it used last up to _KEPT_REQUESTS requests in all (the review's
+    11 scenarios and 30 canary days fit; the one just built is kept whatever its size), dropping
+    the least recently used. Its arrays are read-only, so no run can change the schedule another
+    reads."""
+    key = (config, seed)
+    with _kept_lock:
+        kept = _kept.get(key)
+        if kept is not None:
+            _kept.move_to_end(key)
+            return kept
     schedule = build_schedule(config, seed)
     for array in (schedule.sched_s, schedule.tenant, schedule.content, schedule.variant, schedule.size):
         array.flags.writeable = False
+    with _kept_lock:
+        _kept[key] = schedule
+        held = sum(len(s) for s in _kept.values())
+        while held > _KEPT_REQUESTS and len(_kept) > 1:
+            held -= len(_kept.popitem(last=False)[1])
     return schedule

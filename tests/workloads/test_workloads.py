@@ -160,6 +160,29 @@ def test_a_kept_schedule_is_the_built_one_and_cannot_be_changed():
         first.sched_s[0] = 1.0  # read-only
 
 
+def test_kept_schedules_are_bounded_in_requests_and_dropped_least_recently_used(monkeypatch):
+    """A process keeps every schedule it used while they hold at most _KEPT_REQUESTS requests in
+    all (a worker's runs of many scenarios, interleaved, each built once), then drops the least
+    recently used first; the one just built is kept whatever its size."""
+    import workloads.arrivals as arrivals
+    monkeypatch.setattr(arrivals, "_kept", type(arrivals._kept)())
+    steady = load_workload("steady").scaled(0.1, 1.0)  # ~1,000 requests a seed
+    sizes = {seed: len(build_schedule(steady, seed)) for seed in range(1, 6)}
+    monkeypatch.setattr(arrivals, "_KEPT_REQUESTS", sizes[1] + sizes[2] + sizes[3])
+    first = {seed: schedule_of(steady, seed) for seed in (1, 2, 3)}
+    for seed in (3, 1, 2, 3, 1):  # interleaved, as a worker's runs come: nothing built again
+        assert schedule_of(steady, seed) is first[seed]
+    schedule_of(steady, 4)  # over the bound: 2, the least recently used, goes (if 3 fits beside)
+    held = [seed for (_, seed) in arrivals._kept]
+    assert 4 in held and 2 not in held and held[-1] == 4
+    assert sum(len(s) for s in arrivals._kept.values()) <= arrivals._KEPT_REQUESTS or len(held) == 1
+    assert schedule_of(steady, 2) is not first[2]  # built again, equal
+    assert np.array_equal(schedule_of(steady, 2).sched_s, first[2].sched_s)
+    monkeypatch.setattr(arrivals, "_KEPT_REQUESTS", 1)
+    alone = schedule_of(steady, 5)
+    assert list(arrivals._kept.values()) == [alone] and schedule_of(steady, 5) is alone
+
+
 def test_a_loaded_workload_is_kept_until_its_file_changes(tmp_path):
     """load_workload keeps a config by its file's path and bytes: the same file gives the same
     (immutable) config, an edit (even one of the same size, at once) a fresh one."""
