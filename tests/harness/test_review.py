@@ -160,3 +160,24 @@ def test_a_parts_process_that_dies_becomes_a_note():
                parts=[("Part 2 (capacity)", lambda: os._exit(3))], llm=None, alerts=False)
     assert d.capacity is None
     assert d.notes == ["the Part 2/3 answers failed: their process ended without them (exit code 3)"]
+
+
+def test_the_capacity_part_runs_its_points_in_the_parts_process_keeping_the_cache(monkeypatch, tmp_path):
+    """Beside the review's own worker processes, the parts' process runs the capacity plan's points
+    itself (a pool of its own put twice as many processes as cores to work); other executors, and
+    the run cache, are passed on as they are."""
+    import harness.analysis.capacity as capacity
+    from harness.analysis.review import default_parts
+    from harness.engine.jobs import Executor, Jobs
+    from harness.engine.run_cache import RunCache
+
+    seen: list[Jobs] = []
+    monkeypatch.setattr(capacity, "plan_capacity", lambda seed, quick, jobs: seen.append(jobs))
+    cache = RunCache(tmp_path)
+    for given, expected in ((Jobs(Executor.PROCESS, workers=2, cache=cache), Executor.INLINE),
+                            (Jobs(Executor.INLINE, cache=cache), Executor.INLINE),
+                            (Jobs(Executor.RAY, workers=2, cache=cache), Executor.RAY)):
+        name, build = default_parts(1, given)[0]
+        assert name == "Part 2 (capacity)"
+        build()
+        assert seen[-1].executor is expected and seen[-1].cache is cache

@@ -29,6 +29,7 @@ embedded rank result.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
@@ -38,7 +39,7 @@ from harness.analysis.review.alerts import RunTap, alerts_answer, baseline_runs
 from harness.analysis.review.canary import canary_answer, start_canary_answer
 from harness.analysis.review.parts_process import Part, start_parts
 from harness.analysis.variants import OnDone, OnPlanned, knobs_of
-from harness.engine.jobs import Jobs
+from harness.engine.jobs import Executor, Jobs
 from harness.results.canary import CanaryResult
 from harness.results.followups import AlertsAnswer, CanaryAnswer
 from harness.results.llm import LlmResult
@@ -160,8 +161,15 @@ def llm_part(seed: int, jobs: Jobs = Jobs()) -> Part:
 
 
 def default_parts(seed: int, jobs: Jobs = Jobs()) -> list[Part]:
-    """The Part 2, Part 3 and LLM follow-up answers a full review adds (each kept in `jobs`' run cache)."""
-    return [capacity_part(seed, jobs), pool_part(jobs), llm_part(seed, jobs)]
+    """The Part 2, Part 3 and LLM follow-up answers a full review adds (each kept in `jobs`' run cache).
+
+    With worker processes, the capacity plan's points run one after another in the parts' own
+    process (`start_parts`), not on a pool of its own: that process runs beside the review's
+    `width` workers, so its own pool put twice as many processes as cores to work (on two cores,
+    its two pools of two workers took 1.7 CPU-s for 1.1 CPU-s of points), and the parts are not
+    what the review waits for."""
+    inline = dataclasses.replace(jobs, executor=Executor.INLINE) if jobs.executor is Executor.PROCESS else jobs
+    return [capacity_part(seed, inline), pool_part(jobs), llm_part(seed, jobs)]
 
 
 def review(design: str | None = None, quick: bool = False, seed: int = 1, jobs: Jobs = Jobs(),
