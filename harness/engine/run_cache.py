@@ -288,15 +288,25 @@ class RunCache:
         """The stored result of `kind` from `inputs` (`value_key`), else `build()`, then stored;
         `label` names it among the hits (for a result that is not a job's: the pool experiment,
         an LLM section)."""
-        key = value_key(kind, inputs)
-        found = self.get(key)
+        found = self.recall(kind, inputs, label)
         if found is not None:
-            self._hit(label)
             return found
         result = build()
-        self._missed()
-        self._store(key, result)
+        self.remember(kind, inputs, result)
         return result
+
+    def recall(self, kind: str, inputs: Any, label: str) -> Any | None:
+        """`memo`'s first half, for a result built later (started now, collected after): the stored
+        result of `kind` from `inputs` (a hit named `label`), else None."""
+        found = self.get(value_key(kind, inputs))
+        if found is not None:
+            self._hit(label)
+        return found
+
+    def remember(self, kind: str, inputs: Any, result: Any) -> None:
+        """`memo`'s second half: `result`, built after `recall` found none (a miss), stored."""
+        self._missed()
+        self._store(value_key(kind, inputs), result)
 
     def note(self) -> str:
         """One line on what the cache served, for the CLI."""

@@ -124,3 +124,32 @@ def test_the_llm_section_is_kept_unless_it_is_a_lambda(tmp_path: Path) -> None:
     for _ in range(2):  # a closure's name does not say what it computes: it always runs
         llm_section(lambda s: calls.append(s) or {"seed": s}, 1, cached(tmp_path))  # type: ignore[func-returns-value]
     assert calls == [1, 1]
+
+
+def test_the_review_canary_answer_is_kept_whole_and_a_changed_input_misses(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review run again takes its canary answer from the cache whole: no rollout starts (nor
+    is scipy.stats imported to judge them); another seed count, first seed or target misses."""
+    import harness.analysis.review.canary as review_canary
+
+    started: list[tuple[str, int, int]] = []
+
+    def fake_start(plans: list[str], target: str, seeds: int, first_seed: int, jobs: Jobs) -> Any:
+        started.append((target, seeds, first_seed))
+        return lambda: {"rollouts": (target, seeds, first_seed)}
+
+    monkeypatch.setattr(review_canary, "start_canary", fake_start)
+    monkeypatch.setattr(review_canary, "canary_answer", lambda result, source: {"judged": result, "source": source})
+    first = review_canary.start_canary_answer(2, jobs=cached(tmp_path))()
+    jobs = cached(tmp_path)
+    again = review_canary.start_canary_answer(2, jobs=jobs)()
+    assert again == first and started == [("hardened", 2, 1)]
+    assert jobs.cache is not None and jobs.cache.misses == 0
+    assert jobs.cache.hits == ["canary answer, run here: 2 seed(s) a plan and day"]
+    for changed in ({"seeds": 3}, {"first_seed": 2}, {"target": "naive"}):
+        other = cached(tmp_path)
+        review_canary.start_canary_answer(**{"seeds": 2, **changed}, jobs=other)()
+        assert other.cache is not None and (other.cache.hits, other.cache.misses) == ([], 1), changed
+    assert len(started) == 4
+    review_canary.start_canary_answer(2, jobs=Jobs(Executor.INLINE))()  # no cache: the rollouts run
+    assert len(started) == 5

@@ -26,6 +26,7 @@ __all__ = ["MAX_FALSE_ROLLBACK", "MIN_CAUGHT", "canary_answer", "judge_plans", "
 
 MIN_CAUGHT = 0.95          # bad canaries rolled back
 MAX_FALSE_ROLLBACK = 0.05  # good canaries rolled back
+_ANSWER = "harness.analysis.review.canary.start_canary_answer"  # the kept answer's kind (run cache)
 
 
 def _median(xs: list[float]) -> float | None:
@@ -73,6 +74,23 @@ def canary_answer(result: CanaryResult, source: str, min_caught: float = MIN_CAU
 def start_canary_answer(seeds: int, first_seed: int = 1, target: str = "hardened",
                         jobs: Jobs = Jobs()) -> Callable[[], CanaryAnswer]:
     """The built-in plans on every canary day over `seeds` seeds, started on worker processes
-    now (`jobs`); the returned call waits for them and judges."""
-    waiting = start_canary(plan_names(), target, seeds, first_seed, jobs=jobs)
-    return lambda: canary_answer(waiting(), f"run here: {seeds} seed(s) a plan and day")
+    now (`jobs`); the returned call waits for them and judges.
+
+    With a run cache, the answer itself is kept too (`RunCache.recall`, `remember`): a review run
+    again takes it whole, and neither loads the rollouts nor imports scipy.stats to judge them
+    (its import was 0.7 s of a 1.9 s cached review)."""
+    plans = plan_names()
+    cache, inputs = jobs.cache, {"plans": plans, "target": target, "seeds": seeds, "first_seed": first_seed}
+    source = f"run here: {seeds} seed(s) a plan and day"
+    if cache is not None:
+        found = cache.recall(_ANSWER, inputs, f"canary answer, {source}")
+        if found is not None:
+            return lambda: found
+    waiting = start_canary(plans, target, seeds, first_seed, jobs=jobs)
+
+    def answer() -> CanaryAnswer:
+        judged = canary_answer(waiting(), source)
+        if cache is not None:
+            cache.remember(_ANSWER, inputs, judged)
+        return judged
+    return answer
