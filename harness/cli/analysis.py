@@ -79,8 +79,9 @@ def rank(
         fail(str(exc))
     with _runs_progress(quiet or as_json) as callbacks:
         on_planned, on_done = callbacks()
-        result = run_rank(suite, seed, jobs, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
-                          on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds), llm=llm_rank)
+        with jobs.sharing() as shared:  # the ablation, its interactions and the LLM section on one pool
+            result = run_rank(suite, seed, shared, scale, None if budget < 0 else (budget or REQUEST_BUDGET),
+                              on_done=on_done, on_planned=on_planned, seeds=seeds_from(seed, seeds), llm=llm_rank)
     result = cache_noted(result, jobs)
     publish(result, out_path or results.default_path("rank", suite), html, as_json)
 

@@ -184,9 +184,15 @@ class Jobs:
         """`fn(arg)` started now in a worker process of its own, beside whatever this process
         runs next (jobs included: one long computation of the parent's, such as the rank's LLM
         section, then overlaps the ablation's runs instead of following them). `fn` must pickle
-        (a module's function); inline and Ray `Jobs`, and one worker, call it at `result()`."""
+        (a module's function); inline and Ray `Jobs`, and one worker, call it at `result()`.
+        Within `sharing`, it is queued on the shared pool instead, as a job the batches after it
+        wait behind: a process of its own beside `width` busy workers put one more process to
+        work than there are cores."""
         if self.executor is not Executor.PROCESS or self.width <= 1:
             return Started(None, lambda: fn(arg))
+        if self.pool is not None:
+            queued = self.pool.submit(fn, arg)
+            return Started(None, queued.result, queued.cancel)
         pool = ProcessPoolExecutor(max_workers=1, initializer=_worker_signals)
         try:
             future = pool.submit(fn, arg)
@@ -221,13 +227,16 @@ class Jobs:
 
 class Started(Generic[R]):
     """A computation `Jobs.start_call` started on `pool` (None: it runs in this process, at
-    `result()`): `result()` waits for it and lets the worker go. Used as a context manager, a
-    block that raises ends it unfinished (its worker terminated), as an interrupted run must
-    not wait for it."""
+    `result()`, or on a shared pool, which `cancel` takes it off while it waits there):
+    `result()` waits for it and lets the worker go. Used as a context manager, a block that
+    raises ends it unfinished (its worker terminated; a shared pool's workers are ended by
+    `Jobs.sharing`), as an interrupted run must not wait for it."""
 
-    def __init__(self, pool: ProcessPoolExecutor | None, wait: Callable[[], R]) -> None:
+    def __init__(self, pool: ProcessPoolExecutor | None, wait: Callable[[], R],
+                 cancel: Callable[[], object] | None = None) -> None:
         self._pool = pool
         self._wait = wait
+        self._cancel = cancel
 
     @staticmethod
     def nothing() -> "Started[None]":
@@ -236,7 +245,7 @@ class Started(Generic[R]):
     def then(self, fn: Callable[[Callable[[], R]], T]) -> "Started[T]":
         """The same computation, its result given by `fn(wait)` (e.g. a cache that stores it);
         use the returned one in place of this one."""
-        return Started(self._pool, lambda: fn(self._wait))
+        return Started(self._pool, lambda: fn(self._wait), self._cancel)
 
     def result(self) -> R:
         try:
@@ -247,6 +256,8 @@ class Started(Generic[R]):
                 self._pool = None
 
     def stop(self) -> None:
+        if self._cancel is not None:
+            self._cancel()
         if self._pool is not None:
             _stop_now(self._pool)
             self._pool = None
