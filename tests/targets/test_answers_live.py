@@ -65,7 +65,9 @@ async def test_bursts_of_one_id_and_of_many_tenants_are_all_answered_in_time(sta
     same_id = check(await shaped(stack.port, "same-id", 2000, "one-id"), "same-id")
     assert same_id[409] >= 1000, same_id  # one runs; the rest are conflicts (or run after a shed one)
     same_input = check(await shaped(stack.port, "same-input", 2000, "one-input"), "same-input")
-    assert same_input[200] >= 257, same_input  # the one computation, its 256 waiters, its replays
+    # The one computation, its 256 waiters and its replays: 200s, but for waiters whose 1 s deadline
+    # passed first on a busy machine, answered 503 at it (Deduper.expire; once in CI, 222 + 35).
+    assert same_input[200] >= 1 and same_input[200] + same_input[503] >= 257, same_input
     distinct = check(await shaped(stack.port, "distinct", 2000, "many"), "distinct")
     assert distinct[429] and distinct[200], distinct  # tenant limits bite, and some are served
 
