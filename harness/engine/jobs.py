@@ -125,7 +125,7 @@ class Jobs:
     @contextmanager
     def sharing(self) -> Iterator["Jobs"]:
         """These Jobs with one pool of `width` worker processes that every batch run or started
-        within shares (`run`, `start`; not `start_call`'s process of its own), so batches that
+        within shares (`run`, `start`, and `start_call`, queued as a job), so batches that
         overlap (the review's canary rollouts beside its ablation) run on `width` workers in all
         rather than `width` each: on two cores, the review's 92 ablation runs took 13-27% more CPU
         on four workers than on two. Queued in the order submitted. The pool ends with the block

@@ -268,6 +268,8 @@ def test_batches_run_and_started_within_sharing_share_one_pool_of_width_workers(
 def test_a_call_started_within_sharing_is_queued_on_the_shared_pool_and_a_stop_takes_it_off() -> None:
     """Within `sharing`, `start_call` runs on the shared workers (no process of its own beside
     them), ahead of the batches queued after it; a stop takes a call still waiting off the queue."""
+    import time
+
     with Jobs(workers=2).sharing() as shared:
         assert shared.pool is not None
         call = shared.start_call(_pid_of, None)
@@ -275,18 +277,12 @@ def test_a_call_started_within_sharing_is_queued_on_the_shared_pool_and_a_stop_t
         pid = call.result()
         workers = set(shared.pool._processes)
         assert pid in workers and {p for _, p in ran} <= workers and len(workers) == 2
-        blockers = [shared.pool.submit(time_sleep, 0.5) for _ in range(2)]  # both workers busy...
+        blockers = [shared.pool.submit(time.sleep, 0.5) for _ in range(2)]  # both workers busy...
         waiting = shared.start_call(_pid_of, None)
         waiting.stop()  # ...so the call still waits in the queue, and is taken off it
         assert waiting._cancel is not None and all(b.result() is None for b in blockers)
         with pytest.raises(CancelledError):
             waiting.result()
-
-
-def time_sleep(seconds: float) -> None:
-    import time
-
-    time.sleep(seconds)
 
 
 def test_a_block_that_raises_within_sharing_ends_the_shared_workers_without_waiting() -> None:
